@@ -1,0 +1,61 @@
+"""Exception classes, named as onnxruntime names them.
+
+Each also derives from the built-in exception a Python user would expect, so
+``except FileNotFoundError`` and ``except ValueError`` work as well as
+``except nxrt.NoSuchFile``.
+"""
+
+
+class NxrtError(Exception):
+    """Base class of every error raised by the nxrt native core."""
+
+
+class Fail(NxrtError, RuntimeError):
+    """A generic failure (also raised when a run is terminated)."""
+
+
+class InvalidArgument(NxrtError, ValueError):
+    """A bad argument: unknown input or output name, wrong dtype, rank or dims."""
+
+
+class NoSuchFile(NxrtError, FileNotFoundError):
+    """The model file does not exist or is not a regular file."""
+
+
+class NoModel(NxrtError, RuntimeError):
+    """No model was loaded."""
+
+
+class EngineError(NxrtError, RuntimeError):
+    """An internal error of the runtime."""
+
+
+class RuntimeException(NxrtError, RuntimeError):
+    """An error while running the model (out of memory, failed kernel)."""
+
+
+class InvalidProtobuf(NxrtError, ValueError):
+    """The model bytes are not a valid ONNX protobuf (truncated or corrupt)."""
+
+
+class ModelLoaded(NxrtError, RuntimeError):
+    """A model was already loaded."""
+
+
+class NotImplemented(NxrtError, NotImplementedError):  # noqa: A001 - onnxruntime's name
+    """The model uses an op, opset or dtype that nxrt does not implement."""
+
+
+class InvalidGraph(NxrtError, ValueError):
+    """The graph is malformed: missing producers, cycles, duplicate names, bad attributes."""
+
+
+class EPFail(NxrtError, RuntimeError):
+    """An execution provider failed."""
+
+
+ALL = {
+    cls.__name__: cls
+    for cls in (Fail, InvalidArgument, NoSuchFile, NoModel, EngineError, RuntimeException,
+                InvalidProtobuf, ModelLoaded, NotImplemented, InvalidGraph, EPFail)
+}

@@ -1,0 +1,276 @@
+"""onnxruntime-compatible session API on top of the native core."""
+
+import enum
+import os
+import time
+
+import numpy as np
+
+from . import _dtypes
+from ._errors import ALL as _ERROR_CLASSES
+from . import _nxrt
+
+_nxrt._register_errors(_ERROR_CLASSES)
+
+_AVAILABLE_PROVIDERS = ["CPUExecutionProvider"]
+
+
+def get_available_providers():
+    """Execution providers this build can use, in priority order."""
+    return list(_AVAILABLE_PROVIDERS)
+
+
+def get_all_providers():
+    """Every execution provider nxrt knows of (available or not)."""
+    return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
+def get_device():
+    """The device nxrt computes on by default ("CPU")."""
+    return "CPU"
+
+
+class GraphOptimizationLevel(enum.IntEnum):
+    ORT_DISABLE_ALL = 0
+    ORT_ENABLE_BASIC = 1
+    ORT_ENABLE_EXTENDED = 2
+    ORT_ENABLE_LAYOUT = 3
+    ORT_ENABLE_ALL = 99
+
+
+class ExecutionMode(enum.IntEnum):
+    ORT_SEQUENTIAL = 0
+    ORT_PARALLEL = 1
+
+
+class SessionOptions:
+    """Options for creating a session; the same attributes as onnxruntime's."""
+
+    def __init__(self):
+        self.intra_op_num_threads = 0
+        self.inter_op_num_threads = 0
+        self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.execution_mode = ExecutionMode.ORT_SEQUENTIAL
+        self.enable_cpu_mem_arena = True
+        self.enable_mem_pattern = True
+        self.enable_mem_reuse = True
+        self.enable_profiling = False
+        self.profile_file_prefix = "nxrt_profile_"
+        self.log_severity_level = 2
+        self.log_verbosity_level = 0
+        self.logid = ""
+        self.optimized_model_filepath = ""
+        self.use_deterministic_compute = False
+        self._config_entries = {}
+
+    def add_session_config_entry(self, key, value):
+        """Sets a string configuration entry (as onnxruntime's session config keys)."""
+        self._config_entries[str(key)] = str(value)
+
+    def get_session_config_entry(self, key):
+        """Returns a configuration entry set with add_session_config_entry."""
+        if key not in self._config_entries:
+            raise _ERROR_CLASSES["InvalidArgument"](f"SessionOptions has no config entry '{key}'")
+        return self._config_entries[key]
+
+    def _native(self):
+        return {
+            "intra_op_num_threads": int(self.intra_op_num_threads),
+            "inter_op_num_threads": int(self.inter_op_num_threads),
+            "graph_optimization_level": int(self.graph_optimization_level),
+            "config_entries": dict(self._config_entries),
+        }
+
+
+class RunOptions:
+    """Per-run options. Setting ``terminate`` to True stops runs using these options."""
+
+    def __init__(self):
+        self.log_severity_level = 2
+        self.log_verbosity_level = 0
+        self.run_tag = ""
+        self.only_execute_path_to_fetches = False
+        self._flag = _nxrt.TerminateFlag()
+
+    @property
+    def terminate(self):
+        return self._flag.get()
+
+    @terminate.setter
+    def terminate(self, value):
+        self._flag.set(bool(value))
+
+
+class NodeArg:
+    """Name, type and shape of a graph input or output."""
+
+    def __init__(self, name, kind, code, dims):
+        self.name = name
+        self.type = _dtypes.type_string(kind, code)
+        self.shape = list(dims) if dims is not None else None
+
+    def __repr__(self):
+        return f"NodeArg(name='{self.name}', type='{self.type}', shape={self.shape})"
+
+
+class ModelMetadata:
+    """Model-level metadata: producer, graph name, domain, description, version, custom map."""
+
+    def __init__(self, meta):
+        self.producer_name = meta["producer_name"]
+        self.graph_name = meta["graph_name"]
+        self.domain = meta["domain"]
+        self.description = meta["description"]
+        self.graph_description = ""
+        self.version = meta["version"]
+        self.custom_metadata_map = dict(meta["custom_metadata_map"])
+
+
+def _parse_providers(providers, provider_options):
+    if providers is None:
+        return ["CPUExecutionProvider"], [{}]
+    if isinstance(providers, str):
+        providers = [providers]
+    names, options = [], []
+    for i, entry in enumerate(providers):
+        if isinstance(entry, (tuple, list)):
+            if len(entry) != 2 or not isinstance(entry[1], dict):
+                raise ValueError("a provider given as a tuple must be (name, options dict)")
+            name, opts = entry
+        else:
+            name, opts = entry, (provider_options[i] if provider_options else {})
+        if name not in _AVAILABLE_PROVIDERS:
+            known = "known" if name in get_all_providers() else "unknown"
+            raise ValueError(
+                f"{known} execution provider '{name}' is not available in this build of nxrt; "
+                f"available providers: {get_available_providers()}")
+        names.append(name)
+        options.append({str(k): str(v) for k, v in opts.items()})
+    if not names:
+        raise ValueError("providers must name at least one execution provider")
+    return names, options
+
+
+def _to_feed(name, value):
+    """(name, code, array, strings, shape) for the native run call."""
+    if not isinstance(value, np.ndarray):
+        if hasattr(value, "__dlpack__") and not hasattr(value, "__array__"):
+            value = np.from_dlpack(value)
+        else:
+            value = np.asarray(value)
+    code = _dtypes.code_of(value.dtype)
+    if code is None:
+        raise TypeError(
+            f"input '{name}' has dtype {value.dtype}, which nxrt does not support; cast it "
+            f"first, e.g. x.astype(np.float32) (supported: bool, int8/16/32/64, "
+            f"uint8/16/32/64, float16, float32, float64, bfloat16, str)")
+    if code == _dtypes.STRING:
+        flat = [v.decode() if isinstance(v, bytes) else str(v) for v in value.reshape(-1).tolist()]
+        return (name, code, None, flat, list(value.shape))
+    if value.dtype.byteorder == ">" or (value.dtype.byteorder == "<" and np.little_endian is False):
+        value = value.astype(value.dtype.newbyteorder("="))
+    value = np.ascontiguousarray(value)
+    if code == _dtypes.BFLOAT16_CODE:
+        value = value.view(np.uint16)
+    elif code == 9:
+        value = value.view(np.uint8)
+    return (name, code, value, None, None)
+
+
+def _from_result(code, value):
+    if code == _dtypes.STRING:
+        items, shape = value
+        out = np.empty(len(items), dtype=object)
+        out[:] = [b.decode("utf-8", errors="surrogateescape") for b in items]
+        return out.reshape(shape)
+    if code == _dtypes.BFLOAT16_CODE and _dtypes.BFLOAT16 is not None:
+        return value.view(_dtypes.BFLOAT16)
+    return value
+
+
+class InferenceSession:
+    """Loads an ONNX model and runs it; a drop-in for ``onnxruntime.InferenceSession``."""
+
+    def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None,
+                 **kwargs):
+        self._sess_options = sess_options if sess_options is not None else SessionOptions()
+        self._providers, self._provider_options = _parse_providers(providers, provider_options)
+        options = self._sess_options._native()
+        if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+            self._model_path = None
+            self._sess = _nxrt.Session.from_bytes(bytes(path_or_bytes), options)
+        elif isinstance(path_or_bytes, (str, os.PathLike)):
+            self._model_path = os.fspath(path_or_bytes)
+            self._sess = _nxrt.Session.from_path(self._model_path, options)
+        else:
+            raise TypeError(
+                f"Unable to load from type '{type(path_or_bytes).__name__}': pass a file "
+                f"path (str or os.PathLike) or the serialized model as bytes")
+        self._inputs = [NodeArg(n, *t) for n, t in self._sess.inputs()]
+        self._outputs = [NodeArg(n, *t) for n, t in self._sess.outputs()]
+        self._overridable = [NodeArg(n, *t) for n, t in self._sess.overridable_initializers()]
+        self._input_names = [i.name for i in self._inputs]
+        self._feedable = set(self._input_names) | {i.name for i in self._overridable}
+        self._output_names = [o.name for o in self._outputs]
+        self._profiling = bool(self._sess_options.enable_profiling)
+        self._profile_events = []
+
+    def get_inputs(self):
+        return list(self._inputs)
+
+    def get_outputs(self):
+        return list(self._outputs)
+
+    def get_overridable_initializers(self):
+        return list(self._overridable)
+
+    def get_modelmeta(self):
+        return ModelMetadata(self._sess.metadata())
+
+    def get_providers(self):
+        return list(self._providers)
+
+    def get_provider_options(self):
+        return {n: dict(o) for n, o in zip(self._providers, self._provider_options)}
+
+    def get_session_options(self):
+        return self._sess_options
+
+    def set_providers(self, providers=None, provider_options=None):
+        self._providers, self._provider_options = _parse_providers(providers, provider_options)
+
+    def run(self, output_names, input_feed, run_options=None):
+        """Runs the model; returns a list of numpy arrays, one per requested output."""
+        if not isinstance(input_feed, dict):
+            raise TypeError("input_feed must be a dict mapping input names to arrays")
+        missing = [n for n in self._input_names if n not in input_feed]
+        if missing:
+            raise _ERROR_CLASSES["InvalidArgument"](
+                f"Required inputs ({missing}) are missing from input feed "
+                f"({list(input_feed)}).")
+        for name in input_feed:
+            if name not in self._feedable:
+                raise _ERROR_CLASSES["InvalidArgument"](
+                    f"Invalid input name: '{name}'; the model's inputs are {self._input_names}")
+        feeds = [_to_feed(n, v) for n, v in input_feed.items()]
+        names = list(output_names) if output_names else []
+        flag = run_options._flag if run_options is not None else None
+        start = time.perf_counter_ns() if self._profiling else 0
+        results = self._sess.run(names, feeds, flag)
+        if self._profiling:
+            self._profile_events.append((start, time.perf_counter_ns() - start))
+        return [_from_result(code, value) for code, value in results]
+
+    def end_profiling(self):
+        """Writes the collected run timings as a Chrome trace JSON file; returns its path."""
+        if not self._profiling:
+            return ""
+        import json
+
+        path = f"{self._sess_options.profile_file_prefix}{time.strftime('%Y-%m-%d_%H-%M-%S')}.json"
+        events = [{"cat": "Session", "name": "model_run", "ph": "X", "pid": os.getpid(),
+                   "tid": 0, "ts": s // 1000, "dur": d // 1000} for s, d in self._profile_events]
+        with open(path, "w") as f:
+            json.dump(events, f)
+        self._profiling = False
+        return path

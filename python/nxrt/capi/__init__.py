@@ -1,0 +1,1 @@
+"""Mirror of ``onnxruntime.capi`` so imports of its exception module keep working."""

@@ -1,0 +1,19 @@
+// The _nxrt extension module: thin glue only. Policy (argument checks, defaults,
+// onnxruntime-compatible classes) lives in the pure-Python package python/nxrt/.
+#include <nanobind/nanobind.h>
+
+#include "errors.h"
+
+namespace nb = nanobind;
+
+namespace nxrt::py {
+void bind_session(nb::module_& m);
+}
+
+NB_MODULE(_nxrt, m) {
+  m.doc() = "nxrt native core (use the nxrt package, not this module)";
+  m.attr("__version__") = "0.1.0";
+  m.def("_register_errors", &nxrt::py::register_error_classes,
+        "Registers the Python exception class for each status code name.");
+  nxrt::py::bind_session(m);
+}

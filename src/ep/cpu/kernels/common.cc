@@ -1,0 +1,89 @@
+#include "ep/cpu/kernels/common.h"
+
+#include <algorithm>
+
+namespace nxrt::cpu {
+
+bool broadcast_shapes(std::span<const Shape* const> shapes, Shape& out) {
+  size_t rank = 0;
+  for (const Shape* s : shapes) rank = std::max(rank, s->size());
+  out.resize(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t dim = 1;
+    for (const Shape* s : shapes) {
+      const size_t offset = rank - s->size();
+      if (d < offset) continue;
+      const int64_t v = (*s)[d - offset];
+      if (v == 1) continue;
+      if (dim != 1 && dim != v) return false;
+      dim = v;
+    }
+    // A zero-sized dim against 1 gives 0; against anything else it is incompatible (above).
+    for (const Shape* s : shapes) {
+      const size_t offset = rank - s->size();
+      if (d >= offset && (*s)[d - offset] == 0) dim = 0;
+    }
+    out[d] = dim;
+  }
+  return true;
+}
+
+BroadcastPlan make_broadcast_plan(const Shape& out, std::span<const Shape* const> inputs) {
+  const size_t rank = out.size();
+  const size_t n_in = inputs.size();
+  // Full-rank strides per input (0 where broadcast).
+  std::vector<std::vector<int64_t>> full(n_in, std::vector<int64_t>(rank, 0));
+  for (size_t k = 0; k < n_in; ++k) {
+    const Shape& s = *inputs[k];
+    const size_t offset = rank - s.size();
+    int64_t stride = 1;
+    for (size_t d = rank; d-- > offset;) {
+      const int64_t dim = s[d - offset];
+      full[k][d] = dim == 1 ? 0 : stride;
+      stride *= dim;
+    }
+  }
+  BroadcastPlan plan;
+  plan.numel = out.numel();
+  plan.strides.assign(n_in, {});
+  // Merge dim d into the run after it when every input is contiguous across the pair.
+  for (size_t d = 0; d < rank; ++d) {
+    if (out[d] == 1) continue;  // size-1 dims do not affect iteration
+    bool merge = !plan.dims.empty();
+    if (merge) {
+      for (size_t k = 0; k < n_in; ++k) {
+        const int64_t prev = plan.strides[k].back();
+        const int64_t cur = full[k][d];
+        if (!(prev == cur * out[d])) merge = false;
+      }
+    }
+    if (merge) {
+      plan.dims.back() *= out[d];
+      for (size_t k = 0; k < n_in; ++k) plan.strides[k].back() = full[k][d];
+    } else {
+      plan.dims.push_back(out[d]);
+      for (size_t k = 0; k < n_in; ++k) plan.strides[k].push_back(full[k][d]);
+    }
+  }
+  if (plan.dims.empty()) {
+    plan.dims.push_back(1);
+    for (size_t k = 0; k < n_in; ++k) plan.strides[k].push_back(0);
+  }
+  return plan;
+}
+
+Status read_int_list(const Tensor& t, std::vector<int64_t>& out, const char* what) {
+  if (t.rank() > 1) return invalid_argument(what, " must be a 1-D tensor, got shape ", t.shape().to_string());
+  const int64_t n = t.numel();
+  out.resize(size_t(n));
+  if (t.dtype() == DataType::kInt64) {
+    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = t.data<int64_t>()[i];
+  } else if (t.dtype() == DataType::kInt32) {
+    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = t.data<int32_t>()[i];
+  } else {
+    return invalid_argument(what, " must be int64 or int32, got ", dtype_name(t.dtype()));
+  }
+  return Status();
+}
+
+}  // namespace nxrt::cpu

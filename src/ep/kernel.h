@@ -1,0 +1,111 @@
+// The contract between the planner/executor and every kernel of every execution provider.
+//
+// Lifecycle: a KernelFactory runs once per node when the session is planned ("prepare":
+// read and validate attributes, declare output dtypes, pre-pack constant weights). Then
+// compute() runs once per Run: it derives output shapes from input shapes, asks the
+// context for output buffers (the executor hands out planned, pooled memory) and fills
+// them. compute() is const: one kernel object serves concurrent runs.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "ir/graph.h"
+#include "ops/attrs.h"
+
+namespace nxrt {
+
+class ExecutableGraph;  // a planned (sub)graph; defined by the planner
+
+// Compiles subgraph attributes (If branches, Loop and Scan bodies) during prepare.
+class SubgraphCompiler {
+ public:
+  virtual ~SubgraphCompiler() = default;
+  // `outer_names`/`outer_types`: the values of enclosing scopes the subgraph may read,
+  // in the order the node's implicit inputs list them. `input_types` fills in graph
+  // input types the subgraph leaves undeclared (kUndefined keeps the declared type).
+  virtual Expected<std::shared_ptr<ExecutableGraph>> compile(
+      const ir::Graph& graph, const std::vector<std::string>& outer_names,
+      const std::vector<DataType>& outer_types, const std::vector<DataType>& input_types) = 0;
+};
+
+// What a kernel factory sees of its node.
+struct KernelInit {
+  explicit KernelInit(const ir::Node& n) : node(n) {}
+  const ir::Node& node;
+  int64_t opset = 0;                        // version of the node's domain in the model
+  std::vector<DataType> input_types;        // kUndefined for omitted optional inputs
+  std::vector<const Tensor*> constant_inputs;  // non-null where the input is a constant
+  std::vector<DataType> output_types;       // the factory fills one per node output
+  std::vector<std::string> implicit_inputs;  // outer-scope values read by subgraphs
+  std::vector<DataType> implicit_types;
+  SubgraphCompiler* subgraphs = nullptr;
+
+  size_t num_inputs() const { return input_types.size(); }
+  bool has_input(size_t i) const {
+    return i < input_types.size() && input_types[i] != DataType::kUndefined;
+  }
+  DataType input_type(size_t i) const {
+    return i < input_types.size() ? input_types[i] : DataType::kUndefined;
+  }
+  const Tensor* constant_input(size_t i) const {
+    return i < constant_inputs.size() ? constant_inputs[i] : nullptr;
+  }
+  // Sets every output's dtype to `type`.
+  void set_all_outputs(DataType type) {
+    for (DataType& t : output_types) t = type;
+  }
+  // Error helpers whose messages name the node: "[Conv] node 'c1': ...".
+  template <typename... Args>
+  Status error(StatusCode code, const Args&... args) const {
+    return Status(code, node_context(node) + str_cat(args...));
+  }
+  Status unsupported_type(size_t input_index) const {
+    return error(StatusCode::kNotImplemented, "input ", input_index, " has type ",
+                 tensor_type_name(input_type(input_index)), ", which this op does not support");
+  }
+};
+
+class KernelContext {
+ public:
+  virtual ~KernelContext() = default;
+
+  size_t num_inputs() const { return inputs_.size(); }
+  // nullptr when an optional input was omitted (or i is past the end).
+  const Tensor* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  std::span<const Tensor* const> implicit_inputs() const { return implicit_; }
+  size_t num_outputs() const { return num_outputs_; }
+
+  // Buffer for output i with this shape (dtype fixed at prepare); valid until the
+  // executor releases the value. Errors when the shape is absurd.
+  virtual Expected<Tensor*> output(size_t i, const Shape& shape) = 0;
+
+  // Runs a compiled subgraph; this node's implicit inputs are bound to its outer names.
+  // `outputs` receives owning tensors.
+  virtual Status run_subgraph(const ExecutableGraph& graph,
+                              std::span<const Tensor* const> inputs,
+                              std::vector<Tensor>& outputs) = 0;
+
+  // True when the caller asked the run to stop (RunOptions.terminate).
+  virtual bool terminate_requested() const = 0;
+
+ protected:
+  std::span<const Tensor* const> inputs_;
+  std::span<const Tensor* const> implicit_;
+  size_t num_outputs_ = 0;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual Status compute(KernelContext& ctx) const = 0;
+};
+
+using KernelPtr = std::unique_ptr<Kernel>;
+using KernelFactory = Expected<KernelPtr> (*)(KernelInit& init);
+
+}  // namespace nxrt

@@ -1,0 +1,62 @@
+// ExecutableGraph: a graph after planning. Values are numbered slots; steps run in a
+// topological order, each with its prepared kernel, input/output slots and the slots
+// whose last use it is (released to the buffer pool right after it runs).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ep/kernel.h"
+#include "ir/graph.h"
+
+namespace nxrt {
+
+struct ValueSlot {
+  std::string name;
+  DataType dtype = DataType::kUndefined;
+  bool is_graph_output = false;
+};
+
+struct Step {
+  const ir::Node* node = nullptr;
+  KernelPtr kernel;
+  std::vector<int> inputs;   // explicit inputs; -1 where omitted
+  std::vector<int> implicit_inputs;
+  std::vector<int> outputs;  // scratch slots stand in for omitted outputs
+  std::vector<int> release_after;
+  std::string context;       // "[Conv] node 'c1': " for error messages
+};
+
+class ExecutableGraph {
+ public:
+  std::vector<ValueSlot> slots;
+  std::vector<Tensor> constants;  // by slot; undefined where the slot is not constant
+  std::vector<int> outer_slots;   // bound to the enclosing node's implicit inputs
+  std::vector<ir::ValueInfo> inputs;  // feeds, graph order (incl. overridable initializers)
+  std::vector<int> input_slots;
+  std::vector<bool> input_required;   // false for inputs that have an initializer
+  std::vector<ir::ValueInfo> outputs;
+  std::vector<int> output_slots;
+  std::vector<Step> steps;
+  size_t max_step_inputs = 0;
+};
+
+struct PlanOptions {
+  std::map<std::string, int64_t> opset_imports;
+  // Initializers that are also graph inputs may be fed (IR >= 4, top level only).
+  bool inputs_override_initializers = true;
+};
+
+// Plans `graph`. `outer_names`/`outer_types` are values of enclosing scopes.
+Expected<std::shared_ptr<ExecutableGraph>> plan_graph(const ir::Graph& graph,
+                                                      const PlanOptions& options,
+                                                      const std::vector<std::string>& outer_names,
+                                                      const std::vector<DataType>& outer_types,
+                                                      const std::vector<DataType>& input_types);
+
+// Names a graph (and its nested subgraphs) reads without defining them.
+std::vector<std::string> collect_outer_names(const ir::Graph& graph);
+
+}  // namespace nxrt

@@ -1,0 +1,283 @@
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ep/cpu/registry.h"
+#include "planner/plan.h"
+
+namespace nxrt {
+namespace {
+
+void collect_outer_names_into(const ir::Graph& graph, std::vector<std::string>& out,
+                              std::unordered_set<std::string>& seen) {
+  std::unordered_set<std::string> defined;
+  for (const auto& v : graph.inputs) defined.insert(v.name);
+  for (const auto& init : graph.initializers) defined.insert(init.name);
+  for (const auto& node : graph.nodes)
+    for (const auto& o : node.outputs) defined.insert(o);
+  auto use = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name) && seen.insert(name).second) out.push_back(name);
+  };
+  for (const auto& node : graph.nodes) {
+    for (const auto& i : node.inputs) use(i);
+    for (const auto& attr : node.attributes) {
+      std::vector<const ir::Graph*> subs;
+      if (attr.g) subs.push_back(attr.g.get());
+      for (const auto& g : attr.graphs) subs.push_back(g.get());
+      for (const ir::Graph* sub : subs) {
+        std::vector<std::string> inner;
+        std::unordered_set<std::string> inner_seen;
+        collect_outer_names_into(*sub, inner, inner_seen);
+        for (const auto& name : inner) use(name);
+      }
+    }
+  }
+  for (const auto& o : graph.outputs) use(o.name);
+}
+
+class Planner : public SubgraphCompiler {
+ public:
+  explicit Planner(const PlanOptions& options) : options_(options) {}
+
+  Expected<std::shared_ptr<ExecutableGraph>> compile(
+      const ir::Graph& graph, const std::vector<std::string>& outer_names,
+      const std::vector<DataType>& outer_types, const std::vector<DataType>& input_types) override {
+    PlanOptions sub = options_;
+    sub.inputs_override_initializers = false;
+    return plan_graph(graph, sub, outer_names, outer_types, input_types);
+  }
+
+  Expected<std::shared_ptr<ExecutableGraph>> plan(const ir::Graph& graph,
+                                                  const std::vector<std::string>& outer_names,
+                                                  const std::vector<DataType>& outer_types,
+                                                  const std::vector<DataType>& input_types);
+
+ private:
+  int add_slot(ExecutableGraph& g, const std::string& name, DataType dtype) {
+    g.slots.push_back({name, dtype, false});
+    g.constants.emplace_back();
+    return int(g.slots.size()) - 1;
+  }
+
+  PlanOptions options_;
+};
+
+Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
+    const ir::Graph& graph, const std::vector<std::string>& outer_names,
+    const std::vector<DataType>& outer_types, const std::vector<DataType>& input_types) {
+  auto exe = std::make_shared<ExecutableGraph>();
+  ExecutableGraph& g = *exe;
+  std::unordered_map<std::string, int> slot_of;
+  const std::string graph_label = graph.name.empty() ? "graph" : "graph '" + graph.name + "'";
+
+  for (size_t i = 0; i < outer_names.size(); ++i) {
+    const int s = add_slot(g, outer_names[i], outer_types[i]);
+    slot_of[outer_names[i]] = s;
+    g.outer_slots.push_back(s);
+  }
+
+  std::unordered_map<std::string, const Tensor*> initializer_of;
+  for (const auto& init : graph.initializers) {
+    if (!initializer_of.emplace(init.name, &init.tensor).second)
+      return invalid_graph(graph_label, ": duplicate initializer name '", init.name, "'");
+  }
+
+  std::unordered_set<std::string> input_names;
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const ir::ValueInfo& in = graph.inputs[i];
+    if (!input_names.insert(in.name).second)
+      return invalid_graph(graph_label, ": duplicate graph input name '", in.name, "'");
+    DataType dtype = in.type.kind == ir::TypeInfo::Kind::kTensor ? in.type.elem_type
+                                                                 : DataType::kUndefined;
+    if (i < input_types.size() && input_types[i] != DataType::kUndefined) dtype = input_types[i];
+    auto init = initializer_of.find(in.name);
+    if (init != initializer_of.end()) {
+      if (!options_.inputs_override_initializers) continue;  // a plain initializer
+      dtype = init->second->dtype();
+    }
+    if (in.type.kind != ir::TypeInfo::Kind::kTensor && in.type.kind != ir::TypeInfo::Kind::kUnknown)
+      return not_implemented(graph_label, ": input '", in.name,
+                             "' is a sequence, map or optional, which nxrt does not support yet");
+    const int s = add_slot(g, in.name, dtype);
+    slot_of[in.name] = s;  // shadows an outer value of the same name
+    g.inputs.push_back(in);
+    g.input_slots.push_back(s);
+    g.input_required.push_back(init == initializer_of.end());
+    if (init != initializer_of.end()) g.constants[size_t(s)] = *init->second;
+  }
+  for (const auto& init : graph.initializers) {
+    if (slot_of.count(init.name) && input_names.count(init.name)) continue;
+    const int s = add_slot(g, init.name, init.tensor.dtype());
+    slot_of[init.name] = s;
+    g.constants[size_t(s)] = init.tensor;
+  }
+
+  // Producers, with duplicate checks.
+  std::unordered_map<std::string, size_t> producer;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (const auto& out : graph.nodes[n].outputs) {
+      if (out.empty()) continue;
+      if (input_names.count(out) || initializer_of.count(out) || !producer.emplace(out, n).second)
+        return invalid_graph(graph.nodes[n].describe(), ": output '", out,
+                             "' is already defined elsewhere in the ", graph_label,
+                             " (duplicate value name)");
+    }
+  }
+
+  // Implicit inputs of nodes with subgraphs, then a topological order (Kahn).
+  std::vector<std::vector<std::string>> implicit(graph.nodes.size());
+  std::vector<std::vector<size_t>> consumers(graph.nodes.size());
+  std::vector<size_t> pending(graph.nodes.size(), 0);
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const ir::Node& node = graph.nodes[n];
+    std::unordered_set<std::string> seen;
+    for (const auto& attr : node.attributes) {
+      std::vector<const ir::Graph*> subs;
+      if (attr.g) subs.push_back(attr.g.get());
+      for (const auto& sg : attr.graphs) subs.push_back(sg.get());
+      for (const ir::Graph* sub : subs)
+        for (const auto& name : collect_outer_names(*sub))
+          if (seen.insert(name).second) implicit[n].push_back(name);
+    }
+    std::set<size_t> deps;
+    auto depend = [&](const std::string& name, bool is_implicit) -> Status {
+      if (name.empty()) return Status();
+      auto p = producer.find(name);
+      if (p != producer.end()) {
+        if (p->second == n)
+          return invalid_graph(node_context(node), "consumes its own output '", name, "'");
+        deps.insert(p->second);
+        return Status();
+      }
+      if (slot_of.count(name)) return Status();
+      return invalid_graph(node_context(node), (is_implicit ? "a subgraph reads '" : "input '"),
+                           name, "', which is not produced by any node, nor a graph input, "
+                           "initializer or outer-scope value of the ", graph_label);
+    };
+    for (const auto& in : node.inputs) NXRT_RETURN_IF_ERROR(depend(in, false));
+    for (const auto& in : implicit[n]) NXRT_RETURN_IF_ERROR(depend(in, true));
+    pending[n] = deps.size();
+    for (size_t d : deps) consumers[d].push_back(n);
+  }
+  std::vector<size_t> order;
+  order.reserve(graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n)
+    if (pending[n] == 0) order.push_back(n);
+  for (size_t head = 0; head < order.size(); ++head)
+    for (size_t c : consumers[order[head]])
+      if (--pending[c] == 0) order.push_back(c);
+  if (order.size() != graph.nodes.size()) {
+    for (size_t n = 0; n < graph.nodes.size(); ++n)
+      if (pending[n] != 0)
+        return invalid_graph(graph_label, " has a cycle: ", graph.nodes[n].describe(),
+                             " depends (indirectly) on its own output");
+  }
+
+  // Kernels, in order; output dtypes flow forward.
+  for (size_t n : order) {
+    const ir::Node& node = graph.nodes[n];
+    Step step;
+    step.node = &node;
+    step.context = node_context(node);
+    auto opset_it = options_.opset_imports.find(node.domain);
+    if (opset_it == options_.opset_imports.end())
+      return invalid_graph(step.context, "domain '", node.domain,
+                           "' is not imported by the model (no opset_import for it)");
+    KernelInit init(node);
+    init.opset = opset_it->second;
+    init.subgraphs = this;
+    for (const auto& in : node.inputs) {
+      if (in.empty()) {
+        step.inputs.push_back(-1);
+        init.input_types.push_back(DataType::kUndefined);
+        init.constant_inputs.push_back(nullptr);
+        continue;
+      }
+      const int s = slot_of.at(in);
+      step.inputs.push_back(s);
+      init.input_types.push_back(g.slots[size_t(s)].dtype);
+      const Tensor& c = g.constants[size_t(s)];
+      const bool fixed = c.defined() && std::find(g.input_slots.begin(), g.input_slots.end(),
+                                                  s) == g.input_slots.end();
+      init.constant_inputs.push_back(fixed ? &c : nullptr);
+    }
+    for (const auto& name : implicit[n]) {
+      const int s = slot_of.at(name);
+      step.implicit_inputs.push_back(s);
+      init.implicit_inputs.push_back(name);
+      init.implicit_types.push_back(g.slots[size_t(s)].dtype);
+    }
+    init.output_types.assign(node.outputs.size(), DataType::kUndefined);
+
+    const cpu::KernelEntry* entry = cpu::find_kernel(node.domain, node.op_type, init.opset);
+    if (!entry) {
+      const std::string domain = node.domain.empty() ? "ai.onnx" : node.domain;
+      if (cpu::has_op(node.domain, node.op_type))
+        return not_implemented(step.context, "nxrt implements op '", node.op_type,
+                               "' but not for opset ", init.opset, " of domain '", domain, "'");
+      return not_implemented(step.context, "op '", node.op_type, "' (domain '", domain,
+                             "', opset ", init.opset, ") is not implemented by nxrt");
+    }
+    auto kernel = entry->factory(init);
+    if (!kernel) return std::move(kernel).status();
+    step.kernel = std::move(kernel).value();
+
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      if (init.output_types[o] == DataType::kUndefined)
+        return make_error(StatusCode::kEngineError, step.context, "output ", o,
+                          " has no type after prepare (kernel bug)");
+      const int s = add_slot(g, node.outputs[o], init.output_types[o]);
+      if (!node.outputs[o].empty()) slot_of[node.outputs[o]] = s;
+      step.outputs.push_back(s);
+    }
+    g.max_step_inputs = std::max(g.max_step_inputs, step.inputs.size());
+    g.steps.push_back(std::move(step));
+  }
+
+  for (const auto& out : graph.outputs) {
+    auto it = slot_of.find(out.name);
+    if (it == slot_of.end())
+      return invalid_graph(graph_label, ": output '", out.name, "' is never produced");
+    g.outputs.push_back(out);
+    g.output_slots.push_back(it->second);
+    g.slots[size_t(it->second)].is_graph_output = true;
+  }
+
+  // Lifetimes: release each produced, non-output value after its last reader.
+  std::vector<int> last_use(g.slots.size(), -1);
+  for (size_t i = 0; i < g.steps.size(); ++i) {
+    const Step& step = g.steps[i];
+    for (int s : step.outputs) last_use[size_t(s)] = int(i);
+    for (int s : step.inputs)
+      if (s >= 0) last_use[size_t(s)] = int(i);
+    for (int s : step.implicit_inputs) last_use[size_t(s)] = int(i);
+  }
+  for (size_t i = 0; i < g.steps.size(); ++i) {
+    for (int s : g.steps[i].outputs) {
+      if (g.slots[size_t(s)].is_graph_output) continue;
+      g.steps[size_t(last_use[size_t(s)])].release_after.push_back(s);
+    }
+  }
+  return exe;
+}
+
+}  // namespace
+
+std::vector<std::string> collect_outer_names(const ir::Graph& graph) {
+  std::vector<std::string> out;
+  std::unordered_set<std::string> seen;
+  collect_outer_names_into(graph, out, seen);
+  return out;
+}
+
+Expected<std::shared_ptr<ExecutableGraph>> plan_graph(const ir::Graph& graph,
+                                                      const PlanOptions& options,
+                                                      const std::vector<std::string>& outer_names,
+                                                      const std::vector<DataType>& outer_types,
+                                                      const std::vector<DataType>& input_types) {
+  Planner planner(options);
+  return planner.plan(graph, outer_names, outer_types, input_types);
+}
+
+}  // namespace nxrt

@@ -1,0 +1,46 @@
+// Runs an ExecutableGraph. Per-run mutable state lives in RunState objects that a graph
+// keeps in a free list, so concurrent runs never share state and warm runs reuse both
+// the value table and the pooled intermediate buffers.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "core/buffer_pool.h"
+#include "planner/plan.h"
+
+namespace nxrt {
+
+struct RunFlags {
+  const std::atomic<bool>* terminate = nullptr;
+};
+
+struct RunState {
+  std::vector<Tensor> values;
+  std::vector<bool> pooled;
+  std::vector<const Tensor*> step_inputs;
+  std::vector<const Tensor*> step_implicit;
+  BufferPool pool;
+};
+
+// Hands out RunStates for one graph; thread-safe.
+class RunStateCache {
+ public:
+  std::unique_ptr<RunState> acquire();
+  void release(std::unique_ptr<RunState> state);
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<RunState>> free_;
+};
+
+// Executes `graph`. `feeds` align with graph.input_slots (nullptr: use the initializer),
+// `outer` with graph.outer_slots. `outputs` receives owning tensors, one per graph output.
+Status execute_graph(const ExecutableGraph& graph, RunState& state,
+                     std::span<const Tensor* const> feeds, std::span<const Tensor* const> outer,
+                     std::vector<Tensor>& outputs, const RunFlags& flags);
+
+}  // namespace nxrt

@@ -1,0 +1,109 @@
+#include "runtime/session.h"
+
+#include <cstring>
+
+#include "onnx/decoder.h"
+
+namespace nxrt {
+
+Expected<std::unique_ptr<Session>> Session::create_from_file(const std::string& path,
+                                                             const SessionConfig& config) {
+  NXRT_ASSIGN_OR_RETURN(auto model, onnx::load_model_file(path));
+  return create(std::move(model), config);
+}
+
+Expected<std::unique_ptr<Session>> Session::create_from_bytes(const void* data, size_t size,
+                                                              const SessionConfig& config) {
+  auto copy = std::shared_ptr<char[]>(new char[size ? size : 1]);
+  if (size) std::memcpy(copy.get(), data, size);
+  const char* bytes = copy.get();
+  NXRT_ASSIGN_OR_RETURN(auto model,
+                        onnx::decode_model(bytes, size, std::shared_ptr<void>(copy, copy.get()), ""));
+  return create(std::move(model), config);
+}
+
+Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> model,
+                                                   const SessionConfig& config) {
+  auto session = std::unique_ptr<Session>(new Session());
+  session->model_ = model;
+  session->config_ = config;
+  PlanOptions options;
+  options.opset_imports = model->opset_imports;
+  options.inputs_override_initializers = model->ir_version >= 4;
+  auto graph = plan_graph(model->graph, options, {}, {}, {});
+  if (!graph) return std::move(graph).status();
+  session->graph_ = std::move(graph).value();
+  const ExecutableGraph& g = *session->graph_;
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    (g.input_required[i] ? session->inputs_ : session->overridable_).push_back(g.inputs[i]);
+  return session;
+}
+
+Status Session::check_feed(size_t index, const Tensor& value) const {
+  const ir::ValueInfo& info = graph_->inputs[index];
+  const DataType expected = graph_->slots[size_t(graph_->input_slots[index])].dtype;
+  if (expected != DataType::kUndefined && value.dtype() != expected)
+    return invalid_argument("Unexpected input data type. Actual: (", tensor_type_name(value.dtype()),
+                            ") , expected: (", tensor_type_name(expected), ") for input '",
+                            info.name, "'");
+  if (!info.type.has_shape) return Status();
+  const auto& dims = info.type.dims;
+  if (dims.size() != value.rank())
+    return invalid_argument("Invalid rank for input: ", info.name, " Got: ", value.rank(),
+                            " Expected: ", dims.size(),
+                            " Please fix either the inputs/outputs or the model.");
+  std::string bad;
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d].value >= 0 && dims[d].value != value.shape()[d])
+      bad += str_cat(" index: ", d, " Got: ", value.shape()[d], " Expected: ", dims[d].value);
+  if (!bad.empty())
+    return invalid_argument("Got invalid dimensions for input: ", info.name,
+                            " for the following indices\n", bad,
+                            "\n Please fix either the inputs/outputs or the model.");
+  return Status();
+}
+
+Status Session::run(std::span<const std::string> input_names,
+                    std::span<const Tensor> input_values,
+                    std::span<const std::string> output_names, std::vector<Tensor>& outputs,
+                    const RunFlags& flags) const {
+  const ExecutableGraph& g = *graph_;
+  std::vector<const Tensor*> feeds(g.input_slots.size(), nullptr);
+  for (size_t i = 0; i < input_names.size(); ++i) {
+    size_t index = g.inputs.size();
+    for (size_t k = 0; k < g.inputs.size(); ++k)
+      if (g.inputs[k].name == input_names[i]) index = k;
+    if (index == g.inputs.size()) return invalid_argument("Invalid input name: ", input_names[i]);
+    if (feeds[index]) return invalid_argument("input '", input_names[i], "' is fed twice");
+    NXRT_RETURN_IF_ERROR(check_feed(index, input_values[i]));
+    feeds[index] = &input_values[i];
+  }
+  std::string missing;
+  for (size_t k = 0; k < g.inputs.size(); ++k)
+    if (!feeds[k] && g.input_required[k]) missing += (missing.empty() ? "'" : ", '") + g.inputs[k].name + "'";
+  if (!missing.empty()) return invalid_argument("Required inputs (", missing, ") are missing from the feed");
+
+  std::vector<size_t> selected;
+  for (const std::string& name : output_names) {
+    size_t index = g.outputs.size();
+    for (size_t k = 0; k < g.outputs.size(); ++k)
+      if (g.outputs[k].name == name) index = k;
+    if (index == g.outputs.size()) return invalid_argument("Invalid output name: ", name);
+    selected.push_back(index);
+  }
+
+  auto state = states_.acquire();
+  std::vector<Tensor> all;
+  Status status = execute_graph(g, *state, feeds, {}, all, flags);
+  states_.release(std::move(state));
+  NXRT_RETURN_IF_ERROR(status);
+  if (output_names.empty()) {
+    outputs = std::move(all);
+  } else {
+    outputs.clear();
+    for (size_t index : selected) outputs.push_back(all[index]);
+  }
+  return Status();
+}
+
+}  // namespace nxrt

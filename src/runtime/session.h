@@ -1,0 +1,57 @@
+// InferenceSession core: load, plan once, run many times from any number of threads.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "planner/plan.h"
+#include "runtime/executor.h"
+
+namespace nxrt {
+
+struct SessionConfig {
+  int intra_op_num_threads = 0;
+  int inter_op_num_threads = 0;
+  int graph_optimization_level = 99;
+  std::map<std::string, std::string> config_entries;
+};
+
+class Session {
+ public:
+  static Expected<std::unique_ptr<Session>> create_from_file(const std::string& path,
+                                                             const SessionConfig& config);
+  // Copies `data`; the caller's buffer may go away after this returns.
+  static Expected<std::unique_ptr<Session>> create_from_bytes(const void* data, size_t size,
+                                                              const SessionConfig& config);
+
+  const ir::Model& model() const { return *model_; }
+  // Inputs a caller must or may feed, graph order, without overridable initializers.
+  const std::vector<ir::ValueInfo>& inputs() const { return inputs_; }
+  const std::vector<ir::ValueInfo>& outputs() const { return graph_->outputs; }
+  const std::vector<ir::ValueInfo>& overridable_initializers() const { return overridable_; }
+  const SessionConfig& config() const { return config_; }
+
+  // Runs with named feeds. Empty `output_names` means all outputs, in graph order.
+  Status run(std::span<const std::string> input_names, std::span<const Tensor> input_values,
+             std::span<const std::string> output_names, std::vector<Tensor>& outputs,
+             const RunFlags& flags = {}) const;
+
+ private:
+  static Expected<std::unique_ptr<Session>> create(std::shared_ptr<ir::Model> model,
+                                                   const SessionConfig& config);
+  Status check_feed(size_t input_index, const Tensor& value) const;
+
+  std::shared_ptr<ir::Model> model_;
+  std::shared_ptr<ExecutableGraph> graph_;
+  std::vector<ir::ValueInfo> inputs_;
+  std::vector<ir::ValueInfo> overridable_;
+  SessionConfig config_;
+  mutable RunStateCache states_;
+};
+
+}  // namespace nxrt
