@@ -88,7 +88,8 @@ class RunOptions:
     def __init__(self):
         self.log_severity_level = 2
         self.log_verbosity_level = 0
-        self.run_tag = ""
+        self.logid = ""
+        self.run_tag = ""  # the C API name of logid
         self.only_execute_path_to_fetches = False
         self._flag = _nxrt.TerminateFlag()
 

@@ -47,6 +47,8 @@ struct PlanOptions {
   std::map<std::string, int64_t> opset_imports;
   // Initializers that are also graph inputs may be fed (IR >= 4, top level only).
   bool inputs_override_initializers = true;
+  // Run nodes whose inputs are all constant once at plan time.
+  bool fold_constants = true;
 };
 
 // Plans `graph`. `outer_names`/`outer_types` are values of enclosing scopes.

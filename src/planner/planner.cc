@@ -9,6 +9,40 @@
 namespace nxrt {
 namespace {
 
+// Ops whose result must not be computed once at plan time.
+bool is_nondeterministic(const ir::Node& node) {
+  static const char* kOps[] = {"RandomNormal", "RandomNormalLike", "RandomUniform",
+                               "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+  for (const char* op : kOps)
+    if (node.op_type == op) return true;
+  return false;
+}
+
+// Runs a kernel at plan time on constant inputs; outputs become owned constants.
+class FoldContext final : public KernelContext {
+ public:
+  FoldContext(std::span<const Tensor* const> inputs, const std::vector<DataType>& output_types)
+      : types_(output_types), results_(output_types.size()) {
+    inputs_ = inputs;
+    num_outputs_ = output_types.size();
+  }
+  Expected<Tensor*> output(size_t i, const Shape& shape) override {
+    if (i >= results_.size()) return make_error(StatusCode::kEngineError, "bad output index");
+    NXRT_ASSIGN_OR_RETURN(results_[i], Tensor::allocate(types_[i], shape));
+    return &results_[i];
+  }
+  Status run_subgraph(const ExecutableGraph&, std::span<const Tensor* const>,
+                      std::vector<Tensor>&) override {
+    return not_implemented("subgraphs are not folded");
+  }
+  bool terminate_requested() const override { return false; }
+  std::vector<Tensor>& results() { return results_; }
+
+ private:
+  const std::vector<DataType>& types_;
+  std::vector<Tensor> results_;
+};
+
 void collect_outer_names_into(const ir::Graph& graph, std::vector<std::string>& out,
                               std::unordered_set<std::string>& seen) {
   std::unordered_set<std::string> defined;
@@ -231,6 +265,30 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       if (!node.outputs[o].empty()) slot_of[node.outputs[o]] = s;
       step.outputs.push_back(s);
     }
+
+    // Constant folding: a deterministic node whose inputs are all constants runs now,
+    // once, and its outputs become constants (Constant nodes, shape arithmetic on
+    // initializers, weight transposes). A failure here is left for run time to report.
+    bool foldable = options_.fold_constants && step.implicit_inputs.empty() &&
+                    !is_nondeterministic(node);
+    std::vector<const Tensor*> fold_inputs;
+    for (size_t i = 0; foldable && i < step.inputs.size(); ++i) {
+      const Tensor* c = step.inputs[i] < 0 ? nullptr : init.constant_inputs[i];
+      if (step.inputs[i] >= 0 && !c) foldable = false;
+      fold_inputs.push_back(c);
+    }
+    if (foldable) {
+      FoldContext fold(fold_inputs, init.output_types);
+      if (step.kernel->compute(fold).ok()) {
+        bool complete = true;
+        for (const Tensor& t : fold.results()) complete &= t.defined();
+        if (complete) {
+          for (size_t o = 0; o < step.outputs.size(); ++o)
+            g.constants[size_t(step.outputs[o])] = std::move(fold.results()[o]);
+          continue;
+        }
+      }
+    }
     g.max_step_inputs = std::max(g.max_step_inputs, step.inputs.size());
     g.steps.push_back(std::move(step));
   }
@@ -255,7 +313,7 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
   }
   for (size_t i = 0; i < g.steps.size(); ++i) {
     for (int s : g.steps[i].outputs) {
-      if (g.slots[size_t(s)].is_graph_output) continue;
+      if (g.slots[size_t(s)].is_graph_output || g.constants[size_t(s)].defined()) continue;
       g.steps[size_t(last_use[size_t(s)])].release_after.push_back(s);
     }
   }

@@ -30,6 +30,7 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   PlanOptions options;
   options.opset_imports = model->opset_imports;
   options.inputs_override_initializers = model->ir_version >= 4;
+  options.fold_constants = config.graph_optimization_level > 0;
   auto graph = plan_graph(model->graph, options, {}, {}, {});
   if (!graph) return std::move(graph).status();
   session->graph_ = std::move(graph).value();

@@ -1,0 +1,44 @@
+"""Side-by-side timing of nxrt and onnxruntime: same process, same inputs, interleaved.
+
+Each round runs a block of calls on one runtime then the same block on the other, so
+drift (frequency, the other core's load) hits both alike. Reports medians, p99 and the
+nxrt/onnxruntime ratio of medians (below 1.0 means nxrt is faster).
+"""
+
+import time
+
+import numpy as np
+
+
+def time_calls(fn, calls):
+    out = np.empty(calls)
+    for i in range(calls):
+        t0 = time.perf_counter_ns()
+        fn()
+        out[i] = (time.perf_counter_ns() - t0) / 1000.0
+    return out
+
+
+def compare(nx_fn, ort_fn, rounds=20, block=10, warmup=5):
+    for _ in range(warmup):
+        nx_fn()
+        ort_fn()
+    nx, rt = [], []
+    for r in range(rounds):
+        first, second = (nx_fn, ort_fn) if r % 2 == 0 else (ort_fn, nx_fn)
+        a = time_calls(first, block)
+        b = time_calls(second, block)
+        (nx if first is nx_fn else rt).append(a)
+        (rt if first is nx_fn else nx).append(b)
+    nx, rt = np.concatenate(nx), np.concatenate(rt)
+    return {
+        "nxrt_median_us": float(np.median(nx)), "nxrt_p99_us": float(np.percentile(nx, 99)),
+        "ort_median_us": float(np.median(rt)), "ort_p99_us": float(np.percentile(rt, 99)),
+        "ratio": float(np.median(nx) / np.median(rt)), "calls": len(nx),
+    }
+
+
+def format_row(name, threads, r):
+    return (f"{name:<28} threads={threads}  nxrt {r['nxrt_median_us']:>10.1f} us (p99 "
+            f"{r['nxrt_p99_us']:>10.1f})  onnxruntime {r['ort_median_us']:>10.1f} us (p99 "
+            f"{r['ort_p99_us']:>10.1f})  ratio {r['ratio']:.2f}")

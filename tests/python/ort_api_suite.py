@@ -1,0 +1,196 @@
+"""Tests written against onnxruntime's Python API, unchanged.
+
+test_ort_compat.py runs this module twice: as is (against onnxruntime, proving the tests
+are right) and with its import line replaced by `import nxrt as ort`.
+"""
+
+import os
+import tempfile
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import onnxruntime as ort
+
+
+def make_model(opset=17, with_initializer=True):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    bias = helper.make_tensor_value_info("bias", TensorProto.FLOAT, [4])
+    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 4])
+    relu = helper.make_tensor_value_info("relu", TensorProto.FLOAT, None)
+    nodes = [
+        helper.make_node("Add", ["x", "y"], ["s"], name="add"),
+        helper.make_node("Add", ["s", "bias"], ["out"], name="add_bias"),
+        helper.make_node("Relu", ["out"], ["relu"], name="relu"),
+    ]
+    inits = [helper.make_tensor("bias", TensorProto.FLOAT, [4], [1, 2, 3, 4])] if with_initializer else []
+    inputs = [x, y, bias] if with_initializer else [x, y]
+    graph = helper.make_graph(nodes, "compat_graph", inputs, [out, relu], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="compat-test")
+    model.ir_version = 8
+    model.doc_string = "a small model"
+    model.model_version = 3
+    helper.set_model_props(model, {"author": "nxrt", "purpose": "tests"})
+    return model
+
+
+@pytest.fixture(scope="module")
+def model_path():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "model.onnx")
+        onnx.save(make_model(), path)
+        yield path
+
+
+def test_available_providers():
+    assert "CPUExecutionProvider" in ort.get_available_providers()
+    assert isinstance(ort.__version__, str)
+    assert ort.get_device() in ("CPU", "GPU")
+
+
+def test_session_from_path_and_bytes(model_path):
+    s1 = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    with open(model_path, "rb") as f:
+        s2 = ort.InferenceSession(f.read(), providers=["CPUExecutionProvider"])
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    y = np.ones((2, 4), np.float32)
+    a = s1.run(None, {"x": x, "y": y})
+    b = s2.run(["relu"], {"x": x, "y": y})
+    np.testing.assert_allclose(a[0], x + y + np.array([1, 2, 3, 4], np.float32))
+    np.testing.assert_allclose(a[1], b[0])
+    assert len(b) == 1
+
+
+def test_pathlike(model_path):
+    import pathlib
+
+    s = ort.InferenceSession(pathlib.Path(model_path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in s.get_inputs()] == ["x", "y"]
+
+
+def test_inputs_outputs_metadata(model_path):
+    s = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    inputs = s.get_inputs()
+    assert [i.name for i in inputs] == ["x", "y"]
+    assert inputs[0].type == "tensor(float)"
+    assert inputs[0].shape == ["batch", 4]
+    outputs = s.get_outputs()
+    assert [o.name for o in outputs] == ["out", "relu"]
+    assert outputs[0].shape == ["batch", 4]
+    assert [i.name for i in s.get_overridable_initializers()] == ["bias"]
+    meta = s.get_modelmeta()
+    assert meta.producer_name == "compat-test"
+    assert meta.graph_name == "compat_graph"
+    assert meta.description == "a small model"
+    assert meta.version == 3
+    assert meta.custom_metadata_map == {"author": "nxrt", "purpose": "tests"}
+    assert s.get_providers() == ["CPUExecutionProvider"]
+    assert "CPUExecutionProvider" in s.get_provider_options()
+
+
+def test_override_initializer(model_path):
+    s = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    x = np.zeros((1, 4), np.float32)
+    out = s.run(["out"], {"x": x, "y": x, "bias": np.full(4, 10, np.float32)})[0]
+    np.testing.assert_allclose(out, np.full((1, 4), 10, np.float32))
+
+
+def test_session_options(model_path):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    so.enable_cpu_mem_arena = True
+    so.enable_mem_pattern = True
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    s = ort.InferenceSession(model_path, sess_options=so, providers=["CPUExecutionProvider"])
+    assert s.get_session_options().intra_op_num_threads == 1
+    ro = ort.RunOptions()
+    ro.log_severity_level = 3
+    ro.logid = "tagged"
+    x = np.ones((3, 4), np.float32)
+    assert s.run(None, {"x": x, "y": x}, ro)[0].shape == (3, 4)
+
+
+def test_missing_input_is_an_error(model_path):
+    s = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    with pytest.raises(ValueError, match="x"):
+        s.run(None, {"y": np.ones((1, 4), np.float32)})
+
+
+def test_wrong_dtype_is_invalid_argument(model_path):
+    from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
+
+    s = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    x = np.ones((1, 4), np.float64)
+    with pytest.raises(InvalidArgument, match="tensor\\(double\\)"):
+        s.run(None, {"x": x, "y": x})
+
+
+def test_wrong_rank_and_dims(model_path):
+    from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
+
+    s = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    with pytest.raises(InvalidArgument, match="Invalid rank for input: x"):
+        s.run(None, {"x": np.ones((4,), np.float32), "y": np.ones((1, 4), np.float32)})
+    with pytest.raises(InvalidArgument, match="Got invalid dimensions for input: x"):
+        s.run(None, {"x": np.ones((1, 5), np.float32), "y": np.ones((1, 4), np.float32)})
+
+
+def test_unknown_output_name(model_path):
+    s = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    x = np.ones((1, 4), np.float32)
+    with pytest.raises(Exception, match="nope"):
+        s.run(["nope"], {"x": x, "y": x})
+
+
+def test_missing_file():
+    from onnxruntime.capi.onnxruntime_pybind11_state import NoSuchFile
+
+    with pytest.raises(NoSuchFile):
+        ort.InferenceSession("/definitely/not/here.onnx", providers=["CPUExecutionProvider"])
+
+
+def test_corrupt_bytes():
+    from onnxruntime.capi.onnxruntime_pybind11_state import InvalidProtobuf
+
+    with pytest.raises(InvalidProtobuf):
+        ort.InferenceSession(b"\x08\x07\x12\xff\xff garbage", providers=["CPUExecutionProvider"])
+
+
+def test_non_contiguous_input(model_path):
+    s = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    big = np.arange(32, dtype=np.float32).reshape(4, 8)
+    x = big[:, ::2]
+    assert not x.flags.c_contiguous
+    out = s.run(["out"], {"x": x, "y": np.zeros((4, 4), np.float32)})[0]
+    np.testing.assert_allclose(out, x + np.array([1, 2, 3, 4], np.float32))
+
+
+def test_run_from_threads(model_path):
+    import threading
+
+    s = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    errors = []
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(50):
+            x = rng.standard_normal((5, 4)).astype(np.float32)
+            out = s.run(["relu"], {"x": x, "y": x})[0]
+            expected = np.maximum(x + x + np.array([1, 2, 3, 4], np.float32), 0)
+            if not np.allclose(out, expected):
+                errors.append(seed)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
