@@ -46,13 +46,3 @@ def numpy_dtype(code):
     if code == BFLOAT16_CODE:
         return BFLOAT16 if BFLOAT16 is not None else np.dtype(np.uint16)
     return _CODE_TO_NUMPY.get(code)
-
-
-def type_string(kind, code, inner=None):
-    """onnxruntime's spelling of a value type: tensor(float), seq(tensor(int64)), ..."""
-    name = TYPE_NAMES.get(code, "undefined")
-    if kind == "tensor":
-        return f"tensor({name})"
-    if kind == "sparse_tensor":
-        return f"sparse_tensor({name})"
-    return f"{kind}({inner or 'unknown'})"

@@ -105,9 +105,9 @@ class RunOptions:
 class NodeArg:
     """Name, type and shape of a graph input or output."""
 
-    def __init__(self, name, kind, code, dims):
+    def __init__(self, name, type_string, dims):
         self.name = name
-        self.type = _dtypes.type_string(kind, code)
+        self.type = type_string
         self.shape = list(dims) if dims is not None else None
 
     def __repr__(self):
@@ -152,8 +152,14 @@ def _parse_providers(providers, provider_options):
     return names, options
 
 
-def _to_feed(name, value):
+def _to_feed(name, value, is_sequence=False):
     """(name, code, array, strings, shape) for the native run call."""
+    if value is None:
+        return (name, 0, None, None, None)
+    if is_sequence:
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"input '{name}' is a sequence: feed a list of arrays")
+        return (name, -1, [_to_feed(name, v)[1:] for v in value], None, None)
     if not isinstance(value, np.ndarray):
         if hasattr(value, "__dlpack__") and not hasattr(value, "__array__"):
             value = np.from_dlpack(value)
@@ -170,7 +176,8 @@ def _to_feed(name, value):
         return (name, code, None, flat, list(value.shape))
     if value.dtype.byteorder == ">" or (value.dtype.byteorder == "<" and np.little_endian is False):
         value = value.astype(value.dtype.newbyteorder("="))
-    value = np.ascontiguousarray(value)
+    if not value.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
+        value = value.copy(order="C")
     if code == _dtypes.BFLOAT16_CODE:
         value = value.view(np.uint16)
     elif code == 9:
@@ -179,6 +186,10 @@ def _to_feed(name, value):
 
 
 def _from_result(code, value):
+    if code == -1:
+        return [_from_result(c, v) for c, v in value]
+    if code == 0:
+        return None
     if code == _dtypes.STRING:
         items, shape = value
         out = np.empty(len(items), dtype=object)
@@ -211,6 +222,9 @@ class InferenceSession:
         self._outputs = [NodeArg(n, *t) for n, t in self._sess.outputs()]
         self._overridable = [NodeArg(n, *t) for n, t in self._sess.overridable_initializers()]
         self._input_names = [i.name for i in self._inputs]
+        self._sequence_inputs = frozenset(
+            i.name for i in self._inputs if i.type.startswith(("seq(", "optional(seq(")))
+        self._required_inputs = [i.name for i in self._inputs if not i.type.startswith("optional")]
         self._feedable = set(self._input_names) | {i.name for i in self._overridable}
         self._output_names = [o.name for o in self._outputs]
         self._profiling = bool(self._sess_options.enable_profiling)
@@ -244,7 +258,7 @@ class InferenceSession:
         """Runs the model; returns a list of numpy arrays, one per requested output."""
         if not isinstance(input_feed, dict):
             raise TypeError("input_feed must be a dict mapping input names to arrays")
-        missing = [n for n in self._input_names if n not in input_feed]
+        missing = [n for n in self._required_inputs if n not in input_feed]
         if missing:
             raise _ERROR_CLASSES["InvalidArgument"](
                 f"Required inputs ({missing}) are missing from input feed "
@@ -253,7 +267,7 @@ class InferenceSession:
             if name not in self._feedable:
                 raise _ERROR_CLASSES["InvalidArgument"](
                     f"Invalid input name: '{name}'; the model's inputs are {self._input_names}")
-        feeds = [_to_feed(n, v) for n, v in input_feed.items()]
+        feeds = [_to_feed(n, v, n in self._sequence_inputs) for n, v in input_feed.items()]
         names = list(output_names) if output_names else []
         flag = run_options._flag if run_options is not None else None
         start = time.perf_counter_ns() if self._profiling else 0

@@ -18,23 +18,32 @@ namespace {
 
 using Array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
-// Type as (kind, elem dtype code, dims): dims entries are int, str (symbolic) or None.
+// onnxruntime's spelling of a type: tensor(float), seq(tensor(int64)), optional(...).
+std::string type_string(const ir::TypeInfo& type) {
+  const std::string inner = type.inner ? type_string(*type.inner) : "unknown";
+  switch (type.kind) {
+    case ir::TypeInfo::Kind::kTensor: return tensor_type_name(type.elem_type);
+    case ir::TypeInfo::Kind::kSequence: return "seq(" + inner + ")";
+    case ir::TypeInfo::Kind::kOptional: return "optional(" + inner + ")";
+    case ir::TypeInfo::Kind::kMap:
+      return "map(" + std::string(dtype_name(type.elem_type)) + "," + inner + ")";
+    case ir::TypeInfo::Kind::kSparseTensor:
+      return "sparse_tensor(" + std::string(dtype_name(type.elem_type)) + ")";
+    default: return "unknown";
+  }
+}
+
+// (type string, dims): dims entries are int, str (symbolic) or None; None when unshaped.
 nb::tuple describe_type(const ir::TypeInfo& type) {
+  const ir::TypeInfo& shaped =
+      type.kind == ir::TypeInfo::Kind::kOptional && type.inner ? *type.inner : type;
   nb::list dims;
-  for (const ir::Dim& d : type.dims) {
+  for (const ir::Dim& d : shaped.dims) {
     if (d.value >= 0) dims.append(nb::int_(d.value));
     else if (!d.param.empty()) dims.append(nb::str(d.param.c_str()));
     else dims.append(nb::none());
   }
-  const char* kind = "tensor";
-  switch (type.kind) {
-    case ir::TypeInfo::Kind::kSequence: kind = "seq"; break;
-    case ir::TypeInfo::Kind::kOptional: kind = "optional"; break;
-    case ir::TypeInfo::Kind::kMap: kind = "map"; break;
-    case ir::TypeInfo::Kind::kSparseTensor: kind = "sparse_tensor"; break;
-    default: break;
-  }
-  return nb::make_tuple(kind, int(type.elem_type), type.has_shape ? nb::object(dims) : nb::none());
+  return nb::make_tuple(type_string(type), shaped.has_shape ? nb::object(dims) : nb::object(nb::list()));
 }
 
 nb::list describe_values(const std::vector<ir::ValueInfo>& values) {
@@ -66,7 +75,7 @@ nb::dlpack::dtype dlpack_dtype(DataType type) {
   }
 }
 
-// One output: (dtype code, numpy array) or, for strings, (code, (list of str, shape)).
+// One output tensor: (dtype code, numpy array) or, for strings, (code, (list of bytes, shape)).
 nb::object to_python(Tensor&& tensor) {
   const int code = int(tensor.dtype());
   if (tensor.dtype() == DataType::kString) {
@@ -89,6 +98,38 @@ nb::object to_python(Tensor&& tensor) {
 struct TerminateFlag {
   std::shared_ptr<std::atomic<bool>> flag = std::make_shared<std::atomic<bool>>(false);
 };
+
+// One output value: a tensor as above, a sequence as (-1, [tensors...]), none as (0, None).
+nb::object value_to_python(Value&& value) {
+  if (value.is_sequence()) {
+    nb::list items;
+    for (const Tensor& t : *value.sequence) items.append(to_python(Tensor(t)));
+    return nb::make_tuple(-1, items);
+  }
+  if (value.is_none()) return nb::make_tuple(0, nb::none());
+  return to_python(std::move(value.tensor));
+}
+
+// Borrowed tensor over a feed (code, array, strings, shape); string data is copied into
+// `strings_keep`, which must outlive the run.
+Tensor tensor_from_feed(nb::handle code_obj, nb::handle array_obj, nb::handle strings_obj,
+                        nb::handle shape_obj,
+                        std::vector<std::shared_ptr<std::string[]>>& strings_keep) {
+  const auto dtype = DataType(nb::cast<int>(code_obj));
+  if (dtype == DataType::kString) {
+    auto strings = nb::cast<std::vector<std::string>>(strings_obj);
+    auto dims = nb::cast<std::vector<int64_t>>(shape_obj);
+    std::shared_ptr<std::string[]> storage(new std::string[strings.size() + 1]);
+    for (size_t i = 0; i < strings.size(); ++i) storage[i] = std::move(strings[i]);
+    Tensor t(dtype, Shape(dims), storage.get());
+    strings_keep.push_back(std::move(storage));
+    return t;
+  }
+  Array array = nb::cast<Array>(array_obj);
+  Shape shape;
+  for (size_t d = 0; d < array.ndim(); ++d) shape.push_back(int64_t(array.shape(d)));
+  return Tensor(dtype, std::move(shape), const_cast<void*>(array.data()));
+}
 
 class PySession {
  public:
@@ -147,33 +188,34 @@ class PySession {
     return out;
   }
 
-  // feeds: list of (name, dtype code, array or None, strings or None, shape list).
+  // feeds: list of (name, dtype code, array or None, strings or None, shape list);
+  // a sequence is (name, -1, [(code, array, strings, shape), ...], None, None) and an
+  // empty optional (name, 0, None, None, None).
   nb::list run(const std::vector<std::string>& output_names, nb::list feeds,
                const TerminateFlag* terminate) {
     std::vector<std::string> names;
-    std::vector<Tensor> values;
+    std::vector<Value> values;
     std::vector<std::shared_ptr<std::string[]>> string_storage;
     names.reserve(feeds.size());
     values.reserve(feeds.size());
     for (nb::handle feed : feeds) {
       nb::tuple t = nb::cast<nb::tuple>(feed);
       names.push_back(nb::cast<std::string>(t[0]));
-      const auto dtype = DataType(nb::cast<int>(t[1]));
-      if (dtype == DataType::kString) {
-        auto strings = nb::cast<std::vector<std::string>>(t[3]);
-        auto dims = nb::cast<std::vector<int64_t>>(t[4]);
-        std::shared_ptr<std::string[]> storage(new std::string[strings.size() + 1]);
-        for (size_t i = 0; i < strings.size(); ++i) storage[i] = std::move(strings[i]);
-        values.emplace_back(dtype, Shape(dims), storage.get());
-        string_storage.push_back(std::move(storage));
-        continue;
+      const int code = nb::cast<int>(t[1]);
+      if (code == 0) {
+        values.emplace_back();
+      } else if (code == -1) {
+        auto sequence = std::make_shared<TensorSequence>();
+        for (nb::handle item : nb::cast<nb::list>(t[2])) {
+          nb::tuple e = nb::cast<nb::tuple>(item);
+          sequence->push_back(tensor_from_feed(e[0], e[1], e[2], e[3], string_storage));
+        }
+        values.emplace_back(std::shared_ptr<const TensorSequence>(std::move(sequence)));
+      } else {
+        values.emplace_back(tensor_from_feed(t[1], t[2], t[3], t[4], string_storage));
       }
-      Array array = nb::cast<Array>(t[2]);
-      Shape shape;
-      for (size_t d = 0; d < array.ndim(); ++d) shape.push_back(int64_t(array.shape(d)));
-      values.emplace_back(dtype, std::move(shape), const_cast<void*>(array.data()));
     }
-    std::vector<Tensor> outputs;
+    std::vector<Value> outputs;
     Status status;
     RunFlags flags;
     std::shared_ptr<std::atomic<bool>> keep_flag;
@@ -187,7 +229,7 @@ class PySession {
     }
     if (!status.ok()) throw_status(status);
     nb::list result;
-    for (Tensor& t : outputs) result.append(to_python(std::move(t)));
+    for (Value& v : outputs) result.append(value_to_python(std::move(v)));
     return result;
   }
 

@@ -14,12 +14,17 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "core/value.h"
 #include "ir/graph.h"
 #include "ops/attrs.h"
 
 namespace nxrt {
 
 class ExecutableGraph;  // a planned (sub)graph; defined by the planner
+
+// What a value slot holds. Optional values use the kind of their element; an empty
+// optional is a slot with no value (ctx.input() and input_sequence() return nullptr).
+enum class ValueKind : uint8_t { kTensor, kSequence };
 
 // Compiles subgraph attributes (If branches, Loop and Scan bodies) during prepare.
 class SubgraphCompiler {
@@ -41,6 +46,8 @@ struct KernelInit {
   std::vector<DataType> input_types;        // kUndefined for omitted optional inputs
   std::vector<const Tensor*> constant_inputs;  // non-null where the input is a constant
   std::vector<DataType> output_types;       // the factory fills one per node output
+  std::vector<ValueKind> input_kinds;       // tensor unless the input is a sequence
+  std::vector<ValueKind> output_kinds;      // defaults to tensor; sequence ops set it
   std::vector<std::string> implicit_inputs;  // outer-scope values read by subgraphs
   std::vector<DataType> implicit_types;
   SubgraphCompiler* subgraphs = nullptr;
@@ -75,14 +82,25 @@ class KernelContext {
   virtual ~KernelContext() = default;
 
   size_t num_inputs() const { return inputs_.size(); }
-  // nullptr when an optional input was omitted (or i is past the end).
+  // nullptr when an optional input was omitted, is an empty optional, or is a sequence.
   const Tensor* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  // The sequence bound to input i, or nullptr when it is not a (present) sequence.
+  const TensorSequence* input_sequence(size_t i) const {
+    return i < sequences_.size() ? sequences_[i] : nullptr;
+  }
   std::span<const Tensor* const> implicit_inputs() const { return implicit_; }
   size_t num_outputs() const { return num_outputs_; }
 
   // Buffer for output i with this shape (dtype fixed at prepare); valid until the
   // executor releases the value. Errors when the shape is absurd.
   virtual Expected<Tensor*> output(size_t i, const Shape& shape) = 0;
+
+  // Sets output i (declared kSequence at prepare) to a sequence of owned tensors.
+  virtual Status set_output_sequence(size_t i, TensorSequence sequence) {
+    (void)i;
+    (void)sequence;
+    return not_implemented("this context does not produce sequences");
+  }
 
   // Runs a compiled subgraph; this node's implicit inputs are bound to its outer names.
   // `outputs` receives owning tensors.
@@ -95,6 +113,7 @@ class KernelContext {
 
  protected:
   std::span<const Tensor* const> inputs_;
+  std::span<const TensorSequence* const> sequences_;
   std::span<const Tensor* const> implicit_;
   size_t num_outputs_ = 0;
 };

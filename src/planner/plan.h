@@ -15,7 +15,8 @@ namespace nxrt {
 
 struct ValueSlot {
   std::string name;
-  DataType dtype = DataType::kUndefined;
+  DataType dtype = DataType::kUndefined;  // element type for sequences
+  ValueKind kind = ValueKind::kTensor;
   bool is_graph_output = false;
 };
 
@@ -36,7 +37,8 @@ class ExecutableGraph {
   std::vector<int> outer_slots;   // bound to the enclosing node's implicit inputs
   std::vector<ir::ValueInfo> inputs;  // feeds, graph order (incl. overridable initializers)
   std::vector<int> input_slots;
-  std::vector<bool> input_required;   // false for inputs that have an initializer
+  std::vector<bool> input_required;   // false for optional inputs and overridable initializers
+  std::vector<bool> input_overridable;  // true for inputs that have an initializer
   std::vector<ir::ValueInfo> outputs;
   std::vector<int> output_slots;
   std::vector<Step> steps;

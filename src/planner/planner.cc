@@ -88,8 +88,9 @@ class Planner : public SubgraphCompiler {
                                                   const std::vector<DataType>& input_types);
 
  private:
-  int add_slot(ExecutableGraph& g, const std::string& name, DataType dtype) {
-    g.slots.push_back({name, dtype, false});
+  int add_slot(ExecutableGraph& g, const std::string& name, DataType dtype,
+               ValueKind kind = ValueKind::kTensor) {
+    g.slots.push_back({name, dtype, kind, false});
     g.constants.emplace_back();
     return int(g.slots.size()) - 1;
   }
@@ -122,22 +123,33 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     const ir::ValueInfo& in = graph.inputs[i];
     if (!input_names.insert(in.name).second)
       return invalid_graph(graph_label, ": duplicate graph input name '", in.name, "'");
-    DataType dtype = in.type.kind == ir::TypeInfo::Kind::kTensor ? in.type.elem_type
-                                                                 : DataType::kUndefined;
+    // Optional inputs take the kind of their element; sequences hold tensors.
+    const ir::TypeInfo* type = &in.type;
+    if (type->kind == ir::TypeInfo::Kind::kOptional && type->inner) type = type->inner.get();
+    ValueKind kind = ValueKind::kTensor;
+    if (type->kind == ir::TypeInfo::Kind::kSequence && type->inner) {
+      kind = ValueKind::kSequence;
+      type = type->inner.get();
+    }
+    DataType dtype = type->kind == ir::TypeInfo::Kind::kTensor ? type->elem_type
+                                                               : DataType::kUndefined;
     if (i < input_types.size() && input_types[i] != DataType::kUndefined) dtype = input_types[i];
     auto init = initializer_of.find(in.name);
     if (init != initializer_of.end()) {
       if (!options_.inputs_override_initializers) continue;  // a plain initializer
       dtype = init->second->dtype();
     }
-    if (in.type.kind != ir::TypeInfo::Kind::kTensor && in.type.kind != ir::TypeInfo::Kind::kUnknown)
+    if (type->kind != ir::TypeInfo::Kind::kTensor && type->kind != ir::TypeInfo::Kind::kUnknown)
       return not_implemented(graph_label, ": input '", in.name,
-                             "' is a sequence, map or optional, which nxrt does not support yet");
-    const int s = add_slot(g, in.name, dtype);
+                             "' is a map, sparse tensor or nested sequence, which nxrt does not "
+                             "support yet");
+    const int s = add_slot(g, in.name, dtype, kind);
     slot_of[in.name] = s;  // shadows an outer value of the same name
     g.inputs.push_back(in);
     g.input_slots.push_back(s);
-    g.input_required.push_back(init == initializer_of.end());
+    g.input_overridable.push_back(init != initializer_of.end());
+    g.input_required.push_back(init == initializer_of.end() &&
+                               in.type.kind != ir::TypeInfo::Kind::kOptional);
     if (init != initializer_of.end()) g.constants[size_t(s)] = *init->second;
   }
   for (const auto& init : graph.initializers) {
@@ -225,12 +237,14 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       if (in.empty()) {
         step.inputs.push_back(-1);
         init.input_types.push_back(DataType::kUndefined);
+        init.input_kinds.push_back(ValueKind::kTensor);
         init.constant_inputs.push_back(nullptr);
         continue;
       }
       const int s = slot_of.at(in);
       step.inputs.push_back(s);
       init.input_types.push_back(g.slots[size_t(s)].dtype);
+      init.input_kinds.push_back(g.slots[size_t(s)].kind);
       const Tensor& c = g.constants[size_t(s)];
       const bool fixed = c.defined() && std::find(g.input_slots.begin(), g.input_slots.end(),
                                                   s) == g.input_slots.end();
@@ -243,6 +257,7 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       init.implicit_types.push_back(g.slots[size_t(s)].dtype);
     }
     init.output_types.assign(node.outputs.size(), DataType::kUndefined);
+    init.output_kinds.assign(node.outputs.size(), ValueKind::kTensor);
 
     const cpu::KernelEntry* entry = cpu::find_kernel(node.domain, node.op_type, init.opset);
     if (!entry) {
@@ -261,7 +276,7 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       if (init.output_types[o] == DataType::kUndefined)
         return make_error(StatusCode::kEngineError, step.context, "output ", o,
                           " has no type after prepare (kernel bug)");
-      const int s = add_slot(g, node.outputs[o], init.output_types[o]);
+      const int s = add_slot(g, node.outputs[o], init.output_types[o], init.output_kinds[o]);
       if (!node.outputs[o].empty()) slot_of[node.outputs[o]] = s;
       step.outputs.push_back(s);
     }
@@ -271,6 +286,7 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     // initializers, weight transposes). A failure here is left for run time to report.
     bool foldable = options_.fold_constants && step.implicit_inputs.empty() &&
                     !is_nondeterministic(node);
+    for (ValueKind k : init.output_kinds) foldable &= k == ValueKind::kTensor;
     std::vector<const Tensor*> fold_inputs;
     for (size_t i = 0; foldable && i < step.inputs.size(); ++i) {
       const Tensor* c = step.inputs[i] < 0 ? nullptr : init.constant_inputs[i];

@@ -33,12 +33,19 @@ RunStateCache& subgraph_cache(const ExecutableGraph& graph) {
   return *cache;
 }
 
+// A borrowed view of `t` (no ownership traffic on the hot path).
+Tensor view_of(const Tensor& t) {
+  return Tensor(t.dtype(), t.shape(), const_cast<void*>(t.raw()));
+}
+
 class StepContext final : public KernelContext {
  public:
   StepContext(const ExecutableGraph& graph, const Step& step, RunState& state,
               const RunFlags& flags)
       : graph_(graph), step_(step), state_(state), flags_(flags) {
     inputs_ = std::span<const Tensor* const>(state.step_inputs.data(), step.inputs.size());
+    sequences_ = std::span<const TensorSequence* const>(state.step_sequences.data(),
+                                                        step.inputs.size());
     implicit_ = std::span<const Tensor* const>(state.step_implicit.data(),
                                                step.implicit_inputs.size());
     num_outputs_ = step.outputs.size();
@@ -68,14 +75,39 @@ class StepContext final : public KernelContext {
     return &value;
   }
 
+  Status set_output_sequence(size_t i, TensorSequence sequence) override {
+    if (i >= step_.outputs.size())
+      return make_error(StatusCode::kEngineError, "output index ", i, " out of range");
+    const size_t slot = size_t(step_.outputs[i]);
+    if (graph_.slots[slot].kind != ValueKind::kSequence)
+      return make_error(StatusCode::kEngineError, "output ", i, " is not a sequence");
+    state_.sequences[slot] = std::make_shared<const TensorSequence>(std::move(sequence));
+    return Status();
+  }
+
   Status run_subgraph(const ExecutableGraph& graph, std::span<const Tensor* const> inputs,
                       std::vector<Tensor>& outputs) override {
     // The subgraph's outer slots were compiled from this node's implicit inputs, in order.
+    std::vector<Value> feed_values(inputs.size());
+    std::vector<const Value*> feeds(inputs.size(), nullptr);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!inputs[i]) continue;
+      feed_values[i] = Value(view_of(*inputs[i]));
+      feeds[i] = &feed_values[i];
+    }
     RunStateCache& cache = subgraph_cache(graph);
     auto state = cache.acquire();
-    Status status = execute_graph(graph, *state, inputs, implicit_inputs(), outputs, flags_);
+    std::vector<Value> results;
+    Status status = execute_graph(graph, *state, feeds, implicit_inputs(), results, flags_);
     cache.release(std::move(state));
-    return status;
+    NXRT_RETURN_IF_ERROR(status);
+    outputs.clear();
+    for (Value& v : results) {
+      if (v.is_sequence())
+        return not_implemented("subgraph outputs that are sequences are not supported yet");
+      outputs.push_back(std::move(v.tensor));
+    }
+    return Status();
   }
 
   bool terminate_requested() const override {
@@ -94,30 +126,33 @@ void release_all(RunState& state) {
     if (state.pooled[s]) state.pool.release(state.values[s].raw());
     state.pooled[s] = false;
     state.values[s] = Tensor();
+    state.sequences[s].reset();
   }
 }
 
-// A borrowed view of `t` (no ownership traffic on the hot path).
-Tensor view_of(const Tensor& t) {
-  return Tensor(t.dtype(), t.shape(), const_cast<void*>(t.raw()));
-}
 
 }  // namespace
 
 Status execute_graph(const ExecutableGraph& graph, RunState& state,
-                     std::span<const Tensor* const> feeds, std::span<const Tensor* const> outer,
-                     std::vector<Tensor>& outputs, const RunFlags& flags) {
+                     std::span<const Value* const> feeds, std::span<const Tensor* const> outer,
+                     std::vector<Value>& outputs, const RunFlags& flags) {
   const size_t num_slots = graph.slots.size();
   state.values.resize(num_slots);
+  state.sequences.resize(num_slots);
   state.pooled.assign(num_slots, false);
   state.step_inputs.resize(graph.max_step_inputs);
+  state.step_sequences.resize(graph.max_step_inputs);
 
   for (size_t s = 0; s < num_slots; ++s)
     if (graph.constants[s].defined()) state.values[s] = view_of(graph.constants[s]);
   for (size_t i = 0; i < graph.outer_slots.size() && i < outer.size(); ++i)
     if (outer[i]) state.values[size_t(graph.outer_slots[i])] = view_of(*outer[i]);
-  for (size_t i = 0; i < graph.input_slots.size() && i < feeds.size(); ++i)
-    if (feeds[i]) state.values[size_t(graph.input_slots[i])] = view_of(*feeds[i]);
+  for (size_t i = 0; i < graph.input_slots.size() && i < feeds.size(); ++i) {
+    if (!feeds[i]) continue;
+    const size_t slot = size_t(graph.input_slots[i]);
+    if (feeds[i]->is_sequence()) state.sequences[slot] = feeds[i]->sequence;
+    else if (feeds[i]->tensor.defined()) state.values[slot] = view_of(feeds[i]->tensor);
+  }
 
   Status status;
   for (const Step& step : graph.steps) {
@@ -127,7 +162,9 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
     }
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       const int s = step.inputs[i];
-      state.step_inputs[i] = s >= 0 ? &state.values[size_t(s)] : nullptr;
+      const bool present = s >= 0 && state.values[size_t(s)].defined();
+      state.step_inputs[i] = present ? &state.values[size_t(s)] : nullptr;
+      state.step_sequences[i] = s >= 0 ? state.sequences[size_t(s)].get() : nullptr;
     }
     state.step_implicit.resize(step.implicit_inputs.size());
     for (size_t i = 0; i < step.implicit_inputs.size(); ++i)
@@ -142,6 +179,7 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
       if (state.pooled[size_t(s)]) state.pool.release(state.values[size_t(s)].raw());
       state.pooled[size_t(s)] = false;
       state.values[size_t(s)] = Tensor();
+      state.sequences[size_t(s)].reset();
     }
   }
 
@@ -149,7 +187,16 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
     outputs.clear();
     outputs.reserve(graph.output_slots.size());
     for (size_t i = 0; i < graph.output_slots.size(); ++i) {
-      Tensor& value = state.values[size_t(graph.output_slots[i])];
+      const size_t slot = size_t(graph.output_slots[i]);
+      const bool optional = graph.outputs[i].type.kind == ir::TypeInfo::Kind::kOptional;
+      if (graph.slots[slot].kind == ValueKind::kSequence ||
+          (optional && !state.values[slot].defined())) {
+        // Sequences are immutable once made, so they are shared, not copied; an output
+        // with no value is an empty optional.
+        outputs.push_back(state.sequences[slot] ? Value(state.sequences[slot]) : Value());
+        continue;
+      }
+      Tensor& value = state.values[slot];
       if (!value.defined()) {
         status = make_error(StatusCode::kEngineError, "output '", graph.outputs[i].name,
                             "' was not computed");

@@ -20,8 +20,10 @@ struct RunFlags {
 
 struct RunState {
   std::vector<Tensor> values;
+  std::vector<std::shared_ptr<const TensorSequence>> sequences;  // by slot, for sequence slots
   std::vector<bool> pooled;
   std::vector<const Tensor*> step_inputs;
+  std::vector<const TensorSequence*> step_sequences;
   std::vector<const Tensor*> step_implicit;
   BufferPool pool;
 };
@@ -37,10 +39,11 @@ class RunStateCache {
   std::vector<std::unique_ptr<RunState>> free_;
 };
 
-// Executes `graph`. `feeds` align with graph.input_slots (nullptr: use the initializer),
-// `outer` with graph.outer_slots. `outputs` receives owning tensors, one per graph output.
+// Executes `graph`. `feeds` align with graph.input_slots (nullptr: not fed, so the
+// initializer or an empty optional), `outer` with graph.outer_slots. `outputs` receives
+// one owning Value per graph output.
 Status execute_graph(const ExecutableGraph& graph, RunState& state,
-                     std::span<const Tensor* const> feeds, std::span<const Tensor* const> outer,
-                     std::vector<Tensor>& outputs, const RunFlags& flags);
+                     std::span<const Value* const> feeds, std::span<const Tensor* const> outer,
+                     std::vector<Value>& outputs, const RunFlags& flags);
 
 }  // namespace nxrt

@@ -36,19 +36,41 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   session->graph_ = std::move(graph).value();
   const ExecutableGraph& g = *session->graph_;
   for (size_t i = 0; i < g.inputs.size(); ++i)
-    (g.input_required[i] ? session->inputs_ : session->overridable_).push_back(g.inputs[i]);
+    (g.input_overridable[i] ? session->overridable_ : session->inputs_).push_back(g.inputs[i]);
   return session;
 }
 
-Status Session::check_feed(size_t index, const Tensor& value) const {
+Status Session::check_feed(size_t index, const Value& fed) const {
   const ir::ValueInfo& info = graph_->inputs[index];
-  const DataType expected = graph_->slots[size_t(graph_->input_slots[index])].dtype;
+  const ValueSlot& slot = graph_->slots[size_t(graph_->input_slots[index])];
+  const DataType expected = slot.dtype;
+  if (fed.is_none()) {
+    if (info.type.kind == ir::TypeInfo::Kind::kOptional) return Status();
+    return invalid_argument("input '", info.name, "' is not optional but was fed no value");
+  }
+  if ((slot.kind == ValueKind::kSequence) != fed.is_sequence())
+    return invalid_argument("input '", info.name, "' expects a ",
+                            slot.kind == ValueKind::kSequence ? "sequence of tensors" : "tensor",
+                            " but was fed a ", fed.is_sequence() ? "sequence" : "tensor");
+  if (fed.is_sequence()) {
+    for (const Tensor& t : *fed.sequence)
+      if (expected != DataType::kUndefined && t.dtype() != expected)
+        return invalid_argument("input '", info.name, "' expects a sequence of ",
+                                tensor_type_name(expected), " but an element is ",
+                                tensor_type_name(t.dtype()));
+    return Status();
+  }
+  const Tensor& value = fed.tensor;
   if (expected != DataType::kUndefined && value.dtype() != expected)
     return invalid_argument("Unexpected input data type. Actual: (", tensor_type_name(value.dtype()),
                             ") , expected: (", tensor_type_name(expected), ") for input '",
                             info.name, "'");
-  if (!info.type.has_shape) return Status();
-  const auto& dims = info.type.dims;
+  const ir::TypeInfo& declared =
+      info.type.kind == ir::TypeInfo::Kind::kOptional && info.type.inner ? *info.type.inner : info.type;
+  // onnxruntime does not check inputs declared as scalars (rank 0); neither do we, so
+  // feeding [1] where the model says [] keeps working.
+  if (!declared.has_shape || declared.dims.empty()) return Status();
+  const auto& dims = declared.dims;
   if (dims.size() != value.rank())
     return invalid_argument("Invalid rank for input: ", info.name, " Got: ", value.rank(),
                             " Expected: ", dims.size(),
@@ -65,11 +87,11 @@ Status Session::check_feed(size_t index, const Tensor& value) const {
 }
 
 Status Session::run(std::span<const std::string> input_names,
-                    std::span<const Tensor> input_values,
-                    std::span<const std::string> output_names, std::vector<Tensor>& outputs,
+                    std::span<const Value> input_values,
+                    std::span<const std::string> output_names, std::vector<Value>& outputs,
                     const RunFlags& flags) const {
   const ExecutableGraph& g = *graph_;
-  std::vector<const Tensor*> feeds(g.input_slots.size(), nullptr);
+  std::vector<const Value*> feeds(g.input_slots.size(), nullptr);
   for (size_t i = 0; i < input_names.size(); ++i) {
     size_t index = g.inputs.size();
     for (size_t k = 0; k < g.inputs.size(); ++k)
@@ -94,7 +116,7 @@ Status Session::run(std::span<const std::string> input_names,
   }
 
   auto state = states_.acquire();
-  std::vector<Tensor> all;
+  std::vector<Value> all;
   Status status = execute_graph(g, *state, feeds, {}, all, flags);
   states_.release(std::move(state));
   NXRT_RETURN_IF_ERROR(status);

@@ -37,14 +37,14 @@ class Session {
   const SessionConfig& config() const { return config_; }
 
   // Runs with named feeds. Empty `output_names` means all outputs, in graph order.
-  Status run(std::span<const std::string> input_names, std::span<const Tensor> input_values,
-             std::span<const std::string> output_names, std::vector<Tensor>& outputs,
+  Status run(std::span<const std::string> input_names, std::span<const Value> input_values,
+             std::span<const std::string> output_names, std::vector<Value>& outputs,
              const RunFlags& flags = {}) const;
 
  private:
   static Expected<std::unique_ptr<Session>> create(std::shared_ptr<ir::Model> model,
                                                    const SessionConfig& config);
-  Status check_feed(size_t input_index, const Tensor& value) const;
+  Status check_feed(size_t input_index, const Value& value) const;
 
   std::shared_ptr<ir::Model> model_;
   std::shared_ptr<ExecutableGraph> graph_;

@@ -32,15 +32,15 @@ TEST(Session, RunsAdd) {
   auto session = Session::create_from_file(node_case("test_add") + "/model.onnx", {});
   ASSERT_TRUE(session.ok()) << session.status().message();
   std::vector<float> x(60, 1.5f), y(60, 2.0f);
-  std::vector<Tensor> feeds = {Tensor(DataType::kFloat, Shape{3, 4, 5}, x.data()),
+  std::vector<Value> feeds = {Tensor(DataType::kFloat, Shape{3, 4, 5}, x.data()),
                                Tensor(DataType::kFloat, Shape{3, 4, 5}, y.data())};
   std::vector<std::string> names = {"x", "y"};
-  std::vector<Tensor> outputs;
+  std::vector<Value> outputs;
   Status s = (*session)->run(names, feeds, {}, outputs);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(outputs.size(), 1u);
-  EXPECT_EQ(outputs[0].shape(), (Shape{3, 4, 5}));
-  EXPECT_FLOAT_EQ(outputs[0].data<float>()[7], 3.5f);
+  EXPECT_EQ(outputs[0].tensor.shape(), (Shape{3, 4, 5}));
+  EXPECT_FLOAT_EQ(outputs[0].tensor.data<float>()[7], 3.5f);
 }
 
 TEST(Session, ReportsWrongDtypeAndMissingInput) {
@@ -48,10 +48,10 @@ TEST(Session, ReportsWrongDtypeAndMissingInput) {
   ASSERT_TRUE(session.ok());
   std::vector<double> x(60, 1.0);
   std::vector<float> y(60, 1.0f);
-  std::vector<Tensor> feeds = {Tensor(DataType::kDouble, Shape{3, 4, 5}, x.data()),
+  std::vector<Value> feeds = {Tensor(DataType::kDouble, Shape{3, 4, 5}, x.data()),
                                Tensor(DataType::kFloat, Shape{3, 4, 5}, y.data())};
   std::vector<std::string> names = {"x", "y"};
-  std::vector<Tensor> outputs;
+  std::vector<Value> outputs;
   Status s = (*session)->run(names, feeds, {}, outputs);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("tensor(double)"), std::string::npos);

@@ -66,6 +66,8 @@ def _read_proto(path, type_proto):
     if kind == "optional_type":
         opt = onnx.OptionalProto()
         opt.ParseFromString(data)
+        if opt.HasField("sequence_value"):
+            return [numpy_helper.to_array(t) for t in opt.sequence_value.tensor_values]
         return numpy_helper.to_array(opt.tensor_value) if opt.HasField("tensor_value") else None
     tensor = onnx.TensorProto()
     tensor.ParseFromString(data)
@@ -86,7 +88,15 @@ def _light_inputs(model):
 
 def _compare(name, expected, actual, rtol, atol):
     if isinstance(expected, list):
-        raise AssertionError(f"output '{name}': sequence outputs are not supported")
+        assert isinstance(actual, list), f"output '{name}': expected a sequence"
+        assert len(actual) == len(expected), (
+            f"output '{name}': sequence of {len(actual)}, expected {len(expected)}")
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            _compare(f"{name}[{i}]", e, a, rtol, atol)
+        return
+    if expected is None:
+        assert actual is None, f"output '{name}': expected an empty optional"
+        return
     actual = np.asarray(actual)
     if expected.dtype == object or expected.dtype.kind in "US":
         np.testing.assert_array_equal(actual.astype(object), expected.astype(object), err_msg=name)

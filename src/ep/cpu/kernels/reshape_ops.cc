@@ -205,7 +205,11 @@ Expected<Tensor> constant_value(KernelInit& init) {
 
 }  // namespace
 
+Expected<KernelPtr> create_sequence_identity(KernelInit& init);  // sequence.cc
+
 Expected<KernelPtr> create_identity(KernelInit& init) {
+  if (!init.input_kinds.empty() && init.input_kinds[0] == ValueKind::kSequence)
+    return create_sequence_identity(init);
   if (init.input_type(0) == DataType::kUndefined) return init.unsupported_type(0);
   init.set_all_outputs(init.input_type(0));
   return make_kernel<IdentityKernel>();

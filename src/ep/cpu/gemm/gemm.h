@@ -1,0 +1,65 @@
+// Single-precision GEMM for the CPU kernels: C = alpha * op(A) * op(B) + beta * C with
+// row-major operands. The fast path packs panels of A and B into cache-sized blocks and
+// runs a register-tiled micro-kernel (AVX2+FMA when the CPU has it, else a portable one
+// the compiler vectorizes for the baseline ISA).
+#pragma once
+
+#include <cstdint>
+
+namespace nxrt::gemm {
+
+enum class MicroKernel { kAuto, kPortable, kAvx2 };
+
+// op(A) is M x K (A is K x M when trans_a), op(B) is K x N (B is N x K when trans_b).
+// lda/ldb/ldc are row strides in elements. beta == 0 ignores C's old contents (NaN too).
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+           int64_t ldc, MicroKernel kernel = MicroKernel::kAuto);
+
+// Straightforward loops; the oracle for tests.
+void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                     float* C, int64_t ldc);
+
+// True when this CPU runs the AVX2+FMA micro-kernel.
+bool has_avx2_fma();
+
+// Any other element type (double, integers): loops ordered so the inner one streams
+// rows of B and C, blocked over K so a block of B rows stays in cache.
+template <typename T>
+void gemm_simple(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha,
+                 const T* A, int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i) {
+    T* c = C + i * ldc;
+    if (beta == T(0)) {
+      for (int64_t j = 0; j < N; ++j) c[j] = T(0);
+    } else if (beta != T(1)) {
+      for (int64_t j = 0; j < N; ++j) c[j] = T(beta * c[j]);
+    }
+  }
+  if (trans_b) {
+    // Rows of B are columns of op(B): dot products stream both operands.
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        T acc = T(0);
+        const T* b = B + j * ldb;
+        for (int64_t k = 0; k < K; ++k) acc = T(acc + (trans_a ? A[k * lda + i] : A[i * lda + k]) * b[k]);
+        C[i * ldc + j] = T(C[i * ldc + j] + alpha * acc);
+      }
+    return;
+  }
+  constexpr int64_t kBlock = 128;
+  for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
+    const int64_t k1 = k0 + kBlock < K ? k0 + kBlock : K;
+    for (int64_t i = 0; i < M; ++i) {
+      T* c = C + i * ldc;
+      for (int64_t k = k0; k < k1; ++k) {
+        const T a = T(alpha * (trans_a ? A[k * lda + i] : A[i * lda + k]));
+        const T* b = B + k * ldb;
+        for (int64_t j = 0; j < N; ++j) c[j] = T(c[j] + a * b[j]);
+      }
+    }
+  }
+}
+
+}  // namespace nxrt::gemm

@@ -1,0 +1,450 @@
+// Cast and CastLike: conversions between every numeric type, bool, float16/bfloat16,
+// the float8 types (stored as raw bytes) and string.
+//
+// Strings follow the ONNX reference implementation, which is numpy's astype: numbers print
+// with the fewest digits that read back to the same value, positional within a range that
+// depends on the type and scientific outside it ("0.1", "3.0", "1e-05", "nan", "-inf"),
+// bools as "True"/"False". Parsing accepts plain and scientific notation and the spec's
+// literals "NaN", "INF", "+INF", "-INF" in any case.
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string_view>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ep/cpu/kernels/common.h"
+
+namespace nxrt::cpu {
+namespace {
+
+template <typename T>
+inline constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// ---------------------------------------------------------------- float8
+
+struct F8Format {
+  int man_bits;
+  int bias;
+  bool fnuz;     // no infinities, no negative zero, NaN is 0x80
+  bool has_inf;  // IEEE-like (E5M2): all-ones exponent holds inf and NaN
+  double max;
+  uint8_t max_code;
+};
+
+bool is_float8(DataType t) {
+  return t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E4M3FNUZ ||
+         t == DataType::kFloat8E5M2 || t == DataType::kFloat8E5M2FNUZ;
+}
+
+F8Format f8_format(DataType t) {
+  switch (t) {
+    case DataType::kFloat8E4M3FN: return {3, 7, false, false, 448.0, 0x7e};
+    case DataType::kFloat8E4M3FNUZ: return {3, 8, true, false, 240.0, 0x7f};
+    case DataType::kFloat8E5M2: return {2, 15, false, true, 57344.0, 0x7b};
+    default: return {2, 16, true, false, 57344.0, 0x7f};  // E5M2FNUZ
+  }
+}
+
+float f8_to_float(uint8_t v, const F8Format& f) {
+  const int exp_bits = 7 - f.man_bits;
+  const int e = (v >> f.man_bits) & ((1 << exp_bits) - 1);
+  const int m = v & ((1 << f.man_bits) - 1);
+  const bool neg = (v & 0x80) != 0;
+  if (f.fnuz) {
+    if (v == 0x80) return std::numeric_limits<float>::quiet_NaN();
+  } else if (f.has_inf) {
+    if (e == (1 << exp_bits) - 1) {
+      if (m != 0) return std::numeric_limits<float>::quiet_NaN();
+      return neg ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+    }
+  } else if ((v & 0x7f) == 0x7f) {
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+  const double mag = e == 0 ? std::ldexp(double(m), 1 - f.bias - f.man_bits)
+                            : std::ldexp(double(m + (1 << f.man_bits)), e - f.bias - f.man_bits);
+  return float(neg ? -mag : mag);
+}
+
+// Round to nearest even. Out-of-range values (after rounding) and infinities saturate to
+// the largest finite value when `saturate`, else become inf (E5M2) or NaN (the others).
+uint8_t float_to_f8(double x, const F8Format& f, bool saturate) {
+  const uint8_t nan = f.fnuz ? 0x80 : 0x7f;
+  if (std::isnan(x)) return nan;
+  const uint8_t sign = std::signbit(x) ? 0x80 : 0;
+  const uint8_t overflow =
+      saturate ? uint8_t(sign | f.max_code) : (f.has_inf ? uint8_t(sign | 0x7c) : nan);
+  if (std::isinf(x)) return overflow;
+  const double a = std::fabs(x);
+  const uint8_t zero = f.fnuz ? 0 : sign;
+  if (a == 0) return zero;
+  int ex = 0;
+  std::frexp(a, &ex);  // a = fraction * 2^ex with fraction in [0.5, 1)
+  const int min_exp = 1 - f.bias;  // exponent of the smallest normal
+  const int e = std::max(ex - 1, min_exp);
+  // a in units of the spacing between representable values at exponent e
+  const double units = std::nearbyint(std::ldexp(a, f.man_bits - e));
+  if (std::ldexp(units, e - f.man_bits) > f.max) return overflow;
+  if (units == 0) return zero;
+  // Subnormals encode `units` directly; normals add the biased exponent, and a carry out of
+  // the mantissa moves into the exponent field on its own.
+  const int code = (e - min_exp) * (1 << f.man_bits) + int(units);
+  return uint8_t(sign | code);
+}
+
+// ---------------------------------------------------------------- numeric <-> numeric
+
+template <typename D, typename F>
+D float_to_int(F v) {
+  if constexpr (std::is_same_v<D, uint64_t>) {
+    if (v >= F(0) && v < F(18446744073709551616.0)) return D(v);
+  }
+  // In-range values truncate toward zero and narrow modulo 2^bits, as numpy does. NaN and
+  // values beyond int64 have no defined result in C++; give what x86's conversion gives.
+  if (v >= F(-9223372036854775808.0) && v < F(9223372036854775808.0)) return D(int64_t(v));
+  return D(std::numeric_limits<int64_t>::min());
+}
+
+template <typename D, typename S>
+D convert_value(S v) {
+  if constexpr (kIsHalf<S>) {
+    return convert_value<D>(float(v));
+  } else if constexpr (std::is_same_v<D, bool>) {
+    return v != S(0);
+  } else if constexpr (kIsHalf<D>) {
+    return D(float(v));
+  } else if constexpr (std::is_floating_point_v<D> || !std::is_floating_point_v<S>) {
+    return D(v);  // integer narrowing wraps modulo 2^bits (C++20), as numpy's astype does
+  } else {
+    return float_to_int<D>(v);
+  }
+}
+
+template <typename S, typename D>
+void convert_run(const S* src, D* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = convert_value<D>(src[i]);
+}
+
+template <typename S>
+Status convert_numeric_from(const S* src, DataType to, void* dst, int64_t n) {
+  switch (to) {
+    NXRT_CASES_NUMERIC(convert_run(src, static_cast<T*>(dst), n); return Status())
+    NXRT_CASE(kBool, convert_run(src, static_cast<T*>(dst), n); return Status())
+    default: break;
+  }
+  return not_implemented("cast to ", dtype_name(to), " is not supported");
+}
+
+// ---------------------------------------------------------------- numbers -> string
+
+// Shortest digits that read back as the same value of the storage type, as scientific
+// "d.ddde+XX" text from to_chars.
+template <typename T>
+std::string shortest_scientific(T v) {
+  char buf[64];
+  if constexpr (kIsHalf<T>) {
+    const float f = float(v);
+    for (int precision = 0; precision < 9; ++precision) {
+      auto r = std::to_chars(buf, buf + sizeof(buf), f, std::chars_format::scientific, precision);
+      float back = 0;
+      std::from_chars(buf, r.ptr, back);
+      if (T(back).bits == v.bits) return std::string(buf, r.ptr);
+    }
+    auto r = std::to_chars(buf, buf + sizeof(buf), f, std::chars_format::scientific);
+    return std::string(buf, r.ptr);
+  } else {
+    auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
+    return std::string(buf, r.ptr);
+  }
+}
+
+template <typename T>
+auto float_or_double(T v) {
+  if constexpr (kIsHalf<T>) return float(v);
+  else return v;
+}
+
+// numpy's str() of a float scalar: positional for 1e-4 <= |v| < `positional_limit` (and
+// zero) with at least one fractional digit, scientific otherwise.
+template <typename T>
+std::string format_float(T v, double positional_limit) {
+  const double d = double(float_or_double(v));
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+  const std::string sci = shortest_scientific(v);
+  // Split "-d.ddde+XX" into sign, digits and exponent.
+  size_t pos = 0;
+  std::string out;
+  if (sci[0] == '-') {
+    out = "-";
+    pos = 1;
+  }
+  const size_t e_pos = sci.find('e');
+  std::string digits;
+  for (size_t i = pos; i < e_pos; ++i)
+    if (sci[i] != '.') digits += sci[i];
+  int exponent = 0;
+  std::from_chars(sci.data() + e_pos + (sci[e_pos + 1] == '+' ? 2 : 1), sci.data() + sci.size(),
+                  exponent);
+  const double a = std::fabs(d);
+  if (a == 0 || (a >= 1e-4 && a < positional_limit)) {
+    if (exponent >= 0) {
+      const size_t int_digits = size_t(exponent) + 1;
+      if (digits.size() <= int_digits) {
+        out += digits + std::string(int_digits - digits.size(), '0') + ".0";
+      } else {
+        out += digits.substr(0, int_digits) + "." + digits.substr(int_digits);
+      }
+    } else {
+      out += "0." + std::string(size_t(-exponent - 1), '0') + digits;
+    }
+    return out;
+  }
+  out += digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  out += exponent < 0 ? "e-" : "e+";
+  const int mag = exponent < 0 ? -exponent : exponent;
+  if (mag < 10) out += "0";
+  out += std::to_string(mag);
+  return out;
+}
+
+template <typename S>
+std::string number_to_string(S v) {
+  if constexpr (std::is_same_v<S, bool>) {
+    return v ? "True" : "False";
+  } else if constexpr (std::is_integral_v<S>) {
+    return std::to_string(v);
+  } else if constexpr (std::is_same_v<S, double>) {
+    return format_float(v, 1e16);
+  } else if constexpr (std::is_same_v<S, float>) {
+    return format_float(v, 1e6);
+  } else {
+    return format_float(v, 1e3);
+  }
+}
+
+template <typename S>
+void to_strings(const S* src, std::string* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = number_to_string(src[i]);
+}
+
+// ---------------------------------------------------------------- string -> numbers
+
+std::string_view trim(std::string_view s) {
+  const char* ws = " \t\n\r\f\v";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+bool equals_ignore_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = char(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = char(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+// Parses the whole string as a floating-point number; false when it is not one.
+template <typename F>
+bool parse_float(std::string_view s, F& out) {
+  s = trim(s);
+  bool neg = false;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    neg = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  if (s.empty() || s[0] == '+' || s[0] == '-') return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);  // also inf, nan
+  // Out-of-range text still gives the right magnitude class: from_chars leaves `out` as is,
+  // so map it to inf or zero as strtod would.
+  if (r.ec == std::errc::result_out_of_range && r.ptr == s.data() + s.size()) {
+    const auto e = s.find_first_of("eE");
+    const bool tiny = e != std::string_view::npos && s.find('-', e) != std::string_view::npos;
+    out = tiny ? F(0) : std::numeric_limits<F>::infinity();
+  } else if (r.ec != std::errc() || r.ptr != s.data() + s.size()) {
+    return false;
+  }
+  if (neg) out = -out;
+  return true;
+}
+
+template <typename D>
+bool parse_value(const std::string& text, D& out) {
+  if constexpr (std::is_same_v<D, bool>) {
+    const std::string_view s = trim(text);
+    if (equals_ignore_case(s, "true")) { out = true; return true; }
+    if (equals_ignore_case(s, "false")) { out = false; return true; }
+    double d = 0;
+    if (!parse_float(s, d)) return false;
+    out = d != 0;
+    return true;
+  } else if constexpr (kIsHalf<D>) {
+    float f = 0;
+    if (!parse_float(text, f)) return false;
+    out = D(f);
+    return true;
+  } else if constexpr (std::is_floating_point_v<D>) {
+    return parse_float(text, out);
+  } else {
+    std::string_view s = trim(text);
+    if (!s.empty() && s[0] == '+') s.remove_prefix(1);
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+    if (r.ec == std::errc() && r.ptr == s.data() + s.size() && !s.empty()) return true;
+    // "100.5" or "1e3": the spec allows reading a float and truncating.
+    double d = 0;
+    if (!parse_float(s, d)) return false;
+    out = float_to_int<D>(d);
+    return true;
+  }
+}
+
+template <typename D>
+Status from_strings(const std::string* src, D* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!parse_value(src[i], dst[i]))
+      return invalid_argument("cannot parse string '", src[i], "' at index ", i, " as ",
+                              dtype_name(kDTypeOf<D>));
+  return Status();
+}
+
+// ---------------------------------------------------------------- dispatch
+
+bool castable(DataType t) {
+  return is_float_type(t) || is_integer_type(t) || t == DataType::kBool ||
+         t == DataType::kString || is_float8(t);
+}
+
+Status cast_elements(DataType from, DataType to, bool saturate, const void* src, void* dst,
+                     int64_t n) {
+  if (from == to) {
+    copy_elements(from, src, dst, n);
+    return Status();
+  }
+  // float8 goes through float: decode to a float buffer, or encode from one.
+  if (is_float8(from)) {
+    const F8Format f = f8_format(from);
+    std::vector<float> wide(static_cast<size_t>(n));
+    const uint8_t* s = static_cast<const uint8_t*>(src);
+    for (int64_t i = 0; i < n; ++i) wide[size_t(i)] = f8_to_float(s[i], f);
+    return cast_elements(DataType::kFloat, to, saturate, wide.data(), dst, n);
+  }
+  if (is_float8(to)) {
+    const F8Format f = f8_format(to);
+    uint8_t* d = static_cast<uint8_t*>(dst);
+    if (from == DataType::kDouble) {
+      const double* s = static_cast<const double*>(src);
+      for (int64_t i = 0; i < n; ++i) d[i] = float_to_f8(s[i], f, saturate);
+      return Status();
+    }
+    std::vector<float> wide(static_cast<size_t>(n));
+    NXRT_RETURN_IF_ERROR(cast_elements(from, DataType::kFloat, saturate, src, wide.data(), n));
+    for (int64_t i = 0; i < n; ++i) d[i] = float_to_f8(wide[size_t(i)], f, saturate);
+    return Status();
+  }
+  if (from == DataType::kString) {
+    const std::string* s = static_cast<const std::string*>(src);
+    switch (to) {
+      NXRT_CASES_NUMERIC(return from_strings(s, static_cast<T*>(dst), n))
+      NXRT_CASE(kBool, return from_strings(s, static_cast<T*>(dst), n))
+      default: break;
+    }
+  } else if (to == DataType::kString) {
+    std::string* d = static_cast<std::string*>(dst);
+    switch (from) {
+      NXRT_CASES_NUMERIC(to_strings(static_cast<const T*>(src), d, n); return Status())
+      NXRT_CASE(kBool, to_strings(static_cast<const T*>(src), d, n); return Status())
+      default: break;
+    }
+  } else {
+    switch (from) {
+      NXRT_CASES_NUMERIC(return convert_numeric_from(static_cast<const T*>(src), to, dst, n))
+      NXRT_CASE(kBool, return convert_numeric_from(static_cast<const T*>(src), to, dst, n))
+      default: break;
+    }
+  }
+  return not_implemented("cast from ", dtype_name(from), " to ", dtype_name(to),
+                         " is not supported");
+}
+
+class CastKernel final : public Kernel {
+ public:
+  CastKernel(DataType from, DataType to, bool saturate) : from_(from), to_(to), saturate_(saturate) {}
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
+    return cast_elements(from_, to_, saturate_, x.raw(), y->raw(), x.numel());
+  }
+
+ private:
+  DataType from_, to_;
+  bool saturate_;
+};
+
+// Cast-1 to Cast-5 name the target type as a string ("FLOAT").
+bool type_from_name(const std::string& name, DataType& out) {
+  static const std::pair<const char*, DataType> kNames[] = {
+      {"FLOAT", DataType::kFloat},   {"UINT8", DataType::kUint8},     {"INT8", DataType::kInt8},
+      {"UINT16", DataType::kUint16}, {"INT16", DataType::kInt16},     {"INT32", DataType::kInt32},
+      {"INT64", DataType::kInt64},   {"STRING", DataType::kString},   {"BOOL", DataType::kBool},
+      {"FLOAT16", DataType::kFloat16}, {"DOUBLE", DataType::kDouble}, {"UINT32", DataType::kUint32},
+      {"UINT64", DataType::kUint64}, {"BFLOAT16", DataType::kBFloat16}};
+  for (const auto& [n, t] : kNames)
+    if (equals_ignore_case(name, n)) {
+      out = t;
+      return true;
+    }
+  return false;
+}
+
+Expected<KernelPtr> make_cast(KernelInit& init, DataType to, bool saturate) {
+  const DataType from = init.input_type(0);
+  if (!castable(from)) return init.unsupported_type(0);
+  if (!castable(to))
+    return init.error(StatusCode::kNotImplemented, "cast to ", tensor_type_name(to),
+                      " is not supported");
+  init.set_all_outputs(to);
+  return make_kernel<CastKernel>(from, to, saturate);
+}
+
+}  // namespace
+
+Expected<KernelPtr> create_cast(KernelInit& init) {
+  AttrReader attrs(init.node);
+  const ir::Attribute* to_attr = init.node.find_attribute("to");
+  if (!to_attr) return init.error(StatusCode::kInvalidGraph, "is missing the required attribute 'to'");
+  DataType to = DataType::kUndefined;
+  if (to_attr->type == ir::Attribute::Type::kString) {
+    if (!type_from_name(to_attr->s, to))
+      return init.error(StatusCode::kInvalidGraph, "attribute 'to' names unknown type '",
+                        to_attr->s, "'");
+  } else {
+    const int64_t raw = attrs.get_int("to", 0);
+    if (raw >= 24 && raw <= 26)  // newer ONNX types nxrt has no storage for
+      return init.error(StatusCode::kNotImplemented, "cast to ",
+                        raw == 24 ? "float8e8m0" : raw == 25 ? "uint2" : "int2", " is not supported");
+    if (raw <= 0 || raw > std::numeric_limits<int32_t>::max() || !dtype_is_known(int32_t(raw)))
+      return init.error(StatusCode::kInvalidGraph, "attribute 'to' has unknown type ", raw);
+    to = DataType(int32_t(raw));
+  }
+  const bool saturate = attrs.get_int("saturate", 1) != 0;
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  return make_cast(init, to, saturate);
+}
+
+Expected<KernelPtr> create_cast_like(KernelInit& init) {
+  AttrReader attrs(init.node);
+  const bool saturate = attrs.get_int("saturate", 1) != 0;
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  if (init.node.inputs.size() < 2 || init.node.inputs[1].empty())
+    return init.error(StatusCode::kInvalidGraph, "needs the target_type input");
+  if (!init.has_input(1)) return init.unsupported_type(1);
+  return make_cast(init, init.input_type(1), saturate);
+}
+
+}  // namespace nxrt::cpu

@@ -1,0 +1,472 @@
+// Conv and ConvTranspose for any number of spatial dims, via im2col/col2im and GEMM.
+// float runs on the packed SGEMM, double on the simple loop; float16/bfloat16 widen to float.
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "ep/cpu/gemm/gemm.h"
+#include "ep/cpu/kernels/conv_geometry.h"
+
+namespace nxrt::cpu {
+namespace {
+
+template <typename T>
+constexpr bool kHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+template <typename T>
+void gemm_any(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
+              const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    gemm::sgemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  else
+    gemm::gemm_simple<T>(ta, tb, M, N, K, T(1), A, lda, B, ldb, beta, C, ldc);
+}
+
+template <typename T>
+std::vector<float> widen(const T* p, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[size_t(i)] = float(p[i]);
+  return out;
+}
+
+// The im2col correspondence: an "image" (Conv input, ConvTranspose output) and a "grid" of
+// window positions (Conv output, ConvTranspose input); image = grid*stride - pad + k*dilation.
+struct Lattice {
+  size_t r;
+  std::vector<int64_t> image, grid, kernel, stride, dilation, pad;
+  int64_t image_size() const { return Window::product(image); }
+  int64_t grid_size() const { return Window::product(grid); }
+  int64_t kernel_size() const { return Window::product(kernel); }
+};
+
+// Calls run(col_row, image_base, lo, hi, first, step) for each column-matrix row (channel c,
+// kernel offset) and each grid row in [row0, row1) along the last dim: grid positions
+// [lo, hi) of that row touch image elements image_base + first + (o - lo)*step; the rest of
+// the row lies in the padding. image_base < 0 means the whole row is padding.
+template <typename Run>
+void for_each_col_row(const Lattice& L, int64_t channels, int64_t row0, int64_t row1, Run run) {
+  const size_t r = L.r;
+  const int64_t gl = L.grid[r - 1], il = L.image[r - 1];
+  const int64_t s = L.stride[r - 1];
+  std::vector<int64_t> k(r, 0), o(r, 0), istride(r, 1);
+  for (size_t d = r - 1; d-- > 0;) istride[d] = istride[d + 1] * L.image[d + 1];
+  const int64_t ksize = L.kernel_size();
+  const int64_t isize = L.image_size();
+  int64_t col_row = 0;
+  for (int64_t c = 0; c < channels; ++c) {
+    std::fill(k.begin(), k.end(), 0);
+    for (int64_t kk = 0; kk < ksize; ++kk, ++col_row) {
+      const int64_t off = k[r - 1] * L.dilation[r - 1] - L.pad[r - 1];
+      // grid o is valid when 0 <= o*s + off < il
+      int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+      int64_t hi = off >= il ? 0 : (il - off + s - 1) / s;
+      lo = std::min(lo, gl);
+      hi = std::clamp(hi, lo, gl);
+      // outer grid coordinates of row0
+      int64_t rem = row0;
+      for (size_t d = r - 1; d-- > 0;) {
+        o[d] = rem % L.grid[d];
+        rem /= L.grid[d];
+      }
+      for (int64_t row = row0; row < row1; ++row) {
+        int64_t base = c * isize;
+        bool inside = true;
+        for (size_t d = 0; d + 1 < r; ++d) {
+          const int64_t i = o[d] * L.stride[d] - L.pad[d] + k[d] * L.dilation[d];
+          inside &= i >= 0 && i < L.image[d];
+          base += i * istride[d];
+        }
+        run(col_row, (row - row0) * gl, inside ? base : -1, lo, hi, lo * s + off, s);
+        for (size_t d = r - 1; d-- > 0;) {
+          if (++o[d] < L.grid[d]) break;
+          o[d] = 0;
+        }
+      }
+      for (size_t d = r; d-- > 0;) {
+        if (++k[d] < L.kernel[d]) break;
+        k[d] = 0;
+      }
+    }
+  }
+}
+
+// col[(c*K + k) * ld + j] for grid rows [row0, row1), j over those rows' positions.
+template <typename T>
+void im2col(const Lattice& L, int64_t channels, int64_t row0, int64_t row1, const T* image,
+            T* col) {
+  const int64_t gl = L.grid[L.r - 1];
+  const int64_t ld = (row1 - row0) * gl;
+  for_each_col_row(L, channels, row0, row1,
+                   [&](int64_t cr, int64_t j0, int64_t base, int64_t lo, int64_t hi,
+                       int64_t first, int64_t step) {
+                     T* dst = col + cr * ld + j0;
+                     if (base < 0) {
+                       std::fill(dst, dst + gl, T(0));
+                       return;
+                     }
+                     std::fill(dst, dst + lo, T(0));
+                     const T* src = image + base + first;
+                     if (step == 1) {
+                       std::memcpy(dst + lo, src, size_t(hi - lo) * sizeof(T));
+                     } else {
+                       for (int64_t o = lo; o < hi; ++o) dst[o] = src[(o - lo) * step];
+                     }
+                     std::fill(dst + hi, dst + gl, T(0));
+                   });
+}
+
+template <typename T>
+void col2im_add(const Lattice& L, int64_t channels, const T* col, T* image) {
+  const int64_t rows = L.grid_size() / L.grid[L.r - 1];
+  const int64_t ld = L.grid_size();
+  for_each_col_row(L, channels, 0, rows,
+                   [&](int64_t cr, int64_t j0, int64_t base, int64_t lo, int64_t hi,
+                       int64_t first, int64_t step) {
+                     if (base < 0) return;
+                     const T* src = col + cr * ld + j0;
+                     T* dst = image + base + first;
+                     for (int64_t o = lo; o < hi; ++o) dst[(o - lo) * step] += src[o];
+                   });
+}
+
+template <typename T>
+void add_bias(T* y, const T* bias, int64_t batches, int64_t channels, int64_t plane) {
+  for (int64_t n = 0; n < batches; ++n)
+    for (int64_t c = 0; c < channels; ++c) {
+      T* p = y + (n * channels + c) * plane;
+      const T b = bias[c];
+      for (int64_t i = 0; i < plane; ++i) p[i] += b;
+    }
+}
+
+// Converts T inputs to the compute type and calls fn(x, w, b, y) with compute-type pointers.
+template <typename T, typename Fn>
+void with_compute_type(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, Fn fn) {
+  if constexpr (kHalf<T>) {
+    const auto fx = widen(x.data<T>(), x.numel());
+    const auto fw = widen(w.data<T>(), w.numel());
+    std::vector<float> fb;
+    if (b) fb = widen(b->data<T>(), b->numel());
+    std::vector<float> fy(size_t(y.numel()));
+    fn(fx.data(), fw.data(), b ? fb.data() : nullptr, fy.data());
+    T* out = y.data<T>();
+    for (size_t i = 0; i < fy.size(); ++i) out[i] = T(fy[i]);
+  } else {
+    fn(x.data<T>(), w.data<T>(), b ? b->data<T>() : nullptr, y.data<T>());
+  }
+}
+
+Status check_bias(const Tensor* b, int64_t channels) {
+  if (b && (b->rank() != 1 || b->shape()[0] != channels))
+    return invalid_argument("bias has shape ", b->shape().to_string(), "; expected [", channels, "]");
+  return Status();
+}
+
+std::vector<int64_t> spatial(const Shape& s) { return {s.begin() + 2, s.end()}; }
+
+class ConvKernel final : public Kernel {
+ public:
+  ConvKernel(WindowAttrs attrs, int64_t group) : attrs_(std::move(attrs)), group_(group) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const Tensor& w = *ctx.input(1);
+    const Tensor* b = ctx.input(2);
+    Lattice L;
+    Tensor* y = nullptr;
+    NXRT_RETURN_IF_ERROR(prepare_output(ctx, x, w, b, L, y));
+    if (y->numel() == 0) return Status();
+    const int64_t N = x.shape()[0], C = x.shape()[1], M = w.shape()[0];
+    switch (x.dtype()) {
+      NXRT_CASES_FLOAT({
+        using W = std::conditional_t<kHalf<T>, float, T>;
+        with_compute_type<T>(x, w, b, *y, [&](const W* px, const W* pw, const W* pb, W* py) {
+          run<W>(L, N, C, M, px, pw, pb, py);
+        });
+      })
+      default: return not_implemented("Conv of ", tensor_type_name(x.dtype()));
+    }
+    return Status();
+  }
+
+  // Validates shapes, resolves the geometry and gets the output buffer.
+  Status prepare_output(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b,
+                        Lattice& L, Tensor*& y) const {
+    if (x.rank() < 3 || w.rank() != x.rank())
+      return invalid_argument("Conv needs X of rank >= 3 and W of the same rank, got ",
+                              x.shape().to_string(), " and ", w.shape().to_string());
+    const int64_t N = x.shape()[0], C = x.shape()[1], M = w.shape()[0];
+    if (C != w.shape()[1] * group_ || M % group_ != 0)
+      return invalid_argument("X ", x.shape().to_string(), " and W ", w.shape().to_string(),
+                              " do not match group=", group_);
+    NXRT_RETURN_IF_ERROR(check_bias(b, M));
+    const std::vector<int64_t> kernel = spatial(w.shape());
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
+      return invalid_argument("kernel_shape does not match W ", w.shape().to_string());
+    Window win;
+    NXRT_RETURN_IF_ERROR(resolve_window(attrs_, spatial(x.shape()), kernel, win));
+    Shape out{N, M};
+    for (int64_t d : win.out) out.push_back(d);
+    NXRT_ASSIGN_OR_RETURN(y, ctx.output(0, out));
+    L = Lattice{win.rank, win.in, win.out, win.kernel, win.stride, win.dilation, win.pad_begin};
+    return Status();
+  }
+
+  template <typename T>
+  void run(const Lattice& L, int64_t N, int64_t C, int64_t M, const T* x, const T* w,
+           const T* bias, T* y) const {
+    const int64_t G = group_, Cg = C / G, Mg = M / G;
+    const int64_t in_size = L.image_size(), out_size = L.grid_size();
+    const int64_t K = Cg * L.kernel_size();
+    bool pointwise = true;
+    for (size_t d = 0; d < L.r; ++d)
+      pointwise &= L.kernel[d] == 1 && L.stride[d] == 1 && L.pad[d] == 0;
+    const int64_t gl = L.grid[L.r - 1];
+    const int64_t rows = out_size / gl;
+    // Whole grid rows at a time, about 1 MiB of columns: the GEMM then reads them from L2.
+    const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 18) / std::max<int64_t>(1, K * gl));
+    std::vector<T> col(pointwise ? 0 : size_t(K * gl * std::min(chunk, rows)));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t g = 0; g < G; ++g) {
+        const T* xg = x + (n * C + g * Cg) * in_size;
+        const T* wg = w + g * Mg * K;
+        T* yg = y + (n * M + g * Mg) * out_size;
+        if (pointwise) {
+          // The input already is the column matrix (out dims equal in dims here).
+          gemm_any<T>(false, false, Mg, out_size, K, wg, K, xg, in_size, T(0), yg, out_size);
+          continue;
+        }
+        for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+          const int64_t r1 = std::min(rows, r0 + chunk);
+          const int64_t cols = (r1 - r0) * gl;
+          im2col(L, Cg, r0, r1, xg, col.data());
+          gemm_any<T>(false, false, Mg, cols, K, wg, K, col.data(), cols, T(0), yg + r0 * gl,
+                      out_size);
+        }
+      }
+    if (bias) add_bias(y, bias, N, M, out_size);
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t group_;
+};
+
+// ConvInteger: (x - x_zero_point) conv (w - w_zero_point) in int32. Padding holds the
+// zero point, i.e. 0 after the shift, so the float path's zero padding is right.
+class ConvIntegerKernel final : public Kernel {
+ public:
+  explicit ConvIntegerKernel(ConvKernel conv) : conv_(std::move(conv)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const Tensor& w = *ctx.input(1);
+    Lattice L;
+    Tensor* y = nullptr;
+    NXRT_RETURN_IF_ERROR(conv_.prepare_output(ctx, x, w, nullptr, L, y));
+    if (y->numel() == 0) return Status();
+    const int64_t N = x.shape()[0], C = x.shape()[1], M = w.shape()[0];
+    const Tensor* xz = ctx.input(2);
+    const Tensor* wz = ctx.input(3);
+    if (xz && xz->numel() != 1)
+      return invalid_argument("x_zero_point must be a scalar, got ", xz->shape().to_string());
+    if (wz && wz->numel() != 1 && wz->numel() != M)
+      return invalid_argument("w_zero_point has ", wz->numel(), " values; expected 1 or ", M);
+    std::vector<int32_t> wx(size_t(x.numel())), ww(size_t(w.numel()));
+    const int32_t x0 = xz ? int_at(*xz, 0) : 0;
+    for (size_t i = 0; i < wx.size(); ++i) wx[i] = int_at(x, int64_t(i)) - x0;
+    const int64_t per_m = M > 0 ? w.numel() / M : 0;
+    for (size_t i = 0; i < ww.size(); ++i) {
+      const int64_t m = per_m > 0 ? int64_t(i) / per_m : 0;
+      ww[i] = int_at(w, int64_t(i)) - (wz ? int_at(*wz, wz->numel() == 1 ? 0 : m) : 0);
+    }
+    conv_.run<int32_t>(L, N, C, M, wx.data(), ww.data(), nullptr, y->data<int32_t>());
+    return Status();
+  }
+
+ private:
+  static int32_t int_at(const Tensor& t, int64_t i) {
+    return t.dtype() == DataType::kUint8 ? int32_t(t.data<uint8_t>()[i])
+                                         : int32_t(t.data<int8_t>()[i]);
+  }
+  ConvKernel conv_;
+};
+
+class ConvTransposeKernel final : public Kernel {
+ public:
+  ConvTransposeKernel(WindowAttrs attrs, int64_t group, std::vector<int64_t> output_padding,
+                      std::vector<int64_t> output_shape)
+      : attrs_(std::move(attrs)), group_(group), output_padding_(std::move(output_padding)),
+        output_shape_(std::move(output_shape)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const Tensor& w = *ctx.input(1);
+    const Tensor* b = ctx.input(2);
+    if (x.rank() < 3 || w.rank() != x.rank())
+      return invalid_argument("ConvTranspose needs X of rank >= 3 and W of the same rank, got ",
+                              x.shape().to_string(), " and ", w.shape().to_string());
+    const int64_t N = x.shape()[0], C = x.shape()[1];
+    if (w.shape()[0] != C || C % group_ != 0)
+      return invalid_argument("X ", x.shape().to_string(), " and W ", w.shape().to_string(),
+                              " do not match group=", group_);
+    const int64_t M = w.shape()[1] * group_;
+    NXRT_RETURN_IF_ERROR(check_bias(b, M));
+    Lattice L;
+    NXRT_RETURN_IF_ERROR(geometry(spatial(x.shape()), spatial(w.shape()), L));
+    Shape out{N, M};
+    for (int64_t d : L.image) out.push_back(d);
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
+    if (y->numel() == 0) return Status();
+    switch (x.dtype()) {
+      NXRT_CASES_FLOAT({
+        using W = std::conditional_t<kHalf<T>, float, T>;
+        with_compute_type<T>(x, w, b, *y, [&](const W* px, const W* pw, const W* pb, W* py) {
+          run<W>(L, N, C, M, px, pw, pb, py);
+        });
+      })
+      default: return not_implemented("ConvTranspose of ", tensor_type_name(x.dtype()));
+    }
+    return Status();
+  }
+
+ private:
+  Status geometry(const std::vector<int64_t>& in, const std::vector<int64_t>& kernel,
+                  Lattice& L) const {
+    const size_t r = in.size();
+    const WindowAttrs& a = attrs_;
+    if (!a.kernel_shape.empty() && a.kernel_shape != kernel)
+      return invalid_argument("kernel_shape does not match W");
+    auto sized = [&](const std::vector<int64_t>& v, size_t n, int64_t fill,
+                     const char* what, std::vector<int64_t>& dst) -> Status {
+      if (v.empty()) {
+        dst.assign(n, fill);
+        return Status();
+      }
+      if (v.size() != n) return invalid_argument(what, " has ", v.size(), " values, expected ", n);
+      dst = v;
+      return Status();
+    };
+    std::vector<int64_t> pads, out_pad, out_shape;
+    L.r = r;
+    L.grid = in;
+    L.kernel = kernel;
+    NXRT_RETURN_IF_ERROR(sized(a.strides, r, 1, "strides", L.stride));
+    NXRT_RETURN_IF_ERROR(sized(a.dilations, r, 1, "dilations", L.dilation));
+    NXRT_RETURN_IF_ERROR(sized(a.pads, 2 * r, 0, "pads", pads));
+    NXRT_RETURN_IF_ERROR(sized(output_padding_, r, 0, "output_padding", out_pad));
+    if (!output_shape_.empty()) {
+      // output_shape may list only the spatial dims or the full shape
+      out_shape = output_shape_.size() == r + 2
+                      ? std::vector<int64_t>(output_shape_.begin() + 2, output_shape_.end())
+                      : output_shape_;
+      if (out_shape.size() != r)
+        return invalid_argument("output_shape has ", output_shape_.size(), " values for ", r,
+                                " spatial dims");
+    }
+    L.image.assign(r, 0);
+    L.pad.assign(r, 0);
+    for (size_t d = 0; d < r; ++d) {
+      const int64_t span = (kernel[d] - 1) * L.dilation[d] + 1;
+      const int64_t full = L.stride[d] * (in[d] - 1) + out_pad[d] + span;
+      if (!out_shape.empty() || a.auto_pad == AutoPad::kSameUpper ||
+          a.auto_pad == AutoPad::kSameLower) {
+        const int64_t target = out_shape.empty() ? in[d] * L.stride[d] : out_shape[d];
+        const int64_t total = std::max<int64_t>(0, full - target);
+        L.pad[d] = a.auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
+        L.image[d] = target;
+      } else {
+        const int64_t pb = a.auto_pad == AutoPad::kValid ? 0 : pads[d];
+        const int64_t pe = a.auto_pad == AutoPad::kValid ? 0 : pads[d + r];
+        L.pad[d] = pb;
+        L.image[d] = full - pb - pe;
+      }
+      if (L.image[d] < 0)
+        return invalid_argument("ConvTranspose output dim ", d, " would be negative");
+    }
+    return Status();
+  }
+
+  template <typename T>
+  void run(const Lattice& L, int64_t N, int64_t C, int64_t M, const T* x, const T* w,
+           const T* bias, T* y) const {
+    const int64_t G = group_, Cg = C / G, Mg = M / G;
+    const int64_t in_size = L.grid_size(), out_size = L.image_size();
+    const int64_t rows = Mg * L.kernel_size();
+    std::vector<T> col(size_t(rows * in_size));
+    std::fill(y, y + N * M * out_size, T(0));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t g = 0; g < G; ++g) {
+        const T* xg = x + (n * C + g * Cg) * in_size;
+        const T* wg = w + g * Cg * rows;  // [Cg, Mg * kernel]
+        // col = Wg^T * Xg, then every column entry is added into the output position
+        // its (input position, kernel offset) pair maps to.
+        gemm_any<T>(true, false, rows, in_size, Cg, wg, rows, xg, in_size, T(0), col.data(),
+                    in_size);
+        col2im_add(L, Mg, col.data(), y + (n * M + g * Mg) * out_size);
+      }
+    if (bias) add_bias(y, bias, N, M, out_size);
+  }
+
+  WindowAttrs attrs_;
+  int64_t group_;
+  std::vector<int64_t> output_padding_, output_shape_;
+};
+
+Status check_float_inputs(KernelInit& init, size_t n) {
+  const DataType t = init.input_type(0);
+  if (!is_float_type(t)) return init.unsupported_type(0);
+  for (size_t i = 1; i < n; ++i)
+    if (init.has_input(i) && init.input_type(i) != t)
+      return init.error(StatusCode::kInvalidGraph, "input ", i, " has type ",
+                        tensor_type_name(init.input_type(i)), ", expected ", tensor_type_name(t));
+  return Status();
+}
+
+}  // namespace
+
+Expected<KernelPtr> create_conv(KernelInit& init) {
+  AttrReader attrs(init.node);
+  WindowAttrs w;
+  const int64_t group = attrs.get_int("group", 1);
+  Status st = read_window_attrs(attrs, false, w);
+  if (!st.ok()) return init.error(st.code(), st.message());
+  if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
+  NXRT_RETURN_IF_ERROR(check_float_inputs(init, 3));
+  init.set_all_outputs(init.input_type(0));
+  return make_kernel<ConvKernel>(std::move(w), group);
+}
+
+Expected<KernelPtr> create_conv_integer(KernelInit& init) {
+  AttrReader attrs(init.node);
+  WindowAttrs w;
+  const int64_t group = attrs.get_int("group", 1);
+  Status st = read_window_attrs(attrs, false, w);
+  if (!st.ok()) return init.error(st.code(), st.message());
+  if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
+  for (size_t i = 0; i < 4; ++i) {
+    const DataType t = init.input_type(i);
+    if (i >= 2 && t == DataType::kUndefined) continue;
+    if (t != DataType::kUint8 && t != DataType::kInt8) return init.unsupported_type(i);
+  }
+  init.set_all_outputs(DataType::kInt32);
+  return make_kernel<ConvIntegerKernel>(ConvKernel(std::move(w), group));
+}
+
+Expected<KernelPtr> create_conv_transpose(KernelInit& init) {
+  AttrReader attrs(init.node);
+  WindowAttrs w;
+  const int64_t group = attrs.get_int("group", 1);
+  auto output_padding = attrs.get_ints("output_padding");
+  auto output_shape = attrs.get_ints("output_shape");
+  Status st = read_window_attrs(attrs, false, w);
+  if (!st.ok()) return init.error(st.code(), st.message());
+  if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
+  NXRT_RETURN_IF_ERROR(check_float_inputs(init, 3));
+  init.set_all_outputs(init.input_type(0));
+  return make_kernel<ConvTransposeKernel>(std::move(w), group, std::move(output_padding),
+                                          std::move(output_shape));
+}
+
+}  // namespace nxrt::cpu

@@ -1,0 +1,51 @@
+// Window geometry shared by Conv, ConvTranspose and the pooling ops: attribute parsing,
+// auto_pad resolution and output sizes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ep/cpu/kernels/common.h"
+
+namespace nxrt::cpu {
+
+enum class AutoPad { kNotSet, kValid, kSameUpper, kSameLower };
+
+struct WindowAttrs {
+  AutoPad auto_pad = AutoPad::kNotSet;
+  std::vector<int64_t> kernel_shape;  // empty: taken from the weights (Conv)
+  std::vector<int64_t> strides, dilations, pads;  // empty: defaults for the rank
+  bool ceil_mode = false;
+};
+
+// Reads auto_pad, kernel_shape, strides, dilations, pads (and ceil_mode when asked).
+Status read_window_attrs(AttrReader& attrs, bool with_ceil_mode, WindowAttrs& out);
+
+// Resolved geometry for one input: per spatial dim kernel, stride, dilation, pads and
+// output size.
+struct Window {
+  size_t rank = 0;
+  std::vector<int64_t> in, kernel, stride, dilation, pad_begin, pad_end, out;
+  int64_t in_size() const { return product(in); }
+  int64_t out_size() const { return product(out); }
+  int64_t kernel_size() const { return product(kernel); }
+  static int64_t product(const std::vector<int64_t>& v) {
+    int64_t n = 1;
+    for (int64_t d : v) n *= d;
+    return n;
+  }
+};
+
+// Forward windows (Conv, pools): `in` are the input's spatial dims.
+Status resolve_window(const WindowAttrs& a, const std::vector<int64_t>& in,
+                      const std::vector<int64_t>& kernel, Window& w);
+
+// Fills each output position's valid kernel index range along one dim: the k with
+// 0 <= o*stride - pad_begin + k*dilation < in.
+struct DimRange {
+  int64_t start;  // input index of k = 0 (may be negative)
+  int64_t k_lo, k_hi;
+};
+std::vector<DimRange> dim_ranges(const Window& w, size_t d);
+
+}  // namespace nxrt::cpu

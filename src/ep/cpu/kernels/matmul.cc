@@ -1,0 +1,320 @@
+// MatMul (numpy semantics), Gemm and MatMulInteger. float runs on the packed SGEMM;
+// float16/bfloat16 are widened to float; double and integers use the simple blocked loop.
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "ep/cpu/gemm/gemm.h"
+#include "ep/cpu/kernels/common.h"
+
+namespace nxrt::cpu {
+namespace {
+
+template <typename T>
+constexpr bool kHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+template <typename T>
+void gemm_any(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+              const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    gemm::sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  else
+    gemm::gemm_simple<T>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+std::vector<float> widen(const Tensor& t) {
+  std::vector<float> out(size_t(t.numel()));
+  if (t.dtype() == DataType::kFloat16) {
+    const Float16* p = t.data<Float16>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = float(p[i]);
+  } else {
+    const BFloat16* p = t.data<BFloat16>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = float(p[i]);
+  }
+  return out;
+}
+
+template <typename T>
+void narrow_into(const std::vector<float>& src, T* dst) {
+  for (size_t i = 0; i < src.size(); ++i) dst[i] = T(src[i]);
+}
+
+// Shapes and per-batch element offsets of a numpy matmul: 1-D operands are promoted
+// (and the promoted dim dropped from the result), batch dims broadcast.
+struct MatMulPlan {
+  Shape out;
+  int64_t M = 1, N = 1, K = 1;
+  std::vector<int64_t> a_off, b_off;
+  bool b_shared = false;  // B is one matrix for every batch
+};
+
+Status plan_matmul(const Shape& a, const Shape& b, MatMulPlan& p) {
+  if (a.rank() == 0 || b.rank() == 0) return invalid_argument("MatMul inputs must not be scalars");
+  const bool a1 = a.rank() == 1, b1 = b.rank() == 1;
+  p.M = a1 ? 1 : a[a.rank() - 2];
+  p.K = a.back();
+  const int64_t kb = b1 ? b[0] : b[b.rank() - 2];
+  p.N = b1 ? 1 : b.back();
+  if (kb != p.K)
+    return invalid_argument("MatMul shapes ", a.to_string(), " and ", b.to_string(),
+                            " do not match: ", p.K, " vs ", kb);
+  const size_t ra = a1 ? 0 : a.rank() - 2, rb = b1 ? 0 : b.rank() - 2;
+  const size_t rank = std::max(ra, rb);
+  std::vector<int64_t> dims(rank), sa(rank, 0), sb(rank, 0);
+  int64_t stride_a = p.M * p.K, stride_b = p.K * p.N;
+  for (size_t i = rank; i-- > 0;) {
+    const int64_t da = i + ra >= rank ? a[i + ra - rank] : 1;
+    const int64_t db = i + rb >= rank ? b[i + rb - rank] : 1;
+    if (da != db && da != 1 && db != 1)
+      return invalid_argument("MatMul batch dims of ", a.to_string(), " and ", b.to_string(),
+                              " cannot be broadcast");
+    dims[i] = da == 1 ? db : da;
+    if (da != 1) sa[i] = stride_a;
+    if (db != 1) sb[i] = stride_b;
+    stride_a *= da;
+    stride_b *= db;
+  }
+  p.out = Shape(dims);
+  if (!a1) p.out.push_back(p.M);
+  if (!b1) p.out.push_back(p.N);
+  if (checked_numel(p.out.span()) < 0) return invalid_argument("MatMul output is too large");
+  int64_t batches = 1;
+  for (int64_t d : dims) batches *= d;
+  p.b_shared = true;
+  for (int64_t s : sb) p.b_shared &= s == 0;
+  p.a_off.assign(size_t(batches), 0);
+  p.b_off.assign(size_t(batches), 0);
+  std::vector<int64_t> idx(rank, 0);
+  int64_t oa = 0, ob = 0;
+  for (int64_t n = 0; n < batches; ++n) {
+    p.a_off[size_t(n)] = oa;
+    p.b_off[size_t(n)] = ob;
+    for (size_t d = rank; d-- > 0;) {
+      oa += sa[d];
+      ob += sb[d];
+      if (++idx[d] < dims[d]) break;
+      oa -= sa[d] * dims[d];
+      ob -= sb[d] * dims[d];
+      idx[d] = 0;
+    }
+  }
+  return Status();
+}
+
+template <typename T>
+void run_matmul(const MatMulPlan& p, const T* A, const T* B, T* Y) {
+  const int64_t batches = int64_t(p.a_off.size());
+  if (p.b_shared && batches > 1) {
+    // A's batches are contiguous when they are not broadcast: one tall GEMM.
+    bool contiguous = true;
+    for (int64_t n = 0; n < batches; ++n) contiguous &= p.a_off[size_t(n)] == n * p.M * p.K;
+    if (contiguous) {
+      gemm_any<T>(false, false, p.M * batches, p.N, p.K, T(1), A, p.K, B, p.N, T(0), Y, p.N);
+      return;
+    }
+  }
+  for (int64_t n = 0; n < batches; ++n)
+    gemm_any<T>(false, false, p.M, p.N, p.K, T(1), A + p.a_off[size_t(n)], p.K,
+                B + p.b_off[size_t(n)], p.N, T(0), Y + n * p.M * p.N, p.N);
+}
+
+template <typename T>
+void run_matmul_typed(const MatMulPlan& p, const Tensor& a, const Tensor& b, Tensor& y) {
+  if constexpr (kHalf<T>) {
+    const std::vector<float> fa = widen(a), fb = widen(b);
+    std::vector<float> fy(size_t(y.numel()));
+    run_matmul<float>(p, fa.data(), fb.data(), fy.data());
+    narrow_into(fy, y.data<T>());
+  } else {
+    run_matmul<T>(p, a.data<T>(), b.data<T>(), y.data<T>());
+  }
+}
+
+class MatMulKernel final : public Kernel {
+ public:
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& a = *ctx.input(0);
+    const Tensor& b = *ctx.input(1);
+    MatMulPlan p;
+    NXRT_RETURN_IF_ERROR(plan_matmul(a.shape(), b.shape(), p));
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, p.out));
+    if (y->numel() == 0) return Status();
+    switch (a.dtype()) {
+      NXRT_CASES_NUMERIC(run_matmul_typed<T>(p, a, b, *y))
+      default: return not_implemented("MatMul of ", tensor_type_name(a.dtype()));
+    }
+    return Status();
+  }
+};
+
+class GemmKernel final : public Kernel {
+ public:
+  GemmKernel(bool ta, bool tb, float alpha, float beta) : ta_(ta), tb_(tb), alpha_(alpha), beta_(beta) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& a = *ctx.input(0);
+    const Tensor& b = *ctx.input(1);
+    const Tensor* c = ctx.input(2);
+    if (a.rank() != 2 || b.rank() != 2)
+      return invalid_argument("Gemm inputs must be 2-D, got ", a.shape().to_string(), " and ",
+                              b.shape().to_string());
+    const int64_t M = ta_ ? a.shape()[1] : a.shape()[0];
+    const int64_t K = ta_ ? a.shape()[0] : a.shape()[1];
+    const int64_t kb = tb_ ? b.shape()[1] : b.shape()[0];
+    const int64_t N = tb_ ? b.shape()[0] : b.shape()[1];
+    if (K != kb)
+      return invalid_argument("Gemm inner dims differ: ", a.shape().to_string(), " and ",
+                              b.shape().to_string(), " with transA=", ta_, " transB=", tb_);
+    // C broadcasts one way to [M, N]: its strides per output dim are 0 where it has size 1.
+    int64_t cs_row = 0, cs_col = 0;
+    if (c) {
+      const Shape& cs = c->shape();
+      if (cs.rank() > 2) return invalid_argument("Gemm C has rank ", cs.rank());
+      const int64_t cm = cs.rank() == 2 ? cs[0] : 1;
+      const int64_t cn = cs.rank() >= 1 ? cs.back() : 1;
+      if ((cm != 1 && cm != M) || (cn != 1 && cn != N))
+        return invalid_argument("Gemm C of shape ", cs.to_string(), " does not broadcast to [",
+                                M, ",", N, "]");
+      cs_row = cm == 1 ? 0 : cn;
+      cs_col = cn == 1 ? 0 : 1;
+    }
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, Shape{M, N}));
+    if (M == 0 || N == 0) return Status();
+    const bool use_c = c && beta_ != 0.0f;
+    switch (a.dtype()) {
+      NXRT_CASES_NUMERIC(run<T>(a, b, c, *y, M, N, K, use_c, cs_row, cs_col))
+      default: return not_implemented("Gemm of ", tensor_type_name(a.dtype()));
+    }
+    return Status();
+  }
+
+ private:
+  template <typename T>
+  void run(const Tensor& a, const Tensor& b, const Tensor* c, Tensor& y, int64_t M, int64_t N,
+           int64_t K, bool use_c, int64_t cs_row, int64_t cs_col) const {
+    using W = std::conditional_t<kHalf<T>, float, T>;
+    std::vector<W> wa, wb, wy;
+    const W* pa;
+    const W* pb;
+    W* py;
+    if constexpr (kHalf<T>) {
+      wa = widen(a);
+      wb = widen(b);
+      wy.resize(size_t(M * N));
+      pa = wa.data();
+      pb = wb.data();
+      py = wy.data();
+    } else {
+      pa = a.data<T>();
+      pb = b.data<T>();
+      py = y.data<T>();
+    }
+    if (use_c) {
+      const T* pc = c->data<T>();
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) py[i * N + j] = W(pc[i * cs_row + j * cs_col]);
+    }
+    gemm_any<W>(ta_, tb_, M, N, K, W(alpha_), pa, a.shape()[1], pb, b.shape()[1],
+                use_c ? W(beta_) : W(0), py, N);
+    if constexpr (kHalf<T>) narrow_into(wy, y.data<T>());
+  }
+
+  bool ta_, tb_;
+  float alpha_, beta_;
+};
+
+// Zero points: a scalar, or one per row of A (a_zero_point) / column of B (b_zero_point).
+Status read_zero_points(const Tensor* zp, int64_t count, const char* what,
+                        std::vector<int32_t>& out) {
+  out.assign(size_t(count), 0);
+  if (!zp) return Status();
+  const int64_t n = zp->numel();
+  if (n != 1 && n != count)
+    return invalid_argument(what, " has ", n, " elements; expected 1 or ", count);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t k = n == 1 ? 0 : i;
+    out[size_t(i)] = zp->dtype() == DataType::kUint8 ? int32_t(zp->data<uint8_t>()[k])
+                                                      : int32_t(zp->data<int8_t>()[k]);
+  }
+  return Status();
+}
+
+template <typename T>
+void widen_int(const Tensor& t, std::vector<int32_t>& out) {
+  out.resize(size_t(t.numel()));
+  const T* p = t.data<T>();
+  for (size_t i = 0; i < out.size(); ++i) out[i] = int32_t(p[i]);
+}
+
+class MatMulIntegerKernel final : public Kernel {
+ public:
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& a = *ctx.input(0);
+    const Tensor& b = *ctx.input(1);
+    MatMulPlan p;
+    NXRT_RETURN_IF_ERROR(plan_matmul(a.shape(), b.shape(), p));
+    std::vector<int32_t> za, zb;
+    NXRT_RETURN_IF_ERROR(read_zero_points(ctx.input(2), p.M, "a_zero_point", za));
+    NXRT_RETURN_IF_ERROR(read_zero_points(ctx.input(3), p.N, "b_zero_point", zb));
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, p.out));
+    if (y->numel() == 0) return Status();
+    std::vector<int32_t> wa, wb;
+    if (a.dtype() == DataType::kUint8) widen_int<uint8_t>(a, wa); else widen_int<int8_t>(a, wa);
+    if (b.dtype() == DataType::kUint8) widen_int<uint8_t>(b, wb); else widen_int<int8_t>(b, wb);
+    // Subtracting the zero points first keeps the product a plain int32 GEMM.
+    for (size_t i = 0; i < wa.size(); ++i) wa[i] -= za[(i / size_t(p.K)) % size_t(p.M)];
+    for (size_t i = 0; i < wb.size(); ++i) wb[i] -= zb[i % size_t(p.N)];
+    run_matmul<int32_t>(p, wa.data(), wb.data(), y->data<int32_t>());
+    return Status();
+  }
+};
+
+bool matmul_type_ok(DataType t) {
+  return is_float_type(t) || t == DataType::kInt32 || t == DataType::kInt64 ||
+         t == DataType::kUint32 || t == DataType::kUint64;
+}
+
+}  // namespace
+
+Expected<KernelPtr> create_matmul(KernelInit& init) {
+  const DataType t = init.input_type(0);
+  if (init.input_type(1) != t)
+    return init.error(StatusCode::kInvalidGraph, "inputs have different types ",
+                      tensor_type_name(t), " and ", tensor_type_name(init.input_type(1)));
+  if (!matmul_type_ok(t)) return init.unsupported_type(0);
+  init.set_all_outputs(t);
+  return make_kernel<MatMulKernel>();
+}
+
+Expected<KernelPtr> create_gemm(KernelInit& init) {
+  AttrReader attrs(init.node);
+  const bool ta = attrs.get_int("transA", 0) != 0;
+  const bool tb = attrs.get_int("transB", 0) != 0;
+  const float alpha = attrs.get_float("alpha", 1.0f);
+  const float beta = attrs.get_float("beta", 1.0f);
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  const DataType t = init.input_type(0);
+  for (size_t i = 1; i < 3; ++i)
+    if (init.has_input(i) && init.input_type(i) != t)
+      return init.error(StatusCode::kInvalidGraph, "input ", i, " has type ",
+                        tensor_type_name(init.input_type(i)), ", expected ", tensor_type_name(t));
+  if (!matmul_type_ok(t)) return init.unsupported_type(0);
+  init.set_all_outputs(t);
+  return make_kernel<GemmKernel>(ta, tb, alpha, beta);
+}
+
+Expected<KernelPtr> create_matmul_integer(KernelInit& init) {
+  for (size_t i = 0; i < 4; ++i) {
+    const DataType t = init.input_type(i);
+    if (i >= 2 && t == DataType::kUndefined) continue;
+    if (t != DataType::kUint8 && t != DataType::kInt8) return init.unsupported_type(i);
+  }
+  if (init.has_input(2) && init.input_type(2) != init.input_type(0))
+    return init.error(StatusCode::kInvalidGraph, "a_zero_point type differs from A");
+  if (init.has_input(3) && init.input_type(3) != init.input_type(1))
+    return init.error(StatusCode::kInvalidGraph, "b_zero_point type differs from B");
+  init.set_all_outputs(DataType::kInt32);
+  return make_kernel<MatMulIntegerKernel>();
+}
+
+}  // namespace nxrt::cpu

@@ -1,0 +1,252 @@
+// MaxPool, AveragePool, LpPool and their Global forms, for any number of spatial dims.
+// Windows are clipped to the input per dim up front (dim_ranges), so the inner loops
+// never test for padding.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "ep/cpu/kernels/conv_geometry.h"
+
+namespace nxrt::cpu {
+namespace {
+
+enum class PoolKind { kMax, kAverage, kLp };
+
+template <typename T> struct Acc { using type = T; };
+template <> struct Acc<Float16> { using type = float; };
+template <> struct Acc<BFloat16> { using type = float; };
+template <> struct Acc<int8_t> { using type = float; };
+template <> struct Acc<uint8_t> { using type = float; };
+
+struct PoolParams {
+  PoolKind kind;
+  bool count_include_pad = false;
+  float p = 2.0f;
+};
+
+// Visits every output position of one (n, c) plane with the clipped window: calls
+// fn(out_index, window) where window lists the input offsets inside the image and
+// `full` is the number of positions of the window within the padded input.
+template <typename T>
+void pool_plane(const Window& w, const std::vector<std::vector<DimRange>>& ranges,
+                const PoolParams& prm, const T* x, T* y, int64_t* indices, int64_t plane_base,
+                bool column_major) {
+  using A = typename Acc<T>::type;
+  const size_t r = w.rank;
+  std::vector<int64_t> istride(r, 1), cstride(r, 1), o(r, 0), k(r, 0);
+  for (size_t d = r - 1; d-- > 0;) istride[d] = istride[d + 1] * w.in[d + 1];
+  for (size_t d = 1; d < r; ++d) cstride[d] = cstride[d - 1] * w.in[d - 1];
+  const int64_t out_size = w.out_size();
+  for (int64_t oi = 0; oi < out_size; ++oi) {
+    // window bounds for this output position
+    bool empty = false;
+    int64_t full = 1;
+    for (size_t d = 0; d < r; ++d) {
+      const DimRange& dr = ranges[d][size_t(o[d])];
+      empty |= dr.k_hi <= dr.k_lo;
+      if (prm.count_include_pad) {
+        // positions within [-pad_begin, in + pad_end)
+        int64_t cnt = 0;
+        for (int64_t kk = 0; kk < w.kernel[d]; ++kk) {
+          const int64_t i = dr.start + kk * w.dilation[d];
+          cnt += i >= -w.pad_begin[d] && i < w.in[d] + w.pad_end[d];
+        }
+        full *= cnt;
+      } else {
+        full *= dr.k_hi - dr.k_lo;
+      }
+    }
+    A acc = prm.kind == PoolKind::kMax ? std::numeric_limits<A>::lowest() : A(0);
+    int64_t best = -1;
+    if (!empty) {
+      for (size_t d = 0; d < r; ++d) k[d] = ranges[d][size_t(o[d])].k_lo;
+      while (true) {
+        int64_t off = 0;
+        for (size_t d = 0; d < r; ++d)
+          off += (ranges[d][size_t(o[d])].start + k[d] * w.dilation[d]) * istride[d];
+        const A v = A(x[off]);
+        if (prm.kind == PoolKind::kMax) {
+          if (best < 0 || v > acc || (std::isnan(double(v)) && !std::isnan(double(acc)))) {
+            acc = v;
+            best = off;
+          }
+        } else if (prm.kind == PoolKind::kAverage) {
+          acc += v;
+        } else {
+          acc += A(std::pow(std::fabs(double(v)), double(prm.p)));
+        }
+        size_t d = r;
+        while (d-- > 0) {
+          if (++k[d] < ranges[d][size_t(o[d])].k_hi) break;
+          k[d] = ranges[d][size_t(o[d])].k_lo;
+        }
+        if (d == size_t(-1)) break;
+      }
+    }
+    A result = acc;
+    if (prm.kind == PoolKind::kAverage) result = full > 0 ? A(acc / A(full)) : A(0);
+    else if (prm.kind == PoolKind::kLp) result = A(std::pow(double(acc), 1.0 / double(prm.p)));
+    else if (best < 0) result = A(0);
+    y[oi] = T(result);
+    if (indices) {
+      int64_t idx = best < 0 ? 0 : best;
+      if (column_major && best >= 0) {
+        idx = 0;
+        int64_t rem = best;
+        for (size_t d = 0; d < r; ++d) {
+          idx += (rem / istride[d]) * cstride[d];
+          rem %= istride[d];
+        }
+      }
+      indices[oi] = plane_base + idx;
+    }
+    for (size_t d = r; d-- > 0;) {
+      if (++o[d] < w.out[d]) break;
+      o[d] = 0;
+    }
+  }
+}
+
+class PoolKernel final : public Kernel {
+ public:
+  PoolKernel(WindowAttrs attrs, PoolParams prm, bool column_major)
+      : attrs_(std::move(attrs)), prm_(prm), column_major_(column_major) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    if (x.rank() < 3)
+      return invalid_argument("pooling needs an input of rank >= 3, got ", x.shape().to_string());
+    const std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+    if (attrs_.kernel_shape.size() != in.size())
+      return invalid_argument("kernel_shape has ", attrs_.kernel_shape.size(),
+                              " values; the input has ", in.size(), " spatial dims");
+    Window w;
+    NXRT_RETURN_IF_ERROR(resolve_window(attrs_, in, attrs_.kernel_shape, w));
+    Shape out{x.shape()[0], x.shape()[1]};
+    for (int64_t d : w.out) out.push_back(d);
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
+    Tensor* ind = nullptr;
+    if (ctx.num_outputs() > 1) {
+      NXRT_ASSIGN_OR_RETURN(ind, ctx.output(1, out));
+    }
+    if (y->numel() == 0) return Status();
+    std::vector<std::vector<DimRange>> ranges(w.rank);
+    for (size_t d = 0; d < w.rank; ++d) ranges[d] = dim_ranges(w, d);
+    const int64_t planes = x.shape()[0] * x.shape()[1];
+    const int64_t in_size = w.in_size(), out_size = w.out_size();
+    switch (x.dtype()) {
+      NXRT_CASES_FLOAT(run<T>(w, ranges, x, *y, ind, planes, in_size, out_size))
+      NXRT_CASE(kInt8, run<T>(w, ranges, x, *y, ind, planes, in_size, out_size))
+      NXRT_CASE(kUint8, run<T>(w, ranges, x, *y, ind, planes, in_size, out_size))
+      default: return not_implemented("pooling of ", tensor_type_name(x.dtype()));
+    }
+    return Status();
+  }
+
+ private:
+  template <typename T>
+  void run(const Window& w, const std::vector<std::vector<DimRange>>& ranges, const Tensor& x,
+           Tensor& y, Tensor* ind, int64_t planes, int64_t in_size, int64_t out_size) const {
+    for (int64_t p = 0; p < planes; ++p)
+      pool_plane<T>(w, ranges, prm_, x.data<T>() + p * in_size, y.data<T>() + p * out_size,
+                    ind ? ind->data<int64_t>() + p * out_size : nullptr, p * in_size,
+                    column_major_);
+  }
+
+  WindowAttrs attrs_;
+  PoolParams prm_;
+  bool column_major_;
+};
+
+class GlobalPoolKernel final : public Kernel {
+ public:
+  explicit GlobalPoolKernel(PoolParams prm) : prm_(prm) {}
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    if (x.rank() < 2)
+      return invalid_argument("global pooling needs an input of rank >= 2, got ",
+                              x.shape().to_string());
+    Shape out{x.shape()[0], x.shape()[1]};
+    for (size_t d = 2; d < x.rank(); ++d) out.push_back(1);
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
+    const int64_t planes = out.numel();
+    const int64_t size = x.shape().product(2, x.rank());
+    switch (x.dtype()) {
+      NXRT_CASES_FLOAT({
+        using A = typename Acc<T>::type;
+        const T* px = x.data<T>();
+        T* py = y->data<T>();
+        for (int64_t p = 0; p < planes; ++p) {
+          const T* v = px + p * size;
+          A acc = prm_.kind == PoolKind::kMax ? -std::numeric_limits<A>::infinity() : A(0);
+          for (int64_t i = 0; i < size; ++i) {
+            const A a = A(v[i]);
+            if (prm_.kind == PoolKind::kMax) acc = (a > acc || std::isnan(a)) ? a : acc;
+            else if (prm_.kind == PoolKind::kAverage) acc += a;
+            else acc += A(std::pow(std::fabs(double(a)), double(prm_.p)));
+          }
+          if (prm_.kind == PoolKind::kAverage) acc = size > 0 ? A(acc / A(size)) : A(0);
+          if (prm_.kind == PoolKind::kLp) acc = A(std::pow(double(acc), 1.0 / double(prm_.p)));
+          py[p] = T(acc);
+        }
+      })
+      default: return not_implemented("global pooling of ", tensor_type_name(x.dtype()));
+    }
+    return Status();
+  }
+
+ private:
+  PoolParams prm_;
+};
+
+Expected<KernelPtr> create_pool(KernelInit& init, PoolKind kind) {
+  AttrReader attrs(init.node);
+  WindowAttrs w;
+  PoolParams prm{kind};
+  prm.count_include_pad = attrs.get_int("count_include_pad", 0) != 0;
+  prm.p = kind == PoolKind::kLp ? float(attrs.get_int("p", 2)) : 2.0f;
+  const int64_t storage_order = attrs.get_int("storage_order", 0);
+  Status st = read_window_attrs(attrs, true, w);
+  if (!st.ok()) return init.error(st.code(), st.message());
+  if (w.kernel_shape.empty()) return init.error(StatusCode::kInvalidGraph, "needs kernel_shape");
+  if (storage_order != 0 && storage_order != 1)
+    return init.error(StatusCode::kInvalidGraph, "storage_order must be 0 or 1");
+  const DataType t = init.input_type(0);
+  const bool int_ok = kind == PoolKind::kMax && (t == DataType::kInt8 || t == DataType::kUint8);
+  if (!is_float_type(t) && !int_ok) return init.unsupported_type(0);
+  if (init.output_types.size() > 2 || (kind != PoolKind::kMax && init.output_types.size() > 1))
+    return init.error(StatusCode::kInvalidGraph, "has too many outputs");
+  init.output_types[0] = t;
+  if (init.output_types.size() > 1) init.output_types[1] = DataType::kInt64;
+  return make_kernel<PoolKernel>(std::move(w), prm, storage_order == 1);
+}
+
+Expected<KernelPtr> create_global_pool(KernelInit& init, PoolKind kind) {
+  AttrReader attrs(init.node);
+  PoolParams prm{kind};
+  prm.p = kind == PoolKind::kLp ? float(attrs.get_int("p", 2)) : 2.0f;
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  if (!is_float_type(init.input_type(0))) return init.unsupported_type(0);
+  init.set_all_outputs(init.input_type(0));
+  return make_kernel<GlobalPoolKernel>(prm);
+}
+
+}  // namespace
+
+Expected<KernelPtr> create_max_pool(KernelInit& init) { return create_pool(init, PoolKind::kMax); }
+Expected<KernelPtr> create_average_pool(KernelInit& init) {
+  return create_pool(init, PoolKind::kAverage);
+}
+Expected<KernelPtr> create_lp_pool(KernelInit& init) { return create_pool(init, PoolKind::kLp); }
+Expected<KernelPtr> create_global_max_pool(KernelInit& init) {
+  return create_global_pool(init, PoolKind::kMax);
+}
+Expected<KernelPtr> create_global_average_pool(KernelInit& init) {
+  return create_global_pool(init, PoolKind::kAverage);
+}
+Expected<KernelPtr> create_global_lp_pool(KernelInit& init) {
+  return create_global_pool(init, PoolKind::kLp);
+}
+
+}  // namespace nxrt::cpu

@@ -1,0 +1,798 @@
+// Recurrent ops: RNN, GRU and LSTM (forward, reverse, bidirectional; layout 0 and 1).
+// The input projection X*W^T for every time step is one matrix product done up front;
+// each step then only multiplies the hidden state by R^T. float16/bfloat16 compute in
+// float, double in double.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ep/cpu/gemm/gemm.h"
+#include "ep/cpu/kernels/common.h"
+
+namespace nxrt::cpu {
+namespace {
+
+enum class Cell { kRnn, kGru, kLstm };
+
+int64_t gate_count(Cell cell) { return cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 3 : 4; }
+
+// ------------------------------------------------------------------------ fast float math
+
+// Hot loops get an AVX2 clone picked at load time; the baseline build stays portable.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define NXRT_RNN_MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#else
+#define NXRT_RNN_MULTIVERSION
+#endif
+
+// e^x for x in [-88, 88] (callers clamp): x = n*ln2 + r with |r| <= ln2/2, e^r by its
+// Taylor series to r^7 (relative error ~5e-9), 2^n assembled in the exponent bits.
+// Branch-free so the loops around it vectorize, unlike calls into libm.
+inline float exp_reduced(float x) {
+  const float t = x * 1.44269504f;
+  const float n = (t + 12582912.0f) - 12582912.0f;  // round to nearest (|t| < 2^22)
+  float r = x - n * 0.693359375f;                  // ln2 split in two for exactness
+  r = r + n * 2.12194440e-4f;
+  float p = 1.0f / 5040;
+  p = p * r + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t bits = (int32_t(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+NXRT_RNN_MULTIVERSION
+void sigmoid_inplace(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = std::min(std::max(-x[i], -88.0f), 88.0f);
+    x[i] = 1.0f / (1.0f + exp_reduced(v));
+  }
+}
+
+NXRT_RNN_MULTIVERSION
+void tanh_inplace(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float a = std::min(std::abs(v), 44.0f);
+    // Near 0, (1 - e) / (1 + e) cancels; the odd series to x^9 is exact to float there.
+    const float a2 = a * a;
+    float series = 62.0f / 2835;
+    series = series * a2 - 17.0f / 315;
+    series = series * a2 + 2.0f / 15;
+    series = series * a2 - 1.0f / 3;
+    series = (series * a2) * a + a;
+    const float e = exp_reduced(-2.0f * a);
+    const float big = (1.0f - e) / (1.0f + e);
+    const float mag = a < 0.25f ? series : big;
+    x[i] = v < 0.0f ? -mag : mag;
+  }
+}
+
+// ------------------------------------------------------------------------ activations
+
+enum class ActKind {
+  kSigmoid, kTanh, kRelu, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid,
+  kElu, kSoftsign, kSoftplus,
+};
+
+struct Activation {
+  ActKind kind = ActKind::kSigmoid;
+  float alpha = 0, beta = 0;
+};
+
+// Applies `act` in place; `clip` > 0 bounds its inputs to [-clip, clip] first.
+template <typename C>
+void activate(const Activation& act, C* x, int64_t n, float clip) {
+  if (clip > 0)
+    for (int64_t i = 0; i < n; ++i) x[i] = std::min(std::max(x[i], C(-clip)), C(clip));
+  const C alpha = C(act.alpha), beta = C(act.beta);
+  switch (act.kind) {
+    case ActKind::kSigmoid:
+      if constexpr (std::is_same_v<C, float>) sigmoid_inplace(x, n);
+      else for (int64_t i = 0; i < n; ++i) x[i] = C(1) / (C(1) + std::exp(-x[i]));
+      break;
+    case ActKind::kTanh:
+      if constexpr (std::is_same_v<C, float>) tanh_inplace(x, n);
+      else for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]);
+      break;
+    case ActKind::kRelu:
+      for (int64_t i = 0; i < n; ++i) x[i] = std::max(x[i], C(0));
+      break;
+    case ActKind::kAffine:
+      for (int64_t i = 0; i < n; ++i) x[i] = alpha * x[i] + beta;
+      break;
+    case ActKind::kLeakyRelu:
+      for (int64_t i = 0; i < n; ++i) x[i] = x[i] >= C(0) ? x[i] : alpha * x[i];
+      break;
+    case ActKind::kThresholdedRelu:
+      for (int64_t i = 0; i < n; ++i) x[i] = x[i] > alpha ? x[i] : C(0);
+      break;
+    case ActKind::kScaledTanh:
+      for (int64_t i = 0; i < n; ++i) x[i] = alpha * std::tanh(beta * x[i]);
+      break;
+    case ActKind::kHardSigmoid:
+      for (int64_t i = 0; i < n; ++i) x[i] = std::min(std::max(alpha * x[i] + beta, C(0)), C(1));
+      break;
+    case ActKind::kElu:
+      for (int64_t i = 0; i < n; ++i) x[i] = x[i] >= C(0) ? x[i] : alpha * (std::exp(x[i]) - C(1));
+      break;
+    case ActKind::kSoftsign:
+      for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (C(1) + std::abs(x[i]));
+      break;
+    case ActKind::kSoftplus:
+      // log(1 + e^x) without overflow for large x
+      for (int64_t i = 0; i < n; ++i)
+        x[i] = x[i] > C(0) ? x[i] + std::log1p(std::exp(-x[i])) : std::log1p(std::exp(x[i]));
+      break;
+  }
+}
+
+// Parses the activations attribute, consuming activation_alpha/beta in order for the
+// functions that take them (defaults as in onnxruntime when the lists run short).
+Status parse_activations(AttrReader& attrs, const std::vector<std::string>& defaults,
+                         int64_t dirs, std::vector<Activation>& out) {
+  const size_t per_dir = defaults.size();
+  std::vector<std::string> names = defaults;
+  if (dirs == 2) names.insert(names.end(), defaults.begin(), defaults.end());
+  if (attrs.has("activations")) {
+    names = attrs.get_strings("activations");
+    // A single direction's list is reused for both directions.
+    if (dirs == 2 && names.size() == per_dir) names.insert(names.end(), names.begin(), names.end());
+  }
+  if (names.size() != per_dir * size_t(dirs))
+    return invalid_graph("activations has ", names.size(), " entries, expected ",
+                         per_dir * size_t(dirs));
+  const std::vector<float> alphas = attrs.get_floats("activation_alpha");
+  const std::vector<float> betas = attrs.get_floats("activation_beta");
+  size_t ai = 0, bi = 0;
+  auto take = [](const std::vector<float>& v, size_t& i, float fallback) {
+    return i < v.size() ? v[i++] : fallback;
+  };
+  out.clear();
+  for (const std::string& raw : names) {
+    std::string name;
+    for (char ch : raw) name += char(std::tolower(static_cast<unsigned char>(ch)));
+    Activation a;
+    if (name == "sigmoid") a.kind = ActKind::kSigmoid;
+    else if (name == "tanh") a.kind = ActKind::kTanh;
+    else if (name == "relu") a.kind = ActKind::kRelu;
+    else if (name == "softsign") a.kind = ActKind::kSoftsign;
+    else if (name == "softplus") a.kind = ActKind::kSoftplus;
+    else if (name == "affine") {
+      a.kind = ActKind::kAffine;
+      a.alpha = take(alphas, ai, 1.0f);
+      a.beta = take(betas, bi, 0.0f);
+    } else if (name == "leakyrelu") {
+      a.kind = ActKind::kLeakyRelu;
+      a.alpha = take(alphas, ai, 0.01f);
+    } else if (name == "thresholdedrelu") {
+      a.kind = ActKind::kThresholdedRelu;
+      a.alpha = take(alphas, ai, 1.0f);
+    } else if (name == "scaledtanh") {
+      a.kind = ActKind::kScaledTanh;
+      a.alpha = take(alphas, ai, 1.0f);
+      a.beta = take(betas, bi, 1.0f);
+    } else if (name == "hardsigmoid") {
+      a.kind = ActKind::kHardSigmoid;
+      a.alpha = take(alphas, ai, 0.2f);
+      a.beta = take(betas, bi, 0.5f);
+    } else if (name == "elu") {
+      a.kind = ActKind::kElu;
+      a.alpha = take(alphas, ai, 1.0f);
+    } else {
+      return invalid_graph("unknown activation function '", raw, "'");
+    }
+    out.push_back(a);
+  }
+  return Status();
+}
+
+// ------------------------------------------------------------------------ products
+
+// c[m x n] (row stride ldc) += a[m x k] (lda) * b[k x n] (ldb). Four rows share each
+// streamed row of b, and blocks of k and n keep the working set in cache.
+template <typename C>
+void gemm_acc(int64_t m, int64_t n, int64_t k, const C* a, int64_t lda, const C* b,
+              int64_t ldb, C* c, int64_t ldc) {
+  constexpr int64_t kNB = 512, kKB = 128;
+  for (int64_t n0 = 0; n0 < n; n0 += kNB) {
+    const int64_t nn = std::min(kNB, n - n0);
+    for (int64_t k0 = 0; k0 < k; k0 += kKB) {
+      const int64_t k1 = std::min(k, k0 + kKB);
+      int64_t i = 0;
+      for (; i + 4 <= m; i += 4) {
+        C* __restrict c0 = c + i * ldc + n0;
+        C* __restrict c1 = c0 + ldc;
+        C* __restrict c2 = c1 + ldc;
+        C* __restrict c3 = c2 + ldc;
+        for (int64_t p = k0; p < k1; ++p) {
+          const C* __restrict bp = b + p * ldb + n0;
+          const C a0 = a[i * lda + p], a1 = a[(i + 1) * lda + p];
+          const C a2 = a[(i + 2) * lda + p], a3 = a[(i + 3) * lda + p];
+          for (int64_t j = 0; j < nn; ++j) {
+            const C bv = bp[j];
+            c0[j] += a0 * bv;
+            c1[j] += a1 * bv;
+            c2[j] += a2 * bv;
+            c3[j] += a3 * bv;
+          }
+        }
+      }
+      for (; i < m; ++i) {
+        C* __restrict ci = c + i * ldc + n0;
+        for (int64_t p = k0; p < k1; ++p) {
+          const C* __restrict bp = b + p * ldb + n0;
+          const C ai = a[i * lda + p];
+          for (int64_t j = 0; j < nn; ++j) ci[j] += ai * bp[j];
+        }
+      }
+    }
+  }
+}
+
+// dst[cols x rows] = src[rows x cols]^T
+template <typename C>
+void transpose(const C* src, int64_t rows, int64_t cols, C* dst) {
+  constexpr int64_t kB = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kB)
+    for (int64_t c0 = 0; c0 < cols; c0 += kB)
+      for (int64_t r = r0; r < std::min(rows, r0 + kB); ++r)
+        for (int64_t c = c0; c < std::min(cols, c0 + kB); ++c) dst[c * rows + r] = src[r * cols + c];
+}
+
+// out[m x n] += x[m x k] * w^T with w stored [n x k].
+template <typename C>
+void product_nt(int64_t m, int64_t n, int64_t k, const C* x, const C* w, C* out) {
+  if (m == 0 || n == 0 || k == 0) return;
+  if constexpr (std::is_same_v<C, float>) {
+    gemm::sgemm(false, true, m, n, k, 1.0f, x, k, w, k, 1.0f, out, n);
+  } else {
+    std::vector<C> wt(size_t(n * k));
+    transpose(w, n, k, wt.data());
+    gemm_acc(m, n, k, x, k, wt.data(), n, out, n);
+  }
+}
+
+// c[n] = a[k] * b[k x n] (row stride ldb): the per-step product for a few batch rows.
+// Four rows of b per pass over c quarter the loads and stores of c.
+template <typename C>
+void few_rows_product_impl(int64_t n, int64_t k, const C* a, const C* b, int64_t ldb, C* c) {
+  constexpr int64_t kNB = 1024;  // a block of c stays in L1 across the pass over k
+  for (int64_t n0 = 0; n0 < n; n0 += kNB) {
+    const int64_t nn = std::min(kNB, n - n0);
+    C* __restrict cj = c + n0;
+    std::fill(cj, cj + nn, C(0));
+    int64_t p = 0;
+    for (; p + 4 <= k; p += 4) {
+      const C* __restrict b0 = b + p * ldb + n0;
+      const C* __restrict b1 = b0 + ldb;
+      const C* __restrict b2 = b1 + ldb;
+      const C* __restrict b3 = b2 + ldb;
+      const C a0 = a[p], a1 = a[p + 1], a2 = a[p + 2], a3 = a[p + 3];
+      for (int64_t j = 0; j < nn; ++j) cj[j] += (a0 * b0[j] + a1 * b1[j]) + (a2 * b2[j] + a3 * b3[j]);
+    }
+    for (; p < k; ++p) {
+      const C* __restrict bp = b + p * ldb + n0;
+      const C ap = a[p];
+      for (int64_t j = 0; j < nn; ++j) cj[j] += ap * bp[j];
+    }
+  }
+}
+
+// Eight floats as one value (GCC/Clang vector extension): an AVX register in the AVX2
+// clone, a pair of SSE registers otherwise.
+typedef float Vec8 __attribute__((vector_size(32)));
+
+// An R x (8*V) block of c = a * b held in registers across the whole k loop; b is read in
+// place (row stride ldb), so nothing is packed per step.
+template <int R, int V>
+inline __attribute__((always_inline)) void register_tile(int64_t k, const float* a, int64_t lda,
+                                                         const float* b, int64_t ldb, float* c,
+                                                         int64_t ldc) {
+  Vec8 acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) acc[r][v] = Vec8{};
+  for (int64_t p = 0; p < k; ++p) {
+    Vec8 bv[V];
+    for (int v = 0; v < V; ++v) std::memcpy(&bv[v], b + p * ldb + 8 * v, sizeof(Vec8));
+    for (int r = 0; r < R; ++r) {
+      const float av = a[r * lda + p];
+      for (int v = 0; v < V; ++v) acc[r][v] += av * bv[v];
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) std::memcpy(c + r * ldc + 8 * v, &acc[r][v], sizeof(Vec8));
+}
+
+template <int R, int W>
+inline __attribute__((always_inline)) void tile_rows(int64_t n, int64_t k, const float* a,
+                                                     int64_t lda, const float* b, int64_t ldb,
+                                                     float* c, int64_t ldc) {
+  int64_t j = 0;
+  for (; j + W <= n; j += W) register_tile<R, W / 8>(k, a, lda, b + j, ldb, c + j, ldc);
+  if (j < n)
+    for (int r = 0; r < R; ++r)
+      few_rows_product_impl(n - j, k, a + r * lda, b + j, ldb, c + r * ldc + j);
+}
+
+// c[m x n] (ldc) = a[m x k] (lda) * b[k x n] (ldb) for the per-step products: each tile
+// keeps eight vector accumulators live whatever the row count.
+NXRT_RNN_MULTIVERSION
+void step_product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, float* c, int64_t ldc) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) tile_rows<4, 16>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
+  if (i + 2 <= m) {
+    tile_rows<2, 32>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
+    i += 2;
+  }
+  if (i < m) tile_rows<1, 64>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
+}
+void step_product(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
+                  int64_t ldb, double* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) few_rows_product_impl(n, k, a + i * lda, b, ldb, c + i * ldc);
+}
+
+// The recurrence weights of one direction: R [n x k] as given, and R^T [k x n].
+template <typename C>
+struct Recurrence {
+  const C* r;
+  const C* rt;
+  int64_t n, k;
+
+  // out[m x nn] (ldc) = h[m x k] * R[col0 : col0 + nn]^T
+  void product(int64_t m, const C* h, int64_t col0, int64_t nn, C* out, int64_t ldc) const {
+    step_product(m, nn, k, h, k, rt + col0, n, out, ldc);
+  }
+};
+
+// ------------------------------------------------------------------------ the kernel
+
+struct Config {
+  Cell cell = Cell::kLstm;
+  int64_t dirs = 1;
+  bool reverse_only = false;
+  int64_t hidden = -1;  // from the attribute; -1 reads it from R
+  int64_t layout = 0;
+  float clip = 0;
+  bool input_forget = false;
+  bool linear_before_reset = false;
+  std::vector<Activation> acts;  // per direction: f (and g, h)
+  size_t acts_per_dir = 1;
+  bool want_y = false, want_yh = false, want_yc = false;
+  DataType dtype = DataType::kFloat;
+};
+
+// Operands in the compute type, shapes checked.
+template <typename C>
+struct Operands {
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0;
+  const C *x = nullptr, *w = nullptr, *r = nullptr, *b = nullptr;
+  const C *h0 = nullptr, *c0 = nullptr, *p = nullptr;
+  std::vector<int64_t> lens;
+  C *y = nullptr, *yh = nullptr, *yc = nullptr;
+};
+
+template <typename C>
+void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const C* packed_rt) {
+  const int64_t S = op.seq, B = op.batch, I = op.input, H = op.hidden;
+  const int64_t n = gate_count(cfg.cell) * H;
+  const bool backward = cfg.reverse_only || d == 1;
+  const bool gru_lbr = cfg.cell == Cell::kGru && cfg.linear_before_reset;
+  const int64_t dirs = cfg.dirs;
+  const C* w = op.w + d * n * I;
+  const C* r = op.r + d * n * H;
+  const C* bias = op.b ? op.b + d * 2 * n : nullptr;
+
+  // Input projection with biases folded in, rows in X's own order.
+  std::vector<C> xw(size_t(S * B * n), C(0));
+  if (bias) {
+    std::vector<C> row(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) row[size_t(j)] = bias[j] + (gru_lbr && j >= 2 * H ? C(0) : bias[n + j]);
+    for (int64_t i = 0; i < S * B; ++i) std::copy(row.begin(), row.end(), xw.begin() + i * n);
+  }
+  product_nt(S * B, n, I, op.x, w, xw.data());
+  auto xw_row = [&](int64_t t, int64_t b) {
+    return xw.data() + (cfg.layout == 0 ? t * B + b : b * S + t) * n;
+  };
+
+  std::vector<C> rt_local;
+  if (!packed_rt) {
+    rt_local.resize(size_t(n * H));
+    transpose(r, n, H, rt_local.data());
+    packed_rt = rt_local.data();
+  }
+  const Recurrence<C> rec{r, packed_rt, n, H};
+
+  auto state_at = [&](int64_t b) { return cfg.layout == 0 ? (d * B + b) * H : (b * dirs + d) * H; };
+  std::vector<C> h(size_t(B * H), C(0)), c;
+  if (op.h0)
+    for (int64_t b = 0; b < B; ++b) std::copy_n(op.h0 + state_at(b), H, h.begin() + b * H);
+  if (cfg.cell == Cell::kLstm) {
+    c.assign(size_t(B * H), C(0));
+    if (op.c0)
+      for (int64_t b = 0; b < B; ++b) std::copy_n(op.c0 + state_at(b), H, c.begin() + b * H);
+  }
+
+  const Activation* act = cfg.acts.data() + size_t(d) * cfg.acts_per_dir;
+  const float clip = cfg.clip;
+  const C* peep = op.p ? op.p + d * 3 * H : nullptr;
+  std::vector<C> gates(static_cast<size_t>(B * n)), tmp(static_cast<size_t>(H)), rh, ghh;
+  if (cfg.cell == Cell::kGru && !gru_lbr) {
+    rh.assign(size_t(B * H), C(0));
+    ghh.resize(size_t(B * H));
+  }
+  const int64_t max_len = op.lens.empty() ? 0 : *std::max_element(op.lens.begin(), op.lens.end());
+
+  for (int64_t s = 0; s < max_len; ++s) {
+    auto time_of = [&](int64_t b) { return backward ? op.lens[size_t(b)] - 1 - s : s; };
+    auto active = [&](int64_t b) { return s < op.lens[size_t(b)]; };
+    switch (cfg.cell) {
+      case Cell::kRnn: {
+        rec.product(B, h.data(), 0, n, gates.data(), n);
+        for (int64_t b = 0; b < B; ++b) {
+          if (!active(b)) continue;
+          C* g = gates.data() + b * n;
+          const C* xr = xw_row(time_of(b), b);
+          for (int64_t j = 0; j < H; ++j) g[j] += xr[j];
+          activate(act[0], g, H, clip);
+          std::copy_n(g, H, h.begin() + b * H);
+        }
+        break;
+      }
+      case Cell::kGru: {
+        // gates: z, r, h
+        rec.product(B, h.data(), 0, gru_lbr ? n : 2 * H, gates.data(), n);
+        for (int64_t b = 0; b < B; ++b) {
+          if (!active(b)) continue;
+          C* g = gates.data() + b * n;
+          const C* xr = xw_row(time_of(b), b);
+          for (int64_t j = 0; j < 2 * H; ++j) g[j] += xr[j];
+          activate(act[0], g, 2 * H, clip);
+          const C* hb = h.data() + b * H;
+          if (gru_lbr) {
+            const C* rbh = bias ? bias + n + 2 * H : nullptr;
+            for (int64_t j = 0; j < H; ++j)
+              g[2 * H + j] = xr[2 * H + j] + g[H + j] * (g[2 * H + j] + (rbh ? rbh[j] : C(0)));
+          } else {
+            for (int64_t j = 0; j < H; ++j) rh[size_t(b * H + j)] = g[H + j] * hb[j];
+          }
+        }
+        if (!gru_lbr) {
+          rec.product(B, rh.data(), 2 * H, H, ghh.data(), H);
+          for (int64_t b = 0; b < B; ++b) {
+            if (!active(b)) continue;
+            const C* xr = xw_row(time_of(b), b);
+            C* g = gates.data() + b * n;
+            for (int64_t j = 0; j < H; ++j) g[2 * H + j] = xr[2 * H + j] + ghh[size_t(b * H + j)];
+          }
+        }
+        for (int64_t b = 0; b < B; ++b) {
+          if (!active(b)) continue;
+          C* g = gates.data() + b * n;
+          activate(act[1], g + 2 * H, H, clip);
+          C* hb = h.data() + b * H;
+          for (int64_t j = 0; j < H; ++j) hb[j] = (C(1) - g[j]) * g[2 * H + j] + g[j] * hb[j];
+        }
+        break;
+      }
+      case Cell::kLstm: {
+        // gates: i, o, f, c; peepholes: i, o, f
+        rec.product(B, h.data(), 0, n, gates.data(), n);
+        for (int64_t b = 0; b < B; ++b) {
+          if (!active(b)) continue;
+          C* g = gates.data() + b * n;
+          const C* xr = xw_row(time_of(b), b);
+          for (int64_t j = 0; j < n; ++j) g[j] += xr[j];
+          C *gi = g, *go = g + H, *gf = g + 2 * H, *gc = g + 3 * H;
+          C* cb = c.data() + b * H;
+          if (peep)
+            for (int64_t j = 0; j < H; ++j) {
+              gi[j] += peep[j] * cb[j];
+              gf[j] += peep[2 * H + j] * cb[j];
+            }
+          activate(act[0], gi, H, clip);
+          if (cfg.input_forget) {
+            for (int64_t j = 0; j < H; ++j) gf[j] = C(1) - gi[j];
+          } else {
+            activate(act[0], gf, H, clip);
+          }
+          activate(act[1], gc, H, clip);
+          for (int64_t j = 0; j < H; ++j) cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
+          if (peep)
+            for (int64_t j = 0; j < H; ++j) go[j] += peep[H + j] * cb[j];
+          activate(act[0], go, H, clip);
+          std::copy_n(cb, H, tmp.begin());
+          activate(act[2], tmp.data(), H, 0.0f);
+          C* hb = h.data() + b * H;
+          for (int64_t j = 0; j < H; ++j) hb[j] = go[j] * tmp[size_t(j)];
+        }
+        break;
+      }
+    }
+    if (op.y) {
+      for (int64_t b = 0; b < B; ++b) {
+        if (!active(b)) continue;
+        const int64_t t = time_of(b);
+        const int64_t at = cfg.layout == 0 ? ((t * dirs + d) * B + b) * H : ((b * S + t) * dirs + d) * H;
+        std::copy_n(h.begin() + b * H, H, op.y + at);
+      }
+    }
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    if (op.yh) std::copy_n(h.begin() + b * H, H, op.yh + state_at(b));
+    if (op.yc) std::copy_n(c.begin() + b * H, H, op.yc + state_at(b));
+  }
+}
+
+template <typename T>
+std::vector<float> widen(const Tensor* t) {
+  std::vector<float> out;
+  if (!t) return out;
+  out.resize(size_t(t->numel()));
+  const T* src = t->data<T>();
+  for (size_t i = 0; i < out.size(); ++i) out[i] = float(src[i]);
+  return out;
+}
+
+class RecurrentKernel final : public Kernel {
+ public:
+  RecurrentKernel(Config cfg, std::vector<float> rt_f, std::vector<double> rt_d)
+      : cfg_(std::move(cfg)), rt_f_(std::move(rt_f)), rt_d_(std::move(rt_d)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const Tensor& w = *ctx.input(1);
+    const Tensor& r = *ctx.input(2);
+    const Tensor* bias = ctx.input(3);
+    const Tensor* lens_t = ctx.input(4);
+    const Tensor* h0 = ctx.input(5);
+    const Tensor* c0 = cfg_.cell == Cell::kLstm ? ctx.input(6) : nullptr;
+    const Tensor* p = cfg_.cell == Cell::kLstm ? ctx.input(7) : nullptr;
+    const int64_t G = gate_count(cfg_.cell), D = cfg_.dirs;
+
+    if (x.rank() != 3) return invalid_argument("X must have rank 3, got ", x.shape().to_string());
+    const int64_t S = x.shape()[cfg_.layout == 0 ? 0 : 1];
+    const int64_t B = x.shape()[cfg_.layout == 0 ? 1 : 0];
+    const int64_t I = x.shape()[2];
+    if (r.rank() != 3) return invalid_argument("R must have rank 3, got ", r.shape().to_string());
+    const int64_t H = cfg_.hidden >= 0 ? cfg_.hidden : r.shape()[2];
+    auto expect = [](const Tensor& t, const Shape& want, const char* what) -> Status {
+      if (!(t.shape() == want))
+        return invalid_argument(what, " has shape ", t.shape().to_string(), ", expected ",
+                                want.to_string());
+      return Status();
+    };
+    NXRT_RETURN_IF_ERROR(expect(w, Shape{D, G * H, I}, "W"));
+    NXRT_RETURN_IF_ERROR(expect(r, Shape{D, G * H, H}, "R"));
+    if (bias) NXRT_RETURN_IF_ERROR(expect(*bias, Shape{D, 2 * G * H}, "B"));
+    const Shape state_shape = cfg_.layout == 0 ? Shape{D, B, H} : Shape{B, D, H};
+    if (h0) NXRT_RETURN_IF_ERROR(expect(*h0, state_shape, "initial_h"));
+    if (c0) NXRT_RETURN_IF_ERROR(expect(*c0, state_shape, "initial_c"));
+    if (p) NXRT_RETURN_IF_ERROR(expect(*p, Shape{D, 3 * H}, "P"));
+
+    std::vector<int64_t> lens(size_t(B), S);
+    if (lens_t) {
+      NXRT_RETURN_IF_ERROR(expect(*lens_t, Shape{B}, "sequence_lens"));
+      NXRT_RETURN_IF_ERROR(read_int_list(*lens_t, lens, "sequence_lens"));
+      for (int64_t l : lens)
+        if (l < 0 || l > S)
+          return invalid_argument("sequence_lens value ", l, " is outside [0, ", S, "]");
+    }
+
+    const Shape y_shape = cfg_.layout == 0 ? Shape{S, D, B, H} : Shape{B, S, D, H};
+    if (checked_numel(y_shape.span()) < 0 || checked_numel(Shape{S, B, G * H}.span()) < 0)
+      return invalid_argument("sizes are too large");
+    Tensor* y = nullptr;
+    Tensor* yh = nullptr;
+    Tensor* yc = nullptr;
+    if (cfg_.want_y) { NXRT_ASSIGN_OR_RETURN(y, ctx.output(0, y_shape)); }
+    if (cfg_.want_yh) { NXRT_ASSIGN_OR_RETURN(yh, ctx.output(1, state_shape)); }
+    if (cfg_.want_yc) { NXRT_ASSIGN_OR_RETURN(yc, ctx.output(2, state_shape)); }
+    const bool padded = std::any_of(lens.begin(), lens.end(), [&](int64_t l) { return l < S; });
+
+    switch (cfg_.dtype) {
+      case DataType::kFloat:
+        return run_native<float>(S, B, I, H, x, w, r, bias, lens, h0, c0, p, y, yh, yc, padded);
+      case DataType::kDouble:
+        return run_native<double>(S, B, I, H, x, w, r, bias, lens, h0, c0, p, y, yh, yc, padded);
+      case DataType::kFloat16:
+        return run_widened<Float16>(S, B, I, H, x, w, r, bias, lens, h0, c0, p, y, yh, yc, padded);
+      case DataType::kBFloat16:
+        return run_widened<BFloat16>(S, B, I, H, x, w, r, bias, lens, h0, c0, p, y, yh, yc, padded);
+      default:
+        return not_implemented("type ", tensor_type_name(cfg_.dtype), " is not supported");
+    }
+  }
+
+ private:
+  template <typename C>
+  void run_all(Operands<C>& op, bool padded, const std::vector<C>& packed) const {
+    const int64_t per_dir = gate_count(cfg_.cell) * op.hidden * op.hidden;
+    if (op.y && padded) std::fill_n(op.y, op.seq * cfg_.dirs * op.batch * op.hidden, C(0));
+    for (int64_t d = 0; d < cfg_.dirs; ++d)
+      run_direction(cfg_, op, d, packed.empty() ? nullptr : packed.data() + d * per_dir);
+  }
+
+  template <typename C>
+  Status run_native(int64_t S, int64_t B, int64_t I, int64_t H, const Tensor& x, const Tensor& w,
+                    const Tensor& r, const Tensor* bias, std::vector<int64_t>& lens,
+                    const Tensor* h0, const Tensor* c0, const Tensor* p, Tensor* y, Tensor* yh,
+                    Tensor* yc, bool padded) const {
+    Operands<C> op;
+    op.seq = S; op.batch = B; op.input = I; op.hidden = H;
+    op.x = x.data<C>(); op.w = w.data<C>(); op.r = r.data<C>();
+    op.b = bias ? bias->data<C>() : nullptr;
+    op.h0 = h0 ? h0->data<C>() : nullptr;
+    op.c0 = c0 ? c0->data<C>() : nullptr;
+    op.p = p ? p->data<C>() : nullptr;
+    op.lens = std::move(lens);
+    op.y = y ? y->data<C>() : nullptr;
+    op.yh = yh ? yh->data<C>() : nullptr;
+    op.yc = yc ? yc->data<C>() : nullptr;
+    if constexpr (std::is_same_v<C, float>) run_all(op, padded, rt_f_);
+    else run_all(op, padded, rt_d_);
+    return Status();
+  }
+
+  template <typename T>
+  Status run_widened(int64_t S, int64_t B, int64_t I, int64_t H, const Tensor& x,
+                     const Tensor& w, const Tensor& r, const Tensor* bias,
+                     std::vector<int64_t>& lens, const Tensor* h0, const Tensor* c0,
+                     const Tensor* p, Tensor* y, Tensor* yh, Tensor* yc, bool padded) const {
+    const std::vector<float> xf = widen<T>(&x), wf = widen<T>(&w), rf = widen<T>(&r),
+                             bf = widen<T>(bias), h0f = widen<T>(h0), c0f = widen<T>(c0),
+                             pf = widen<T>(p);
+    std::vector<float> yf(y ? size_t(y->numel()) : 0), yhf(yh ? size_t(yh->numel()) : 0),
+        ycf(yc ? size_t(yc->numel()) : 0);
+    Operands<float> op;
+    op.seq = S; op.batch = B; op.input = I; op.hidden = H;
+    op.x = xf.data(); op.w = wf.data(); op.r = rf.data();
+    op.b = bias ? bf.data() : nullptr;
+    op.h0 = h0 ? h0f.data() : nullptr;
+    op.c0 = c0 ? c0f.data() : nullptr;
+    op.p = p ? pf.data() : nullptr;
+    op.lens = std::move(lens);
+    op.y = y ? yf.data() : nullptr;
+    op.yh = yh ? yhf.data() : nullptr;
+    op.yc = yc ? ycf.data() : nullptr;
+    run_all(op, padded, rt_f_);
+    auto narrow = [](const std::vector<float>& src, Tensor* dst) {
+      if (!dst) return;
+      T* out = dst->data<T>();
+      for (size_t i = 0; i < src.size(); ++i) out[i] = T(src[i]);
+    };
+    narrow(yf, y);
+    narrow(yhf, yh);
+    narrow(ycf, yc);
+    return Status();
+  }
+
+  Config cfg_;
+  std::vector<float> rt_f_;   // R^T per direction when R is constant (float compute)
+  std::vector<double> rt_d_;  // the same for double
+};
+
+// Transposes a constant R per direction so runs skip it.
+template <typename T, typename C>
+std::vector<C> pack_recurrence(const Tensor& r) {
+  const int64_t D = r.shape()[0], n = r.shape()[1], H = r.shape()[2];
+  std::vector<C> src(size_t(n * H)), out(size_t(D * n * H));
+  for (int64_t d = 0; d < D; ++d) {
+    const T* rd = r.data<T>() + d * n * H;
+    for (int64_t i = 0; i < n * H; ++i) {
+      if constexpr (std::is_same_v<T, C>) src[size_t(i)] = rd[i];
+      else src[size_t(i)] = C(float(rd[i]));
+    }
+    transpose(src.data(), n, H, out.data() + d * n * H);
+  }
+  return out;
+}
+
+Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
+  AttrReader attrs(init.node);
+  Config cfg;
+  cfg.cell = cell;
+  const std::string direction = attrs.get_string("direction", "forward");
+  cfg.hidden = attrs.get_int("hidden_size", -1);
+  cfg.layout = attrs.get_int("layout", 0);
+  cfg.clip = attrs.get_float("clip", 0.0f);
+  const bool has_clip = attrs.has("clip");
+  cfg.input_forget = attrs.get_int("input_forget", 0) != 0;
+  cfg.linear_before_reset = attrs.get_int("linear_before_reset", 0) != 0;
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  if (direction == "forward" || direction == "reverse") {
+    cfg.dirs = 1;
+    cfg.reverse_only = direction == "reverse";
+  } else if (direction == "bidirectional") {
+    cfg.dirs = 2;
+  } else {
+    return init.error(StatusCode::kInvalidGraph, "direction '", direction,
+                      "' is not forward, reverse or bidirectional");
+  }
+  if (cfg.layout != 0 && cfg.layout != 1)
+    return init.error(StatusCode::kInvalidGraph, "layout must be 0 or 1, got ", cfg.layout);
+  if (has_clip && !(cfg.clip > 0))
+    return init.error(StatusCode::kInvalidGraph, "clip must be positive, got ", cfg.clip);
+  if (attrs.has("hidden_size") && cfg.hidden <= 0)
+    return init.error(StatusCode::kInvalidGraph, "hidden_size must be positive, got ", cfg.hidden);
+
+  std::vector<std::string> defaults;
+  if (cell == Cell::kRnn) defaults = {"Tanh"};
+  else if (cell == Cell::kGru) defaults = {"Sigmoid", "Tanh"};
+  else defaults = {"Sigmoid", "Tanh", "Tanh"};
+  cfg.acts_per_dir = defaults.size();
+  Status s = parse_activations(attrs, defaults, cfg.dirs, cfg.acts);
+  if (s.ok()) s = attrs.status();
+  if (!s.ok()) return init.error(StatusCode::kInvalidGraph, s.message());
+
+  cfg.dtype = init.input_type(0);
+  if (!is_float_type(cfg.dtype)) return init.unsupported_type(0);
+  const size_t max_inputs = cell == Cell::kLstm ? 8 : 6;
+  if (init.num_inputs() < 3 || init.num_inputs() > max_inputs)
+    return init.error(StatusCode::kInvalidGraph, "has ", init.num_inputs(), " inputs, expected 3 to ",
+                      max_inputs);
+  for (size_t i = 1; i < init.num_inputs(); ++i) {
+    if (!init.has_input(i) || i == 4) continue;
+    if (init.input_type(i) != cfg.dtype)
+      return init.error(StatusCode::kInvalidGraph, "input ", i, " has type ",
+                        tensor_type_name(init.input_type(i)), ", expected ",
+                        tensor_type_name(cfg.dtype));
+  }
+  if (!init.has_input(1) || !init.has_input(2))
+    return init.error(StatusCode::kInvalidGraph, "W and R are required");
+  if (init.has_input(4) && init.input_type(4) != DataType::kInt32 &&
+      init.input_type(4) != DataType::kInt64)
+    return init.error(StatusCode::kInvalidGraph, "sequence_lens must be int32, got ",
+                      tensor_type_name(init.input_type(4)));
+
+  const size_t max_outputs = cell == Cell::kLstm ? 3 : 2;
+  if (init.output_types.size() > max_outputs)
+    return init.error(StatusCode::kInvalidGraph, "has ", init.output_types.size(),
+                      " outputs, at most ", max_outputs, " allowed");
+  auto wanted = [&](size_t i) {
+    return i < init.node.outputs.size() && !init.node.outputs[i].empty();
+  };
+  cfg.want_y = wanted(0);
+  cfg.want_yh = wanted(1);
+  cfg.want_yc = wanted(2);
+  init.set_all_outputs(cfg.dtype);
+
+  // Pre-transpose a constant R whose shape fits what compute will check.
+  std::vector<float> rt_f;
+  std::vector<double> rt_d;
+  if (const Tensor* r = init.constant_input(2)) {
+    const int64_t G = gate_count(cell);
+    const bool fits = r->rank() == 3 && r->shape()[0] == cfg.dirs &&
+                      r->shape()[1] == G * r->shape()[2] &&
+                      (cfg.hidden < 0 || r->shape()[2] == cfg.hidden);
+    if (fits) {
+      switch (cfg.dtype) {
+        case DataType::kFloat: rt_f = pack_recurrence<float, float>(*r); break;
+        case DataType::kDouble: rt_d = pack_recurrence<double, double>(*r); break;
+        case DataType::kFloat16: rt_f = pack_recurrence<Float16, float>(*r); break;
+        case DataType::kBFloat16: rt_f = pack_recurrence<BFloat16, float>(*r); break;
+        default: break;
+      }
+    }
+  }
+  return make_kernel<RecurrentKernel>(std::move(cfg), std::move(rt_f), std::move(rt_d));
+}
+
+}  // namespace
+
+Expected<KernelPtr> create_rnn(KernelInit& init) { return create_recurrent(init, Cell::kRnn); }
+Expected<KernelPtr> create_gru(KernelInit& init) { return create_recurrent(init, Cell::kGru); }
+Expected<KernelPtr> create_lstm(KernelInit& init) { return create_recurrent(init, Cell::kLstm); }
+
+}  // namespace nxrt::cpu

@@ -1,0 +1,193 @@
+// Softmax, LogSoftmax and Hardmax.
+//
+// Before opset 13 these coerce the input to 2-D at `axis` (default 1) and normalize each
+// row of the flattened [outer, rest] matrix; from 13 they work along the single axis
+// `axis` (default -1). Both are the same loop over [outer, n, inner] blocks: the old
+// semantics is simply n = product of the trailing dims and inner = 1.
+// The max is subtracted before exp, so large inputs do not overflow.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "ep/cpu/kernels/common.h"
+
+namespace nxrt::cpu {
+namespace {
+
+enum class SoftKind { kSoftmax, kLogSoftmax, kHardmax };
+
+template <typename T> struct Wide { using type = float; };
+template <> struct Wide<double> { using type = double; };
+
+template <typename T, typename A>
+inline T narrow(A v) {
+  if constexpr (std::is_same_v<T, A>) return v;
+  else return T(float(v));
+}
+
+// True when v should replace the running max m; NaN counts as the largest (numpy's
+// argmax), and ties keep the first.
+template <typename A>
+inline bool hard_better(A v, A m) {
+  if (std::isnan(m)) return false;
+  return std::isnan(v) || v > m;
+}
+
+template <SoftKind K, typename T>
+void soft_rows(const T* x, T* y, int64_t rows, int64_t n) {
+  using A = typename Wide<T>::type;
+  std::vector<A> scratch;
+  if constexpr (!std::is_same_v<T, A>) scratch.resize(size_t(n));
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
+    if constexpr (K == SoftKind::kHardmax) {
+      A m = A(xr[0]);
+      int64_t at = 0;
+      for (int64_t k = 1; k < n; ++k)
+        if (hard_better(A(xr[k]), m)) {
+          m = A(xr[k]);
+          at = k;
+        }
+      for (int64_t k = 0; k < n; ++k) yr[k] = narrow<T>(A(k == at ? 1 : 0));
+      continue;
+    }
+    A m = A(xr[0]);
+    for (int64_t k = 1; k < n; ++k) m = std::max(m, A(xr[k]));
+    if (!std::isfinite(m)) m = std::isnan(m) ? m : A(0);  // keep inf inputs from making NaN
+    A* e;
+    if constexpr (std::is_same_v<T, A>) e = yr;
+    else e = scratch.data();
+    A sum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      e[k] = std::exp(A(xr[k]) - m);
+      sum += e[k];
+    }
+    if constexpr (K == SoftKind::kSoftmax) {
+      const A inv = A(1) / sum;
+      for (int64_t k = 0; k < n; ++k) yr[k] = narrow<T>(e[k] * inv);
+    } else {
+      const A shift = m + std::log(sum);
+      for (int64_t k = 0; k < n; ++k) yr[k] = narrow<T>(A(xr[k]) - shift);
+    }
+  }
+}
+
+// Strided axis: each block is [n, inner]; per-column state lives in small vectors and
+// every pass reads whole rows of `inner` contiguous elements.
+template <SoftKind K, typename T>
+void soft_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
+  using A = typename Wide<T>::type;
+  std::vector<A> m(static_cast<size_t>(inner)), sum(static_cast<size_t>(inner));
+  std::vector<int64_t> at(static_cast<size_t>(inner));
+  std::vector<A> scratch;
+  if constexpr (!std::is_same_v<T, A>) scratch.resize(size_t(n * inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    const T* xb = x + o * n * inner;
+    T* yb = y + o * n * inner;
+    for (int64_t j = 0; j < inner; ++j) {
+      m[size_t(j)] = A(xb[j]);
+      at[size_t(j)] = 0;
+    }
+    for (int64_t k = 1; k < n; ++k) {
+      const T* r = xb + k * inner;
+      for (int64_t j = 0; j < inner; ++j) {
+        const A v = A(r[j]);
+        if constexpr (K == SoftKind::kHardmax) {
+          if (hard_better(v, m[size_t(j)])) {
+            m[size_t(j)] = v;
+            at[size_t(j)] = k;
+          }
+        } else {
+          m[size_t(j)] = std::max(m[size_t(j)], v);
+        }
+      }
+    }
+    if constexpr (K == SoftKind::kHardmax) {
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t j = 0; j < inner; ++j)
+          yb[k * inner + j] = narrow<T>(A(at[size_t(j)] == k ? 1 : 0));
+      continue;
+    }
+    for (A& v : m)
+      if (!std::isfinite(v) && !std::isnan(v)) v = A(0);
+    A* e;
+    if constexpr (std::is_same_v<T, A>) e = yb;
+    else e = scratch.data();
+    std::fill(sum.begin(), sum.end(), A(0));
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t j = 0; j < inner; ++j) {
+        const A v = std::exp(A(xb[k * inner + j]) - m[size_t(j)]);
+        e[k * inner + j] = v;
+        sum[size_t(j)] += v;
+      }
+    if constexpr (K == SoftKind::kSoftmax) {
+      for (A& s : sum) s = A(1) / s;
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t j = 0; j < inner; ++j)
+          yb[k * inner + j] = narrow<T>(e[k * inner + j] * sum[size_t(j)]);
+    } else {
+      for (int64_t j = 0; j < inner; ++j) sum[size_t(j)] = m[size_t(j)] + std::log(sum[size_t(j)]);
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t j = 0; j < inner; ++j)
+          yb[k * inner + j] = narrow<T>(A(xb[k * inner + j]) - sum[size_t(j)]);
+    }
+  }
+}
+
+template <SoftKind K>
+class SoftKernel final : public Kernel {
+ public:
+  SoftKernel(DataType dtype, int64_t axis, bool coerce_2d)
+      : dtype_(dtype), axis_(axis), coerce_2d_(coerce_2d) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const int64_t rank = int64_t(x.rank());
+    int64_t axis = axis_;
+    // The 2-D coercion also accepts axis == rank (a single column of everything).
+    const bool in_range = coerce_2d_ ? (axis >= -rank && axis <= rank) : (axis >= -rank && axis < rank);
+    if (!in_range)
+      return invalid_argument("axis ", axis_, " is out of range for an input of rank ", rank);
+    if (axis < 0) axis += rank;
+    const Shape& s = x.shape();
+    const int64_t outer = s.product(0, size_t(axis));
+    const int64_t n = coerce_2d_ ? s.product(size_t(axis), s.size()) : s[size_t(axis)];
+    const int64_t inner = coerce_2d_ ? 1 : s.product(size_t(axis) + 1, s.size());
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, s));
+    if (outer * n * inner == 0) return Status();
+    switch (dtype_) {
+      NXRT_CASES_FLOAT({
+        if (inner == 1) soft_rows<K>(x.data<T>(), y->data<T>(), outer, n);
+        else soft_strided<K>(x.data<T>(), y->data<T>(), outer, n, inner);
+      })
+      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+    }
+    return Status();
+  }
+
+ private:
+  DataType dtype_;
+  int64_t axis_;
+  bool coerce_2d_;
+};
+
+template <SoftKind K>
+Expected<KernelPtr> create_soft(KernelInit& init) {
+  const DataType t = init.input_type(0);
+  if (!is_float_type(t)) return init.unsupported_type(0);
+  const bool coerce_2d = init.opset < 13;
+  AttrReader attrs(init.node);
+  const int64_t axis = attrs.get_int("axis", coerce_2d ? 1 : -1);
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  init.set_all_outputs(t);
+  return make_kernel<SoftKernel<K>>(t, axis, coerce_2d);
+}
+
+}  // namespace
+
+Expected<KernelPtr> create_softmax(KernelInit& init) { return create_soft<SoftKind::kSoftmax>(init); }
+Expected<KernelPtr> create_log_softmax(KernelInit& init) { return create_soft<SoftKind::kLogSoftmax>(init); }
+Expected<KernelPtr> create_hardmax(KernelInit& init) { return create_soft<SoftKind::kHardmax>(init); }
+
+}  // namespace nxrt::cpu
