@@ -2,12 +2,17 @@
 
 import numpy as np
 
-try:  # bfloat16 is exchanged as ml_dtypes.bfloat16 when ml_dtypes is installed
+try:  # bfloat16 and float8 are exchanged as ml_dtypes types when ml_dtypes is installed
     import ml_dtypes
 
     BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+    # ONNX codes of the one-byte float types; they cross the native boundary as uint8.
+    _BYTE_FLOATS = {17: np.dtype(ml_dtypes.float8_e4m3fn), 18: np.dtype(ml_dtypes.float8_e4m3fnuz),
+                    19: np.dtype(ml_dtypes.float8_e5m2), 20: np.dtype(ml_dtypes.float8_e5m2fnuz)}
 except ImportError:  # pragma: no cover - exercised only without ml_dtypes
     BFLOAT16 = None
+    _BYTE_FLOATS = {}
+_BYTE_FLOAT_CODES = {dt: code for code, dt in _BYTE_FLOATS.items()}
 
 STRING = 8
 BFLOAT16_CODE = 16
@@ -36,6 +41,8 @@ def code_of(dtype):
         return STRING
     if BFLOAT16 is not None and dtype == BFLOAT16:
         return BFLOAT16_CODE
+    if dtype in _BYTE_FLOAT_CODES:
+        return _BYTE_FLOAT_CODES[dtype]
     return _NUMPY_TO_CODE.get(dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype)
 
 
@@ -45,4 +52,11 @@ def numpy_dtype(code):
         return np.dtype(object)
     if code == BFLOAT16_CODE:
         return BFLOAT16 if BFLOAT16 is not None else np.dtype(np.uint16)
+    if code in _BYTE_FLOATS:
+        return _BYTE_FLOATS[code]
     return _CODE_TO_NUMPY.get(code)
+
+
+def is_byte_float(code):
+    """True for the float8 codes, which travel as uint8 bits."""
+    return code in _BYTE_FLOATS

@@ -170,7 +170,7 @@ def _to_feed(name, value, is_sequence=False):
         raise TypeError(
             f"input '{name}' has dtype {value.dtype}, which nxrt does not support; cast it "
             f"first, e.g. x.astype(np.float32) (supported: bool, int8/16/32/64, "
-            f"uint8/16/32/64, float16, float32, float64, bfloat16, str)")
+            f"uint8/16/32/64, float16, float32, float64, bfloat16, float8 (ml_dtypes), str)")
     if code == _dtypes.STRING:
         flat = [v.decode() if isinstance(v, bytes) else str(v) for v in value.reshape(-1).tolist()]
         return (name, code, None, flat, list(value.shape))
@@ -180,7 +180,7 @@ def _to_feed(name, value, is_sequence=False):
         value = value.copy(order="C")
     if code == _dtypes.BFLOAT16_CODE:
         value = value.view(np.uint16)
-    elif code == 9:
+    elif code == 9 or _dtypes.is_byte_float(code):
         value = value.view(np.uint8)
     return (name, code, value, None, None)
 
@@ -197,6 +197,8 @@ def _from_result(code, value):
         return out.reshape(shape)
     if code == _dtypes.BFLOAT16_CODE and _dtypes.BFLOAT16 is not None:
         return value.view(_dtypes.BFLOAT16)
+    if _dtypes.is_byte_float(code):
+        return value.view(_dtypes.numpy_dtype(code))
     return value
 
 

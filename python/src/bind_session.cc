@@ -176,7 +176,9 @@ class PySession {
     out["producer_name"] = m.producer_name;
     out["graph_name"] = m.graph.name;
     out["domain"] = m.domain;
-    out["description"] = m.doc_string;
+    // Doc strings are free text that may not be UTF-8; replace what does not decode.
+    out["description"] = nb::steal(PyUnicode_DecodeUTF8(m.doc_string.data(),
+                                                        Py_ssize_t(m.doc_string.size()), "replace"));
     out["version"] = m.model_version;
     nb::dict custom;
     for (const auto& [k, v] : m.metadata_props) custom[nb::str(k.c_str())] = v;

@@ -36,7 +36,28 @@ void expect_wire(const pz::pbf_reader& r, pz::pbf_wire_type wire, const char* fi
   if (r.wire_type() != wire) fail(std::string("field '") + field + "' has the wrong wire type");
 }
 
+bool is_valid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    i += len;
+  }
+  return true;
+}
+
+// Protobuf `string` fields must be UTF-8 (names, domains, op types); `bytes` fields
+// (raw data, string tensors, attribute strings) may hold anything: read_bytes.
 std::string read_string(pz::pbf_reader& r, const char* field) {
+  expect_wire(r, pz::pbf_wire_type::length_delimited, field);
+  std::string out = r.get_string();
+  if (!is_valid_utf8(out)) fail(std::string("field '") + field + "' is not valid UTF-8");
+  return out;
+}
+std::string read_bytes(pz::pbf_reader& r, const char* field) {
   expect_wire(r, pz::pbf_wire_type::length_delimited, field);
   return r.get_string();
 }
@@ -122,7 +143,7 @@ RawTensor read_raw_tensor(pz::pbf_reader msg) {
       case 2: t.data_type = int32_t(read_int64(msg, "TensorProto.data_type")); break;
       case 4: read_repeated_float(msg, t.floats, "TensorProto.float_data"); break;
       case 5: read_repeated_varint(msg, t.int32s, "TensorProto.int32_data"); break;
-      case 6: t.strings.push_back(read_string(msg, "TensorProto.string_data")); break;
+      case 6: t.strings.push_back(read_bytes(msg, "TensorProto.string_data")); break;
       case 7: read_repeated_varint(msg, t.int64s, "TensorProto.int64_data"); break;
       case 8: t.name = read_string(msg, "TensorProto.name"); break;
       case 9:
@@ -402,12 +423,12 @@ ir::Attribute read_attribute(pz::pbf_reader msg, const Context& ctx, int depth) 
         a.f = msg.get_float();
         break;
       case 3: a.i = read_int64(msg, "AttributeProto.i"); break;
-      case 4: a.s = read_string(msg, "AttributeProto.s"); break;
+      case 4: a.s = read_bytes(msg, "AttributeProto.s"); break;
       case 5: a.t = make_tensor(read_raw_tensor(read_message(msg, "AttributeProto.t")), ctx); break;
       case 6: a.g = read_graph(read_message(msg, "AttributeProto.g"), ctx, depth + 1); break;
       case 7: read_repeated_float(msg, a.floats, "AttributeProto.floats"); break;
       case 8: read_repeated_varint(msg, a.ints, "AttributeProto.ints"); break;
-      case 9: a.strings.push_back(read_string(msg, "AttributeProto.strings")); break;
+      case 9: a.strings.push_back(read_bytes(msg, "AttributeProto.strings")); break;
       case 10:
         a.tensors.push_back(
             make_tensor(read_raw_tensor(read_message(msg, "AttributeProto.tensors")), ctx));
@@ -548,7 +569,7 @@ Expected<std::shared_ptr<ir::Model>> decode_model(const char* data, size_t size,
         case 3: model->producer_version = read_string(msg, "ModelProto.producer_version"); break;
         case 4: model->domain = read_string(msg, "ModelProto.domain"); break;
         case 5: model->model_version = read_int64(msg, "ModelProto.model_version"); break;
-        case 6: model->doc_string = read_string(msg, "ModelProto.doc_string"); break;
+        case 6: model->doc_string = read_bytes(msg, "ModelProto.doc_string"); break;
         case 7: {
           auto graph = read_graph(read_message(msg, "ModelProto.graph"), ctx, 0);
           model->graph = std::move(*graph);

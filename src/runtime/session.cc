@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "onnx/decoder.h"
+#include "optimizer/inline_functions.h"
 
 namespace nxrt {
 
@@ -24,6 +25,7 @@ Expected<std::unique_ptr<Session>> Session::create_from_bytes(const void* data, 
 
 Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> model,
                                                    const SessionConfig& config) {
+  NXRT_RETURN_IF_ERROR(optimizer::inline_functions(*model));
   auto session = std::unique_ptr<Session>(new Session());
   session->model_ = model;
   session->config_ = config;

@@ -224,8 +224,10 @@ class ConvKernel final : public Kernel {
       pointwise &= L.kernel[d] == 1 && L.stride[d] == 1 && L.pad[d] == 0;
     const int64_t gl = L.grid[L.r - 1];
     const int64_t rows = out_size / gl;
-    // Whole grid rows at a time, about 1 MiB of columns: the GEMM then reads them from L2.
-    const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 18) / std::max<int64_t>(1, K * gl));
+    // Whole grid rows at a time: ~1M column entries, but at least ~1024 columns so the
+    // GEMM's repacking of the weights per chunk stays cheap relative to its work.
+    const int64_t budget_rows = (int64_t(1) << 20) / std::max<int64_t>(1, K * gl);
+    const int64_t chunk = std::max<int64_t>({int64_t(1), budget_rows, (1023 + gl) / gl});
     std::vector<T> col(pointwise ? 0 : size_t(K * gl * std::min(chunk, rows)));
     for (int64_t n = 0; n < N; ++n)
       for (int64_t g = 0; g < G; ++g) {

@@ -1,6 +1,7 @@
 // MaxPool, AveragePool, LpPool and their Global forms, for any number of spatial dims.
 // Windows are clipped to the input per dim up front (dim_ranges), so the inner loops
 // never test for padding.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -200,6 +201,60 @@ class GlobalPoolKernel final : public Kernel {
   PoolParams prm_;
 };
 
+// MaxUnpool: scatters X into a zero tensor at the flat positions MaxPool's Indices name.
+class MaxUnpoolKernel final : public Kernel {
+ public:
+  explicit MaxUnpoolKernel(WindowAttrs attrs) : attrs_(std::move(attrs)) {}
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const Tensor& ind = *ctx.input(1);
+    if (x.rank() < 3) return invalid_argument("MaxUnpool needs rank >= 3, got ", x.shape().to_string());
+    if (!(ind.shape() == x.shape()))
+      return invalid_argument("indices shape ", ind.shape().to_string(), " differs from X ",
+                              x.shape().to_string());
+    const size_t r = x.rank() - 2;
+    if (attrs_.kernel_shape.size() != r)
+      return invalid_argument("kernel_shape has ", attrs_.kernel_shape.size(), " values for ", r,
+                              " spatial dims");
+    if ((!attrs_.strides.empty() && attrs_.strides.size() != r) ||
+        (!attrs_.pads.empty() && attrs_.pads.size() != 2 * r))
+      return invalid_argument("strides/pads do not match ", r, " spatial dims");
+    Shape out{x.shape()[0], x.shape()[1]};
+    for (size_t d = 0; d < r; ++d) {
+      const int64_t s = attrs_.strides.empty() ? 1 : attrs_.strides[d];
+      const int64_t pads = attrs_.pads.empty() ? 0 : attrs_.pads[d] + attrs_.pads[d + r];
+      out.push_back((x.shape()[d + 2] - 1) * s - pads + attrs_.kernel_shape[d]);
+    }
+    if (const Tensor* os = ctx.input(2)) {
+      std::vector<int64_t> dims;
+      NXRT_RETURN_IF_ERROR(read_int_list(*os, dims, "output_shape"));
+      if (dims.size() != x.rank()) return invalid_argument("output_shape has the wrong rank");
+      out = Shape(dims);
+    }
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
+    const int64_t total = y->numel();
+    const int64_t* pi = ind.data<int64_t>();
+    switch (x.dtype()) {
+      NXRT_CASES_NUMERIC({
+        T* py = y->data<T>();
+        std::fill(py, py + total, T(0));
+        const T* px = x.data<T>();
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          if (pi[i] < 0 || pi[i] >= total)
+            return invalid_argument("index ", pi[i], " is outside the output of ", total,
+                                    " elements");
+          py[pi[i]] = px[i];
+        }
+      })
+      default: return not_implemented("MaxUnpool of ", tensor_type_name(x.dtype()));
+    }
+    return Status();
+  }
+
+ private:
+  WindowAttrs attrs_;
+};
+
 Expected<KernelPtr> create_pool(KernelInit& init, PoolKind kind) {
   AttrReader attrs(init.node);
   WindowAttrs w;
@@ -233,6 +288,19 @@ Expected<KernelPtr> create_global_pool(KernelInit& init, PoolKind kind) {
 }
 
 }  // namespace
+
+Expected<KernelPtr> create_max_unpool(KernelInit& init) {
+  AttrReader attrs(init.node);
+  WindowAttrs w;
+  Status st = read_window_attrs(attrs, false, w);
+  if (!st.ok()) return init.error(st.code(), st.message());
+  if (w.kernel_shape.empty()) return init.error(StatusCode::kInvalidGraph, "needs kernel_shape");
+  const DataType t = init.input_type(0);
+  if (!is_float_type(t) && !is_integer_type(t)) return init.unsupported_type(0);
+  if (init.input_type(1) != DataType::kInt64) return init.unsupported_type(1);
+  init.set_all_outputs(t);
+  return make_kernel<MaxUnpoolKernel>(std::move(w));
+}
 
 Expected<KernelPtr> create_max_pool(KernelInit& init) { return create_pool(init, PoolKind::kMax); }
 Expected<KernelPtr> create_average_pool(KernelInit& init) {

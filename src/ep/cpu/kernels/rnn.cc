@@ -10,6 +10,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#include <immintrin.h>
+#endif
+
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/kernels/common.h"
 
@@ -25,8 +29,10 @@ int64_t gate_count(Cell cell) { return cell == Cell::kRnn ? 1 : cell == Cell::kG
 // Hot loops get an AVX2 clone picked at load time; the baseline build stays portable.
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
 #define NXRT_RNN_MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#define NXRT_RNN_HAVE_FMA 1
 #else
 #define NXRT_RNN_MULTIVERSION
+#define NXRT_RNN_HAVE_FMA 0
 #endif
 
 // e^x for x in [-88, 88] (callers clamp): x = n*ln2 + r with |r| <= ln2/2, e^r by its
@@ -263,98 +269,152 @@ void product_nt(int64_t m, int64_t n, int64_t k, const C* x, const C* w, C* out)
   }
 }
 
-// c[n] = a[k] * b[k x n] (row stride ldb): the per-step product for a few batch rows.
-// Four rows of b per pass over c quarter the loads and stores of c.
-template <typename C>
-void few_rows_product_impl(int64_t n, int64_t k, const C* a, const C* b, int64_t ldb, C* c) {
-  constexpr int64_t kNB = 1024;  // a block of c stays in L1 across the pass over k
-  for (int64_t n0 = 0; n0 < n; n0 += kNB) {
-    const int64_t nn = std::min(kNB, n - n0);
-    C* __restrict cj = c + n0;
-    std::fill(cj, cj + nn, C(0));
-    int64_t p = 0;
-    for (; p + 4 <= k; p += 4) {
-      const C* __restrict b0 = b + p * ldb + n0;
-      const C* __restrict b1 = b0 + ldb;
-      const C* __restrict b2 = b1 + ldb;
-      const C* __restrict b3 = b2 + ldb;
-      const C a0 = a[p], a1 = a[p + 1], a2 = a[p + 2], a3 = a[p + 3];
-      for (int64_t j = 0; j < nn; ++j) cj[j] += (a0 * b0[j] + a1 * b1[j]) + (a2 * b2[j] + a3 * b3[j]);
-    }
-    for (; p < k; ++p) {
-      const C* __restrict bp = b + p * ldb + n0;
-      const C ap = a[p];
-      for (int64_t j = 0; j < nn; ++j) cj[j] += ap * bp[j];
-    }
-  }
-}
+// The per-step product h * R^T reads R^T in column panels of kPanel, each stored k-major
+// and contiguous: walking R^T's rows directly would stride by the gate width (often a
+// multiple of 4 KiB) and thrash the L1 sets. Columns past the last full panel follow as
+// a plain [k x tail] block.
+constexpr int64_t kPanel = 16;
 
-// Eight floats as one value (GCC/Clang vector extension): an AVX register in the AVX2
-// clone, a pair of SSE registers otherwise.
-typedef float Vec8 __attribute__((vector_size(32)));
-
-// An R x (8*V) block of c = a * b held in registers across the whole k loop; b is read in
-// place (row stride ldb), so nothing is packed per step.
-template <int R, int V>
-inline __attribute__((always_inline)) void register_tile(int64_t k, const float* a, int64_t lda,
-                                                         const float* b, int64_t ldb, float* c,
-                                                         int64_t ldc) {
-  Vec8 acc[R][V];
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V; ++v) acc[r][v] = Vec8{};
-  for (int64_t p = 0; p < k; ++p) {
-    Vec8 bv[V];
-    for (int v = 0; v < V; ++v) std::memcpy(&bv[v], b + p * ldb + 8 * v, sizeof(Vec8));
-    for (int r = 0; r < R; ++r) {
-      const float av = a[r * lda + p];
-      for (int v = 0; v < V; ++v) acc[r][v] += av * bv[v];
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V; ++v) std::memcpy(c + r * ldc + 8 * v, &acc[r][v], sizeof(Vec8));
-}
-
-template <int R, int W>
-inline __attribute__((always_inline)) void tile_rows(int64_t n, int64_t k, const float* a,
-                                                     int64_t lda, const float* b, int64_t ldb,
-                                                     float* c, int64_t ldc) {
-  int64_t j = 0;
-  for (; j + W <= n; j += W) register_tile<R, W / 8>(k, a, lda, b + j, ldb, c + j, ldc);
-  if (j < n)
-    for (int r = 0; r < R; ++r)
-      few_rows_product_impl(n - j, k, a + r * lda, b + j, ldb, c + r * ldc + j);
-}
-
-// c[m x n] (ldc) = a[m x k] (lda) * b[k x n] (ldb) for the per-step products: each tile
-// keeps eight vector accumulators live whatever the row count.
-NXRT_RNN_MULTIVERSION
-void step_product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                  int64_t ldb, float* c, int64_t ldc) {
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4) tile_rows<4, 16>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
-  if (i + 2 <= m) {
-    tile_rows<2, 32>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
-    i += 2;
-  }
-  if (i < m) tile_rows<1, 64>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
-}
-void step_product(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
-                  int64_t ldb, double* c, int64_t ldc) {
-  for (int64_t i = 0; i < m; ++i) few_rows_product_impl(n, k, a + i * lda, b, ldb, c + i * ldc);
-}
-
-// The recurrence weights of one direction: R [n x k] as given, and R^T [k x n].
-template <typename C>
-struct Recurrence {
-  const C* r;
-  const C* rt;
-  int64_t n, k;
-
-  // out[m x nn] (ldc) = h[m x k] * R[col0 : col0 + nn]^T
-  void product(int64_t m, const C* h, int64_t col0, int64_t nn, C* out, int64_t ldc) const {
-    step_product(m, nn, k, h, k, rt + col0, n, out, ldc);
-  }
+// Columns [col0, col0 + width) of R^T for one direction, packed as described above.
+struct Segment {
+  int64_t col0 = 0, width = 0, offset = 0;
 };
+
+template <typename C>
+struct PackedR {
+  std::vector<C> data;
+  std::vector<Segment> segments;
+  int64_t k = 0;
+};
+
+// r is [n x k] row-major (one direction of the R input).
+template <typename T, typename C>
+void pack_segments(const T* r, int64_t k, const std::vector<std::pair<int64_t, int64_t>>& cols,
+                   PackedR<C>& out) {
+  out.k = k;
+  out.segments.clear();
+  int64_t total = 0;
+  for (const auto& [col0, width] : cols) {
+    out.segments.push_back({col0, width, total});
+    total += width * k;
+  }
+  out.data.assign(size_t(total), C(0));
+  for (const Segment& seg : out.segments) {
+    C* dst = out.data.data() + seg.offset;
+    const int64_t panels = seg.width / kPanel, tail = seg.width % kPanel;
+    for (int64_t q = 0; q < panels; ++q)
+      for (int64_t j = 0; j < kPanel; ++j) {
+        const T* src = r + (seg.col0 + q * kPanel + j) * k;
+        for (int64_t p = 0; p < k; ++p) dst[(q * k + p) * kPanel + j] = C(src[p]);
+      }
+    C* tail_dst = dst + panels * kPanel * k;
+    for (int64_t j = 0; j < tail; ++j) {
+      const T* src = r + (seg.col0 + panels * kPanel + j) * k;
+      for (int64_t p = 0; p < k; ++p) tail_dst[p * tail + j] = C(src[p]);
+    }
+  }
+}
+
+// c[m x w] (ldc) = a[m x k] (lda) * packed segment; the portable version.
+template <typename C>
+void panel_product_simple(int64_t m, int64_t w, int64_t k, const C* a, int64_t lda,
+                          const C* packed, C* c, int64_t ldc) {
+  const int64_t panels = w / kPanel, tail = w % kPanel;
+  for (int64_t i = 0; i < m; ++i) {
+    const C* ai = a + i * lda;
+    C* ci = c + i * ldc;
+    for (int64_t q = 0; q < panels; ++q) {
+      C acc[kPanel] = {};
+      const C* bq = packed + q * k * kPanel;
+      for (int64_t p = 0; p < k; ++p) {
+        const C av = ai[p];
+        for (int64_t j = 0; j < kPanel; ++j) acc[j] += av * bq[p * kPanel + j];
+      }
+      std::copy_n(acc, kPanel, ci + q * kPanel);
+    }
+    if (tail) {
+      C* ct = ci + panels * kPanel;
+      std::fill_n(ct, tail, C(0));
+      const C* bt = packed + panels * kPanel * k;
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < tail; ++j) ct[j] += ai[p] * bt[p * tail + j];
+    }
+  }
+}
+
+NXRT_RNN_MULTIVERSION
+void panel_product_generic(int64_t m, int64_t w, int64_t k, const float* a, int64_t lda,
+                           const float* packed, float* c, int64_t ldc) {
+  panel_product_simple(m, w, k, a, lda, packed, c, ldc);
+}
+
+#if NXRT_RNN_HAVE_FMA
+// R rows times NP panels, all accumulators (2 * R * NP vectors) in registers over k.
+template <int R, int NP>
+__attribute__((target("avx2,fma"), always_inline)) inline void panel_tile_fma(
+    int64_t k, const float* a, int64_t lda, const float* panel, float* c, int64_t ldc) {
+  __m256 acc[R][2 * NP];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < 2 * NP; ++v) acc[r][v] = _mm256_setzero_ps();
+  const int64_t pstride = k * kPanel;
+  for (int64_t p = 0; p < k; ++p) {
+    __m256 bv[2 * NP];
+    for (int q = 0; q < NP; ++q) {
+      bv[2 * q] = _mm256_loadu_ps(panel + q * pstride + p * kPanel);
+      bv[2 * q + 1] = _mm256_loadu_ps(panel + q * pstride + p * kPanel + 8);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_set1_ps(a[r * lda + p]);
+      for (int v = 0; v < 2 * NP; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < 2 * NP; ++v) _mm256_storeu_ps(c + r * ldc + 8 * v, acc[r][v]);
+}
+
+__attribute__((target("avx2,fma"))) void panel_product_fma(int64_t m, int64_t w, int64_t k,
+                                                           const float* a, int64_t lda,
+                                                           const float* packed, float* c,
+                                                           int64_t ldc) {
+  const int64_t panels = w / kPanel;
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4)
+    for (int64_t q = 0; q < panels; ++q)
+      panel_tile_fma<4, 1>(k, a + i * lda, lda, packed + q * k * kPanel, c + i * ldc + q * kPanel, ldc);
+  for (; i < m; ++i) {
+    int64_t q = 0;
+    // One row: four panels at once keep eight independent FMA chains in flight.
+    for (; q + 4 <= panels; q += 4)
+      panel_tile_fma<1, 4>(k, a + i * lda, lda, packed + q * k * kPanel, c + i * ldc + q * kPanel, ldc);
+    for (; q < panels; ++q)
+      panel_tile_fma<1, 1>(k, a + i * lda, lda, packed + q * k * kPanel, c + i * ldc + q * kPanel, ldc);
+  }
+  if (w % kPanel) {
+    // Tail columns: reuse the portable code on the tail block alone.
+    const int64_t off = panels * kPanel;
+    panel_product_simple(m, w - off, k, a, lda, packed + off * k, c + off, ldc);
+  }
+}
+#endif
+
+void panel_product(int64_t m, int64_t w, int64_t k, const float* a, int64_t lda,
+                   const float* packed, float* c, int64_t ldc) {
+#if NXRT_RNN_HAVE_FMA
+  if (gemm::has_avx2_fma()) return panel_product_fma(m, w, k, a, lda, packed, c, ldc);
+#endif
+  panel_product_generic(m, w, k, a, lda, packed, c, ldc);
+}
+void panel_product(int64_t m, int64_t w, int64_t k, const double* a, int64_t lda,
+                   const double* packed, double* c, int64_t ldc) {
+  panel_product_simple(m, w, k, a, lda, packed, c, ldc);
+}
+
+// Column segments of R^T a cell multiplies separately: GRU without linear_before_reset
+// needs its h gate apart (it multiplies r .* h, not h).
+std::vector<std::pair<int64_t, int64_t>> segments_for(Cell cell, bool lbr, int64_t H) {
+  if (cell == Cell::kGru && !lbr) return {{0, 2 * H}, {2 * H, H}};
+  return {{0, gate_count(cell) * H}};
+}
 
 // ------------------------------------------------------------------------ the kernel
 

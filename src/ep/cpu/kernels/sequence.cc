@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ep/cpu/kernels/common.h"
+#include "planner/plan.h"
 
 namespace nxrt::cpu {
 namespace {
@@ -257,6 +258,39 @@ class OptionalHasElementKernel final : public Kernel {
   }
 };
 
+// SequenceMap: runs the body once per position; sequence inputs contribute their i-th
+// element, tensor inputs themselves; each body output becomes one output sequence.
+class SequenceMapKernel final : public Kernel {
+ public:
+  SequenceMapKernel(std::shared_ptr<ExecutableGraph> body, std::vector<ValueKind> kinds)
+      : body_(std::move(body)), kinds_(std::move(kinds)) {}
+  Status compute(KernelContext& ctx) const override {
+    const size_t length = sequence_input(ctx, 0).size();
+    for (size_t k = 1; k < kinds_.size(); ++k)
+      if (kinds_[k] == ValueKind::kSequence && sequence_input(ctx, k).size() != length)
+        return invalid_argument("input sequences have different lengths (", length, " and ",
+                                sequence_input(ctx, k).size(), ")");
+    std::vector<TensorSequence> results(ctx.num_outputs());
+    std::vector<const Tensor*> feeds(kinds_.size());
+    std::vector<Tensor> outputs;
+    for (size_t i = 0; i < length; ++i) {
+      for (size_t k = 0; k < kinds_.size(); ++k)
+        feeds[k] = kinds_[k] == ValueKind::kSequence ? &sequence_input(ctx, k)[i] : ctx.input(k);
+      NXRT_RETURN_IF_ERROR(ctx.run_subgraph(*body_, feeds, outputs));
+      if (outputs.size() != results.size())
+        return invalid_argument("body produced ", outputs.size(), " outputs, expected ", results.size());
+      for (size_t o = 0; o < outputs.size(); ++o) results[o].push_back(std::move(outputs[o]));
+    }
+    for (size_t o = 0; o < results.size(); ++o)
+      NXRT_RETURN_IF_ERROR(ctx.set_output_sequence(o, std::move(results[o])));
+    return Status();
+  }
+
+ private:
+  std::shared_ptr<ExecutableGraph> body_;
+  std::vector<ValueKind> kinds_;
+};
+
 ValueKind kind_of(const KernelInit& init, size_t i) {
   return i < init.input_kinds.size() ? init.input_kinds[i] : ValueKind::kTensor;
 }
@@ -365,6 +399,26 @@ Expected<KernelPtr> create_optional_get_element(KernelInit& init) {
   init.output_kinds[0] = ValueKind::kTensor;
   if (kind_of(init, 0) == ValueKind::kSequence) init.output_kinds[0] = ValueKind::kSequence;
   return make_kernel<OptionalGetElementKernel>(kind_of(init, 0));
+}
+
+Expected<KernelPtr> create_sequence_map(KernelInit& init) {
+  NXRT_RETURN_IF_ERROR(require_sequence(init, 0));
+  AttrReader attrs(init.node);
+  const ir::Graph* body = attrs.require_graph("body");
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  if (body->inputs.size() != init.num_inputs() || body->outputs.size() != init.output_types.size())
+    return init.error(StatusCode::kInvalidGraph, "body has ", body->inputs.size(), " inputs and ",
+                      body->outputs.size(), " outputs; the node has ", init.num_inputs(), " and ",
+                      init.output_types.size());
+  std::vector<ValueKind> kinds;
+  for (size_t i = 0; i < init.num_inputs(); ++i) kinds.push_back(kind_of(init, i));
+  NXRT_ASSIGN_OR_RETURN(auto graph, init.subgraphs->compile(*body, init.implicit_inputs,
+                                                             init.implicit_types, init.input_types));
+  for (size_t o = 0; o < init.output_types.size(); ++o) {
+    init.output_types[o] = graph->slots[size_t(graph->output_slots[o])].dtype;
+    init.output_kinds[o] = ValueKind::kSequence;
+  }
+  return make_kernel<SequenceMapKernel>(std::move(graph), std::move(kinds));
 }
 
 // Identity of a sequence (the tensor case lives in reshape_ops.cc).

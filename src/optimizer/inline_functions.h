@@ -1,0 +1,14 @@
+// Replaces calls to model-local functions (ModelProto.functions) with the function body,
+// so the planner only ever sees ops that have kernels.
+#pragma once
+
+#include "core/status.h"
+#include "ir/graph.h"
+
+namespace nxrt::optimizer {
+
+// Inlines every call in the main graph and its subgraphs, recursively (a function may
+// call another); recursion deeper than a fixed limit is an error.
+Status inline_functions(ir::Model& model);
+
+}  // namespace nxrt::optimizer
