@@ -78,6 +78,7 @@ class SessionOptions:
             "intra_op_num_threads": int(self.intra_op_num_threads),
             "inter_op_num_threads": int(self.inter_op_num_threads),
             "graph_optimization_level": int(self.graph_optimization_level),
+            "enable_profiling": bool(self.enable_profiling),
             "config_entries": dict(self._config_entries),
         }
 
@@ -170,7 +171,8 @@ def _to_feed(name, value, is_sequence=False):
         raise TypeError(
             f"input '{name}' has dtype {value.dtype}, which nxrt does not support; cast it "
             f"first, e.g. x.astype(np.float32) (supported: bool, int8/16/32/64, "
-            f"uint8/16/32/64, float16, float32, float64, bfloat16, float8 (ml_dtypes), str)")
+            f"uint8/16/32/64, float16, float32, float64, str, and from ml_dtypes bfloat16, "
+            f"float8, float4_e2m1fn, int4, uint4, int2, uint2)")
     if code == _dtypes.STRING:
         flat = [v.decode() if isinstance(v, bytes) else str(v) for v in value.reshape(-1).tolist()]
         return (name, code, None, flat, list(value.shape))
@@ -182,6 +184,8 @@ def _to_feed(name, value, is_sequence=False):
         value = value.view(np.uint16)
     elif code == 9 or _dtypes.is_byte_float(code):
         value = value.view(np.uint8)
+    elif _dtypes.is_sub_byte(code):
+        value = _dtypes.sub_byte_to_native(code, value)
     return (name, code, value, None, None)
 
 
@@ -199,6 +203,8 @@ def _from_result(code, value):
         return value.view(_dtypes.BFLOAT16)
     if _dtypes.is_byte_float(code):
         return value.view(_dtypes.numpy_dtype(code))
+    if _dtypes.is_sub_byte(code):
+        return _dtypes.sub_byte_from_native(code, value)
     return value
 
 
@@ -230,7 +236,6 @@ class InferenceSession:
         self._feedable = set(self._input_names) | {i.name for i in self._overridable}
         self._output_names = [o.name for o in self._outputs]
         self._profiling = bool(self._sess_options.enable_profiling)
-        self._profile_events = []
 
     def get_inputs(self):
         return list(self._inputs)
@@ -272,22 +277,16 @@ class InferenceSession:
         feeds = [_to_feed(n, v, n in self._sequence_inputs) for n, v in input_feed.items()]
         names = list(output_names) if output_names else []
         flag = run_options._flag if run_options is not None else None
-        start = time.perf_counter_ns() if self._profiling else 0
         results = self._sess.run(names, feeds, flag)
-        if self._profiling:
-            self._profile_events.append((start, time.perf_counter_ns() - start))
         return [_from_result(code, value) for code, value in results]
 
     def end_profiling(self):
-        """Writes the collected run timings as a Chrome trace JSON file; returns its path."""
+        """Writes the per-node timings of every run so far as a Chrome trace JSON file
+        (``profile_file_prefix`` + date) and returns its path; "" when profiling is off."""
         if not self._profiling:
             return ""
-        import json
-
         path = f"{self._sess_options.profile_file_prefix}{time.strftime('%Y-%m-%d_%H-%M-%S')}.json"
-        events = [{"cat": "Session", "name": "model_run", "ph": "X", "pid": os.getpid(),
-                   "tid": 0, "ts": s // 1000, "dur": d // 1000} for s, d in self._profile_events]
         with open(path, "w") as f:
-            json.dump(events, f)
+            f.write(self._sess.take_profile())
         self._profiling = False
         return path

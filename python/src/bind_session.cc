@@ -63,6 +63,8 @@ nb::dlpack::dtype dlpack_dtype(DataType type) {
     case DataType::kFloat16: return make(dtype_code::Float, 16);
     case DataType::kBFloat16: return make(dtype_code::UInt, 16);  // viewed as bfloat16 in Python
     case DataType::kInt8: return make(dtype_code::Int, 8);
+    // Sub-byte types are one element per byte (core/dtype.h); Python re-types them.
+    case DataType::kInt4: case DataType::kInt2: return make(dtype_code::Int, 8);
     case DataType::kInt16: return make(dtype_code::Int, 16);
     case DataType::kInt32: return make(dtype_code::Int, 32);
     case DataType::kInt64: return make(dtype_code::Int, 64);
@@ -137,6 +139,8 @@ class PySession {
 
   static SessionConfig config_from(const nb::dict& options) {
     SessionConfig config;
+    if (options.contains("enable_profiling"))
+      config.enable_profiling = nb::cast<bool>(options["enable_profiling"]);
     if (options.contains("intra_op_num_threads"))
       config.intra_op_num_threads = nb::cast<int>(options["intra_op_num_threads"]);
     if (options.contains("inter_op_num_threads"))
@@ -164,6 +168,7 @@ class PySession {
         unwrap(Session::create_from_bytes(data.c_str(), data.size(), config)));
   }
 
+  std::string take_profile() { return session_->take_profile_json(); }
   nb::list inputs() const { return describe_values(session_->inputs()); }
   nb::list outputs() const { return describe_values(session_->outputs()); }
   nb::list overridable_initializers() const {
@@ -254,6 +259,7 @@ void bind_session(nb::module_& m) {
       .def("outputs", &PySession::outputs)
       .def("overridable_initializers", &PySession::overridable_initializers)
       .def("metadata", &PySession::metadata)
+      .def("take_profile", &PySession::take_profile)
       .def("run", &PySession::run, nb::arg("output_names"), nb::arg("feeds"),
            nb::arg("terminate").none() = nb::none());
 }

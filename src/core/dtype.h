@@ -35,10 +35,25 @@ enum class DataType : int32_t {
   kUint4 = 21,
   kInt4 = 22,
   kFloat4E2M1 = 23,
+  kFloat8E8M0 = 24,
+  kUint2 = 25,
+  kInt2 = 26,
 };
 
-// Bytes per element; 0 for string (stored as std::string) and sub-byte or unknown types.
+// Sub-byte types (uint4, int4, float4e2m1, uint2, int2) are stored UNPACKED in nxrt, one
+// element per byte, so kernels index them like uint8/int8 and shape-only kernels (Identity,
+// Reshape, Transpose, Gather, ...) move them without special cases. ONNX serializes them
+// packed (low bits first); the decoder unpacks initializers when loading. In each byte:
+// int4/int2 hold the sign-extended value (an int8 in [-8, 7] / [-2, 1]), uint4/uint2 the
+// value (a uint8 in [0, 15] / [0, 3]) and float4e2m1 its 4-bit code in the low nibble.
+// float8 types, float8e8m0 included, hold their bit pattern. The Python layer exchanges
+// them with ml_dtypes arrays (int8 values for int4/int2, uint8 bits for the others).
+
+// Bytes per element (1 for the sub-byte types, see above); 0 for string (stored as
+// std::string) and unknown types.
 size_t dtype_size(DataType type);
+// Bits per element in ONNX's packed serialization: 4 or 2 for the sub-byte types, else 0.
+int dtype_packed_bits(DataType type);
 // ONNX spelling: "float", "int64", "float16", "bfloat16", ...
 std::string_view dtype_name(DataType type);
 // onnxruntime spelling of a tensor type: "tensor(float)".

@@ -26,6 +26,15 @@ class ExecutableGraph;  // a planned (sub)graph; defined by the planner
 // optional is a slot with no value (ctx.input() and input_sequence() return nullptr).
 enum class ValueKind : uint8_t { kTensor, kSequence };
 
+// A subgraph compiled for a kernel: the opaque plan plus the interface kernels need.
+struct CompiledSubgraph {
+  std::shared_ptr<ExecutableGraph> graph;
+  std::vector<ir::ValueInfo> inputs;     // as declared, graph order
+  std::vector<ir::ValueInfo> outputs;    // as declared, graph order
+  std::vector<DataType> output_types;    // planned element types
+  std::vector<ValueKind> output_kinds;
+};
+
 // Compiles subgraph attributes (If branches, Loop and Scan bodies) during prepare.
 class SubgraphCompiler {
  public:
@@ -33,7 +42,7 @@ class SubgraphCompiler {
   // `outer_names`/`outer_types`: the values of enclosing scopes the subgraph may read,
   // in the order the node's implicit inputs list them. `input_types` fills in graph
   // input types the subgraph leaves undeclared (kUndefined keeps the declared type).
-  virtual Expected<std::shared_ptr<ExecutableGraph>> compile(
+  virtual Expected<CompiledSubgraph> compile(
       const ir::Graph& graph, const std::vector<std::string>& outer_names,
       const std::vector<DataType>& outer_types, const std::vector<DataType>& input_types) = 0;
 };
@@ -104,7 +113,7 @@ class KernelContext {
 
   // Runs a compiled subgraph; this node's implicit inputs are bound to its outer names.
   // `outputs` receives owning tensors.
-  virtual Status run_subgraph(const ExecutableGraph& graph,
+  virtual Status run_subgraph(const CompiledSubgraph& graph,
                               std::span<const Tensor* const> inputs,
                               std::vector<Tensor>& outputs) = 0;
 

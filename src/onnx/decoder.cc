@@ -205,6 +205,29 @@ std::string resolve_external_path(const Context& ctx, const std::string& locatio
   return full.string();
 }
 
+// Bytes ONNX uses to serialize `numel` elements: packed for the sub-byte types.
+size_t serialized_bytes(DataType dtype, int64_t numel) {
+  const int bits = dtype_packed_bits(dtype);
+  if (bits == 0) return size_t(numel) * dtype_size(dtype);
+  return (size_t(numel) * size_t(bits) + 7) / 8;
+}
+
+// Expands ONNX's packed sub-byte data (first element in the lowest bits of each byte) to
+// nxrt's one element per byte, sign-extending int4/int2 (see dtype.h). `byte_at(k)` gives
+// packed byte k.
+template <typename ByteAt>
+void unpack_sub_byte(DataType dtype, int64_t numel, ByteAt byte_at, uint8_t* out) {
+  const int bits = dtype_packed_bits(dtype);
+  const int per_byte = 8 / bits;
+  const int mask = (1 << bits) - 1;
+  const int sign = 1 << (bits - 1);
+  const bool is_signed = dtype == DataType::kInt4 || dtype == DataType::kInt2;
+  for (int64_t i = 0; i < numel; ++i) {
+    const int v = (int(byte_at(size_t(i / per_byte))) >> ((i % per_byte) * bits)) & mask;
+    out[i] = is_signed ? uint8_t(int8_t((v ^ sign) - sign)) : uint8_t(v);
+  }
+}
+
 Tensor make_tensor(const RawTensor& raw, const Context& ctx) {
   const std::string label = "tensor '" + raw.name + "'";
   if (!dtype_is_known(raw.data_type))
@@ -232,10 +255,24 @@ Tensor make_tensor(const RawTensor& raw, const Context& ctx) {
                           std::string(dtype_name(dtype)) + " needs " + std::to_string(numel));
   };
 
-  // View bytes in place when aligned for the element type, else copy.
+  const bool packed = dtype_packed_bits(dtype) != 0;
+
+  // View bytes in place when aligned for the element type, else copy (or unpack).
   auto from_bytes = [&](const char* bytes, size_t size, std::shared_ptr<void> owner) {
-    const size_t need = size_t(numel) * dtype_size(dtype);
-    if (size != need) size_mismatch(size, "bytes");
+    const size_t need = serialized_bytes(dtype, numel);
+    if (size != need) {
+      if (!packed) size_mismatch(size, "bytes");
+      throw DecodeError(StatusCode::kInvalidGraph,
+                        label + " has " + std::to_string(size) + " bytes of packed " +
+                            std::string(dtype_name(dtype)) + " data but its shape " +
+                            shape.to_string() + " needs " + std::to_string(need));
+    }
+    if (packed) {
+      Tensor out = allocate();
+      const auto* p = reinterpret_cast<const uint8_t*>(bytes);
+      unpack_sub_byte(dtype, numel, [p](size_t k) { return p[k]; }, out.data<uint8_t>());
+      return out;
+    }
     const size_t align = dtype_size(dtype);
     if (owner && reinterpret_cast<uintptr_t>(bytes) % align == 0)
       return Tensor(dtype, shape, const_cast<char*>(bytes), std::move(owner));
@@ -257,7 +294,7 @@ Tensor make_tensor(const RawTensor& raw, const Context& ctx) {
     auto file = MappedFile::open(path);
     if (!file) throw DecodeError(file.status().code(), label + ": " + file.status().message());
     const size_t file_size = (*file)->size();
-    const size_t need = size_t(numel) * dtype_size(dtype);
+    const size_t need = serialized_bytes(dtype, numel);
     if (length < 0) length = int64_t(need);
     if (offset < 0 || size_t(offset) > file_size || size_t(length) > file_size - size_t(offset))
       throw DecodeError(StatusCode::kInvalidGraph,
@@ -291,6 +328,27 @@ Tensor make_tensor(const RawTensor& raw, const Context& ctx) {
     case DataType::kBool: check(raw.int32s.size()); fill_from<bool>(out, raw.int32s); break;
     case DataType::kFloat16: check(raw.int32s.size()); fill_from<Float16>(out, raw.int32s); break;
     case DataType::kBFloat16: check(raw.int32s.size()); fill_from<BFloat16>(out, raw.int32s); break;
+    // One-byte floats: the bit pattern of each element in its own int32_data entry.
+    case DataType::kFloat8E4M3FN: case DataType::kFloat8E4M3FNUZ: case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ: case DataType::kFloat8E8M0:
+      check(raw.int32s.size());
+      fill_from<uint8_t>(out, raw.int32s);
+      break;
+    // Sub-byte types: int32_data holds the packed bytes, one per entry.
+    case DataType::kUint4: case DataType::kInt4: case DataType::kFloat4E2M1:
+    case DataType::kUint2: case DataType::kInt2: {
+      const size_t need = serialized_bytes(dtype, numel);
+      if (raw.int32s.size() != need)
+        throw DecodeError(StatusCode::kInvalidGraph,
+                          label + " has " + std::to_string(raw.int32s.size()) +
+                              " int32_data entries of packed " + std::string(dtype_name(dtype)) +
+                              " but its shape " + shape.to_string() + " needs " +
+                              std::to_string(need));
+      const auto& src = raw.int32s;
+      unpack_sub_byte(dtype, numel, [&src](size_t k) { return uint8_t(src[k]); },
+                      out.data<uint8_t>());
+      break;
+    }
     case DataType::kString: {
       check(raw.strings.size());
       auto* dst = out.data<std::string>();

@@ -31,7 +31,7 @@ class FoldContext final : public KernelContext {
     NXRT_ASSIGN_OR_RETURN(results_[i], Tensor::allocate(types_[i], shape));
     return &results_[i];
   }
-  Status run_subgraph(const ExecutableGraph&, std::span<const Tensor* const>,
+  Status run_subgraph(const CompiledSubgraph&, std::span<const Tensor* const>,
                       std::vector<Tensor>&) override {
     return not_implemented("subgraphs are not folded");
   }
@@ -74,12 +74,22 @@ class Planner : public SubgraphCompiler {
  public:
   explicit Planner(const PlanOptions& options) : options_(options) {}
 
-  Expected<std::shared_ptr<ExecutableGraph>> compile(
-      const ir::Graph& graph, const std::vector<std::string>& outer_names,
-      const std::vector<DataType>& outer_types, const std::vector<DataType>& input_types) override {
+  Expected<CompiledSubgraph> compile(const ir::Graph& graph,
+                                     const std::vector<std::string>& outer_names,
+                                     const std::vector<DataType>& outer_types,
+                                     const std::vector<DataType>& input_types) override {
     PlanOptions sub = options_;
     sub.inputs_override_initializers = false;
-    return plan_graph(graph, sub, outer_names, outer_types, input_types);
+    NXRT_ASSIGN_OR_RETURN(auto plan, plan_graph(graph, sub, outer_names, outer_types, input_types));
+    CompiledSubgraph out;
+    out.inputs = plan->inputs;
+    out.outputs = plan->outputs;
+    for (int slot : plan->output_slots) {
+      out.output_types.push_back(plan->slots[size_t(slot)].dtype);
+      out.output_kinds.push_back(plan->slots[size_t(slot)].kind);
+    }
+    out.graph = std::move(plan);
+    return out;
   }
 
   Expected<std::shared_ptr<ExecutableGraph>> plan(const ir::Graph& graph,

@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <chrono>
 #include <map>
 
 namespace nxrt {
@@ -85,8 +86,9 @@ class StepContext final : public KernelContext {
     return Status();
   }
 
-  Status run_subgraph(const ExecutableGraph& graph, std::span<const Tensor* const> inputs,
+  Status run_subgraph(const CompiledSubgraph& subgraph, std::span<const Tensor* const> inputs,
                       std::vector<Tensor>& outputs) override {
+    const ExecutableGraph& graph = *subgraph.graph;
     // The subgraph's outer slots were compiled from this node's implicit inputs, in order.
     std::vector<Value> feed_values(inputs.size());
     std::vector<const Value*> feeds(inputs.size(), nullptr);
@@ -98,7 +100,9 @@ class StepContext final : public KernelContext {
     RunStateCache& cache = subgraph_cache(graph);
     auto state = cache.acquire();
     std::vector<Value> results;
-    Status status = execute_graph(graph, *state, feeds, implicit_inputs(), results, flags_);
+    RunFlags sub_flags = flags_;
+    sub_flags.timings = nullptr;  // the enclosing node's time includes its subgraph
+    Status status = execute_graph(graph, *state, feeds, implicit_inputs(), results, sub_flags);
     cache.release(std::move(state));
     NXRT_RETURN_IF_ERROR(status);
     outputs.clear();
@@ -170,7 +174,16 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
     for (size_t i = 0; i < step.implicit_inputs.size(); ++i)
       state.step_implicit[i] = &state.values[size_t(step.implicit_inputs[i])];
     StepContext ctx(graph, step, state, flags);
-    status = step.kernel->compute(ctx);
+    if (flags.timings) {
+      const auto start = std::chrono::steady_clock::now();
+      status = step.kernel->compute(ctx);
+      const auto end = std::chrono::steady_clock::now();
+      flags.timings->push_back(
+          {&step, std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count(),
+           std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()});
+    } else {
+      status = step.kernel->compute(ctx);
+    }
     if (!status.ok()) {
       if (status.message().rfind("[", 0) != 0) status = std::move(status).with_context(step.context);
       break;

@@ -14,8 +14,16 @@
 
 namespace nxrt {
 
+// One node's execution, recorded when profiling is on.
+struct NodeTiming {
+  const Step* step = nullptr;
+  int64_t start_ns = 0;  // steady clock
+  int64_t duration_ns = 0;
+};
+
 struct RunFlags {
   const std::atomic<bool>* terminate = nullptr;
+  std::vector<NodeTiming>* timings = nullptr;  // non-null: record each top-level step
 };
 
 struct RunState {

@@ -1,5 +1,6 @@
 #include "runtime/session.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "onnx/decoder.h"
@@ -29,6 +30,8 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   auto session = std::unique_ptr<Session>(new Session());
   session->model_ = model;
   session->config_ = config;
+  session->profile_origin_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now().time_since_epoch()).count();
   PlanOptions options;
   options.opset_imports = model->opset_imports;
   options.inputs_override_initializers = model->ir_version >= 4;
@@ -40,6 +43,41 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   for (size_t i = 0; i < g.inputs.size(); ++i)
     (g.input_overridable[i] ? session->overridable_ : session->inputs_).push_back(g.inputs[i]);
   return session;
+}
+
+namespace {
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out += c;
+  }
+  return out;
+}
+}  // namespace
+
+void Session::record_profile(const std::vector<NodeTiming>& timings) const {
+  std::string events;
+  for (const NodeTiming& t : timings) {
+    const ir::Node& node = *t.step->node;
+    const std::string name = node.name.empty() ? node.outputs.empty() ? node.op_type : node.outputs[0]
+                                               : node.name;
+    events += str_cat(events.empty() ? "" : ",", "{\"cat\":\"Node\",\"ph\":\"X\",\"pid\":0,",
+                      "\"tid\":0,\"name\":\"", json_escape(name), "_kernel_time\",\"ts\":",
+                      (t.start_ns - profile_origin_ns_) / 1000, ",\"dur\":", t.duration_ns / 1000,
+                      ",\"args\":{\"op_name\":\"", json_escape(node.op_type),
+                      "\",\"provider\":\"CPUExecutionProvider\"}}");
+  }
+  std::lock_guard<std::mutex> lock(profile_mutex_);
+  if (!events.empty()) profile_events_ += (profile_events_.empty() ? "" : ",") + events;
+}
+
+std::string Session::take_profile_json() {
+  std::lock_guard<std::mutex> lock(profile_mutex_);
+  std::string out = "[" + profile_events_ + "]";
+  profile_events_.clear();
+  return out;
 }
 
 Status Session::check_feed(size_t index, const Value& fed) const {
@@ -119,8 +157,12 @@ Status Session::run(std::span<const std::string> input_names,
 
   auto state = states_.acquire();
   std::vector<Value> all;
-  Status status = execute_graph(g, *state, feeds, {}, all, flags);
+  std::vector<NodeTiming> timings;
+  RunFlags run_flags = flags;
+  if (config_.enable_profiling) run_flags.timings = &timings;
+  Status status = execute_graph(g, *state, feeds, {}, all, run_flags);
   states_.release(std::move(state));
+  if (config_.enable_profiling) record_profile(timings);
   NXRT_RETURN_IF_ERROR(status);
   if (output_names.empty()) {
     outputs = std::move(all);

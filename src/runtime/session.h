@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <span>
 #include <string>
@@ -15,6 +16,7 @@
 namespace nxrt {
 
 struct SessionConfig {
+  bool enable_profiling = false;
   int intra_op_num_threads = 0;
   int inter_op_num_threads = 0;
   int graph_optimization_level = 99;
@@ -36,6 +38,10 @@ class Session {
   const std::vector<ir::ValueInfo>& overridable_initializers() const { return overridable_; }
   const SessionConfig& config() const { return config_; }
 
+  // Profiling (SessionConfig::enable_profiling): every run's per-node times, as a Chrome
+  // trace JSON array like onnxruntime's profile files; taking them clears the record.
+  std::string take_profile_json();
+
   // Runs with named feeds. Empty `output_names` means all outputs, in graph order.
   Status run(std::span<const std::string> input_names, std::span<const Value> input_values,
              std::span<const std::string> output_names, std::vector<Value>& outputs,
@@ -45,6 +51,7 @@ class Session {
   static Expected<std::unique_ptr<Session>> create(std::shared_ptr<ir::Model> model,
                                                    const SessionConfig& config);
   Status check_feed(size_t input_index, const Value& value) const;
+  void record_profile(const std::vector<NodeTiming>& timings) const;
 
   std::shared_ptr<ir::Model> model_;
   std::shared_ptr<ExecutableGraph> graph_;
@@ -52,6 +59,9 @@ class Session {
   std::vector<ir::ValueInfo> overridable_;
   SessionConfig config_;
   mutable RunStateCache states_;
+  mutable std::mutex profile_mutex_;
+  mutable std::string profile_events_;  // comma-separated JSON objects
+  int64_t profile_origin_ns_ = 0;
 };
 
 }  // namespace nxrt

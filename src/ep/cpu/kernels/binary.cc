@@ -223,7 +223,7 @@ class VariadicKernel final : public Kernel {
       result = true;
       return &owned;
     }
-    Status run_subgraph(const ExecutableGraph&, std::span<const Tensor* const>,
+    Status run_subgraph(const CompiledSubgraph&, std::span<const Tensor* const>,
                         std::vector<Tensor>&) override {
       return not_implemented("no subgraphs here");
     }

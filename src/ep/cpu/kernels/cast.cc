@@ -1,5 +1,10 @@
 // Cast and CastLike: conversions between every numeric type, bool, float16/bfloat16,
-// the float8 types (stored as raw bytes) and string.
+// the narrow floats (float8 types, float8e8m0, float4e2m1: stored as bit patterns), the
+// sub-byte integers (int4, uint4, int2, uint2: one value per byte) and string.
+//
+// Narrow floats convert through float (or straight from double); sub-byte integers through
+// int8/uint8, then wrap modulo 2^bits like any narrowing integer conversion (200 -> int4
+// is 8 -> -8), as the spec's "discard higher bits" rule and the reference do.
 //
 // Strings follow the ONNX reference implementation, which is numpy's astype: numbers print
 // with the fewest digits that read back to the same value, positional within a range that
@@ -14,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/float8.h"
 #include "ep/cpu/kernels/common.h"
 
 namespace nxrt::cpu {
@@ -21,77 +27,6 @@ namespace {
 
 template <typename T>
 inline constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-// ---------------------------------------------------------------- float8
-
-struct F8Format {
-  int man_bits;
-  int bias;
-  bool fnuz;     // no infinities, no negative zero, NaN is 0x80
-  bool has_inf;  // IEEE-like (E5M2): all-ones exponent holds inf and NaN
-  double max;
-  uint8_t max_code;
-};
-
-bool is_float8(DataType t) {
-  return t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E4M3FNUZ ||
-         t == DataType::kFloat8E5M2 || t == DataType::kFloat8E5M2FNUZ;
-}
-
-F8Format f8_format(DataType t) {
-  switch (t) {
-    case DataType::kFloat8E4M3FN: return {3, 7, false, false, 448.0, 0x7e};
-    case DataType::kFloat8E4M3FNUZ: return {3, 8, true, false, 240.0, 0x7f};
-    case DataType::kFloat8E5M2: return {2, 15, false, true, 57344.0, 0x7b};
-    default: return {2, 16, true, false, 57344.0, 0x7f};  // E5M2FNUZ
-  }
-}
-
-float f8_to_float(uint8_t v, const F8Format& f) {
-  const int exp_bits = 7 - f.man_bits;
-  const int e = (v >> f.man_bits) & ((1 << exp_bits) - 1);
-  const int m = v & ((1 << f.man_bits) - 1);
-  const bool neg = (v & 0x80) != 0;
-  if (f.fnuz) {
-    if (v == 0x80) return std::numeric_limits<float>::quiet_NaN();
-  } else if (f.has_inf) {
-    if (e == (1 << exp_bits) - 1) {
-      if (m != 0) return std::numeric_limits<float>::quiet_NaN();
-      return neg ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
-    }
-  } else if ((v & 0x7f) == 0x7f) {
-    return std::numeric_limits<float>::quiet_NaN();
-  }
-  const double mag = e == 0 ? std::ldexp(double(m), 1 - f.bias - f.man_bits)
-                            : std::ldexp(double(m + (1 << f.man_bits)), e - f.bias - f.man_bits);
-  return float(neg ? -mag : mag);
-}
-
-// Round to nearest even. Out-of-range values (after rounding) and infinities saturate to
-// the largest finite value when `saturate`, else become inf (E5M2) or NaN (the others).
-uint8_t float_to_f8(double x, const F8Format& f, bool saturate) {
-  const uint8_t nan = f.fnuz ? 0x80 : 0x7f;
-  if (std::isnan(x)) return nan;
-  const uint8_t sign = std::signbit(x) ? 0x80 : 0;
-  const uint8_t overflow =
-      saturate ? uint8_t(sign | f.max_code) : (f.has_inf ? uint8_t(sign | 0x7c) : nan);
-  if (std::isinf(x)) return overflow;
-  const double a = std::fabs(x);
-  const uint8_t zero = f.fnuz ? 0 : sign;
-  if (a == 0) return zero;
-  int ex = 0;
-  std::frexp(a, &ex);  // a = fraction * 2^ex with fraction in [0.5, 1)
-  const int min_exp = 1 - f.bias;  // exponent of the smallest normal
-  const int e = std::max(ex - 1, min_exp);
-  // a in units of the spacing between representable values at exponent e
-  const double units = std::nearbyint(std::ldexp(a, f.man_bits - e));
-  if (std::ldexp(units, e - f.man_bits) > f.max) return overflow;
-  if (units == 0) return zero;
-  // Subnormals encode `units` directly; normals add the biased exponent, and a carry out of
-  // the mantissa moves into the exponent field on its own.
-  const int code = (e - min_exp) * (1 << f.man_bits) + int(units);
-  return uint8_t(sign | code);
-}
 
 // ---------------------------------------------------------------- numeric <-> numeric
 
@@ -315,36 +250,100 @@ Status from_strings(const std::string* src, D* dst, int64_t n) {
 
 // ---------------------------------------------------------------- dispatch
 
-bool castable(DataType t) {
-  return is_float_type(t) || is_integer_type(t) || t == DataType::kBool ||
-         t == DataType::kString || is_float8(t);
+// ---------------------------------------------------------------- narrow types
+
+struct CastOptions {
+  bool saturate = true;
+  E8M0Rounding round = E8M0Rounding::kUp;
+};
+
+bool is_narrow_float(DataType t) {
+  return is_float8(t) || t == DataType::kFloat4E2M1 || t == DataType::kFloat8E8M0;
 }
 
-Status cast_elements(DataType from, DataType to, bool saturate, const void* src, void* dst,
-                     int64_t n) {
+bool is_sub_byte_int(DataType t) {
+  return t == DataType::kInt4 || t == DataType::kUint4 || t == DataType::kInt2 ||
+         t == DataType::kUint2;
+}
+
+// The byte type whose values a sub-byte integer type shares (core/dtype.h).
+DataType carrier_of(DataType t) {
+  return t == DataType::kInt4 || t == DataType::kInt2 ? DataType::kInt8 : DataType::kUint8;
+}
+
+void decode_narrow(DataType t, const uint8_t* src, float* dst, int64_t n) {
+  if (t == DataType::kFloat4E2M1) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = f4e2m1_to_float(src[i]);
+  } else if (t == DataType::kFloat8E8M0) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = e8m0_to_float(src[i]);
+  } else {
+    const F8Format f = f8_format(t);
+    for (int64_t i = 0; i < n; ++i) dst[i] = f8_to_float(src[i], f);
+  }
+}
+
+template <typename F>
+void encode_narrow(DataType t, const CastOptions& opt, const F* src, uint8_t* dst, int64_t n) {
+  if (t == DataType::kFloat4E2M1) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = float_to_f4e2m1(double(src[i]));
+  } else if (t == DataType::kFloat8E8M0) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = float_to_e8m0(double(src[i]), opt.saturate, opt.round);
+  } else {
+    const F8Format f = f8_format(t);
+    for (int64_t i = 0; i < n; ++i) dst[i] = float_to_f8(double(src[i]), f, opt.saturate);
+  }
+}
+
+// Keeps the low `bits` of each byte, sign-extending for the signed types: the values an
+// int8/uint8 result has modulo 2^bits.
+void wrap_sub_byte(DataType t, void* data, int64_t n) {
+  const int bits = dtype_packed_bits(t);
+  const int mask = (1 << bits) - 1;
+  if (t == DataType::kInt4 || t == DataType::kInt2) {
+    const int sign = 1 << (bits - 1);
+    int8_t* d = static_cast<int8_t*>(data);
+    for (int64_t i = 0; i < n; ++i) d[i] = int8_t(((d[i] & mask) ^ sign) - sign);
+  } else {
+    uint8_t* d = static_cast<uint8_t*>(data);
+    for (int64_t i = 0; i < n; ++i) d[i] = uint8_t(d[i] & mask);
+  }
+}
+
+// ---------------------------------------------------------------- dispatch
+
+bool castable(DataType t) {
+  return is_float_type(t) || is_integer_type(t) || t == DataType::kBool ||
+         t == DataType::kString || is_narrow_float(t) || is_sub_byte_int(t);
+}
+
+Status cast_elements(DataType from, DataType to, const CastOptions& opt, const void* src,
+                     void* dst, int64_t n) {
   if (from == to) {
     copy_elements(from, src, dst, n);
     return Status();
   }
-  // float8 goes through float: decode to a float buffer, or encode from one.
-  if (is_float8(from)) {
-    const F8Format f = f8_format(from);
+  // Narrow floats go through float: decode to a float buffer, or encode from one.
+  if (is_narrow_float(from)) {
     std::vector<float> wide(static_cast<size_t>(n));
-    const uint8_t* s = static_cast<const uint8_t*>(src);
-    for (int64_t i = 0; i < n; ++i) wide[size_t(i)] = f8_to_float(s[i], f);
-    return cast_elements(DataType::kFloat, to, saturate, wide.data(), dst, n);
+    decode_narrow(from, static_cast<const uint8_t*>(src), wide.data(), n);
+    return cast_elements(DataType::kFloat, to, opt, wide.data(), dst, n);
   }
-  if (is_float8(to)) {
-    const F8Format f = f8_format(to);
+  if (is_narrow_float(to)) {
     uint8_t* d = static_cast<uint8_t*>(dst);
     if (from == DataType::kDouble) {
-      const double* s = static_cast<const double*>(src);
-      for (int64_t i = 0; i < n; ++i) d[i] = float_to_f8(s[i], f, saturate);
+      encode_narrow(to, opt, static_cast<const double*>(src), d, n);
       return Status();
     }
     std::vector<float> wide(static_cast<size_t>(n));
-    NXRT_RETURN_IF_ERROR(cast_elements(from, DataType::kFloat, saturate, src, wide.data(), n));
-    for (int64_t i = 0; i < n; ++i) d[i] = float_to_f8(wide[size_t(i)], f, saturate);
+    NXRT_RETURN_IF_ERROR(cast_elements(from, DataType::kFloat, opt, src, wide.data(), n));
+    encode_narrow(to, opt, wide.data(), d, n);
+    return Status();
+  }
+  // Sub-byte integers already hold int8/uint8 values.
+  if (is_sub_byte_int(from)) return cast_elements(carrier_of(from), to, opt, src, dst, n);
+  if (is_sub_byte_int(to)) {
+    NXRT_RETURN_IF_ERROR(cast_elements(from, carrier_of(to), opt, src, dst, n));
+    wrap_sub_byte(to, dst, n);
     return Status();
   }
   if (from == DataType::kString) {
@@ -374,16 +373,16 @@ Status cast_elements(DataType from, DataType to, bool saturate, const void* src,
 
 class CastKernel final : public Kernel {
  public:
-  CastKernel(DataType from, DataType to, bool saturate) : from_(from), to_(to), saturate_(saturate) {}
+  CastKernel(DataType from, DataType to, CastOptions opt) : from_(from), to_(to), opt_(opt) {}
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
-    return cast_elements(from_, to_, saturate_, x.raw(), y->raw(), x.numel());
+    return cast_elements(from_, to_, opt_, x.raw(), y->raw(), x.numel());
   }
 
  private:
   DataType from_, to_;
-  bool saturate_;
+  CastOptions opt_;
 };
 
 // Cast-1 to Cast-5 name the target type as a string ("FLOAT").
@@ -402,14 +401,28 @@ bool type_from_name(const std::string& name, DataType& out) {
   return false;
 }
 
-Expected<KernelPtr> make_cast(KernelInit& init, DataType to, bool saturate) {
+// Cast-24 and later: how a cast to float8e8m0 rounds.
+Status read_cast_options(const KernelInit& init, AttrReader& attrs, CastOptions& opt) {
+  opt.saturate = attrs.get_int("saturate", 1) != 0;
+  const std::string mode = attrs.get_string("round_mode", "up");
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  if (mode == "up") opt.round = E8M0Rounding::kUp;
+  else if (mode == "down") opt.round = E8M0Rounding::kDown;
+  else if (mode == "nearest") opt.round = E8M0Rounding::kNearest;
+  else
+    return init.error(StatusCode::kInvalidGraph, "attribute 'round_mode' is '", mode,
+                      "'; expected 'up', 'down' or 'nearest'");
+  return Status();
+}
+
+Expected<KernelPtr> make_cast(KernelInit& init, DataType to, const CastOptions& opt) {
   const DataType from = init.input_type(0);
   if (!castable(from)) return init.unsupported_type(0);
   if (!castable(to))
     return init.error(StatusCode::kNotImplemented, "cast to ", tensor_type_name(to),
                       " is not supported");
   init.set_all_outputs(to);
-  return make_kernel<CastKernel>(from, to, saturate);
+  return make_kernel<CastKernel>(from, to, opt);
 }
 
 }  // namespace
@@ -425,26 +438,23 @@ Expected<KernelPtr> create_cast(KernelInit& init) {
                         to_attr->s, "'");
   } else {
     const int64_t raw = attrs.get_int("to", 0);
-    if (raw >= 24 && raw <= 26)  // newer ONNX types nxrt has no storage for
-      return init.error(StatusCode::kNotImplemented, "cast to ",
-                        raw == 24 ? "float8e8m0" : raw == 25 ? "uint2" : "int2", " is not supported");
     if (raw <= 0 || raw > std::numeric_limits<int32_t>::max() || !dtype_is_known(int32_t(raw)))
       return init.error(StatusCode::kInvalidGraph, "attribute 'to' has unknown type ", raw);
     to = DataType(int32_t(raw));
   }
-  const bool saturate = attrs.get_int("saturate", 1) != 0;
-  NXRT_RETURN_IF_ERROR(attrs.status());
-  return make_cast(init, to, saturate);
+  CastOptions opt;
+  NXRT_RETURN_IF_ERROR(read_cast_options(init, attrs, opt));
+  return make_cast(init, to, opt);
 }
 
 Expected<KernelPtr> create_cast_like(KernelInit& init) {
   AttrReader attrs(init.node);
-  const bool saturate = attrs.get_int("saturate", 1) != 0;
-  NXRT_RETURN_IF_ERROR(attrs.status());
+  CastOptions opt;
+  NXRT_RETURN_IF_ERROR(read_cast_options(init, attrs, opt));
   if (init.node.inputs.size() < 2 || init.node.inputs[1].empty())
     return init.error(StatusCode::kInvalidGraph, "needs the target_type input");
   if (!init.has_input(1)) return init.unsupported_type(1);
-  return make_cast(init, init.input_type(1), saturate);
+  return make_cast(init, init.input_type(1), opt);
 }
 
 }  // namespace nxrt::cpu

@@ -6,12 +6,11 @@
 #include <limits>
 
 #include "ep/cpu/kernels/common.h"
-#include "planner/plan.h"
 
 namespace nxrt::cpu {
 namespace {
 
-using GraphPtr = std::shared_ptr<ExecutableGraph>;
+using GraphPtr = CompiledSubgraph;
 
 // Bytes per element for byte-addressed copies; strings are stored as std::string.
 size_t elem_bytes(DataType t) {
@@ -54,12 +53,12 @@ Shape declared_shape(const ir::ValueInfo& info) {
 }
 
 // Output dtype of a compiled body, refusing values nxrt cannot represent as tensors.
-Expected<DataType> body_output_type(const KernelInit& init, const ExecutableGraph& g,
+Expected<DataType> body_output_type(const KernelInit& init, const CompiledSubgraph& g,
                                     size_t i, const char* body) {
-  if (i >= g.output_slots.size())
+  if (i >= g.output_types.size())
     return init.error(StatusCode::kInvalidGraph, body, " has too few outputs");
   const ir::ValueInfo& info = g.outputs[i];
-  const DataType t = g.slots[size_t(g.output_slots[i])].dtype;
+  const DataType t = g.output_types[i];
   const auto kind = info.type.kind;
   if (t == DataType::kUndefined || (kind != ir::TypeInfo::Kind::kTensor &&
                                     kind != ir::TypeInfo::Kind::kUnknown))
@@ -80,7 +79,7 @@ class IfKernel final : public Kernel {
       return invalid_argument("condition must have exactly one element, got shape ",
                               cond.shape().to_string());
     const bool take_then = cond.data<bool>()[0];
-    const ExecutableGraph& branch = take_then ? *then_ : *else_;
+    const CompiledSubgraph& branch = take_then ? then_ : else_;
     std::vector<Tensor> outs;
     NXRT_RETURN_IF_ERROR(ctx.run_subgraph(branch, {}, outs));
     if (outs.size() != ctx.num_outputs())
@@ -137,7 +136,7 @@ class LoopKernel final : public Kernel {
       feeds[0] = &iter_t;
       feeds[1] = &cond_t;
       for (size_t i = 0; i < n_; ++i) feeds[2 + i] = &carried[i];
-      NXRT_RETURN_IF_ERROR(ctx.run_subgraph(*body_, feeds, outs));
+      NXRT_RETURN_IF_ERROR(ctx.run_subgraph(body_, feeds, outs));
       if (outs.size() != 1 + n_ + k_)
         return invalid_argument("body produced ", outs.size(), " outputs, expected ", 1 + n_ + k_);
       // The spec text calls the body's cond ignored without a cond input, but onnxruntime
@@ -160,7 +159,7 @@ class LoopKernel final : public Kernel {
     for (size_t i = 0; i < n_; ++i) NXRT_RETURN_IF_ERROR(copy_out(ctx, i, carried[i]));
     for (size_t k = 0; k < k_; ++k) {
       const std::vector<Tensor>& parts = scans[k];
-      Shape item = parts.empty() ? declared_shape(body_->outputs[1 + n_ + k]) : parts[0].shape();
+      Shape item = parts.empty() ? declared_shape(body_.outputs[1 + n_ + k]) : parts[0].shape();
       Shape shape;
       shape.push_back(int64_t(parts.size()));
       for (int64_t d : item) shape.push_back(d);
@@ -193,7 +192,7 @@ struct ScanResult {
 
 // Slices scan inputs along their axes, runs the body `length` times and collects the
 // results. `inputs` are the scan inputs whose `axes[j]` dim is at least `length`.
-Status run_scan(KernelContext& ctx, const ExecutableGraph& body, std::vector<Tensor> states,
+Status run_scan(KernelContext& ctx, const CompiledSubgraph& body, std::vector<Tensor> states,
                 const std::vector<Tensor>& inputs, const std::vector<int64_t>& axes,
                 const std::vector<int64_t>& dirs, int64_t length, size_t num_scan_out,
                 ScanResult& result) {
@@ -292,13 +291,13 @@ class Scan9Kernel final : public Kernel {
     }
     if (length < 0) length = 0;
     ScanResult r;
-    NXRT_RETURN_IF_ERROR(run_scan(ctx, *body_, std::move(states), inputs, axes, a_.in_dirs,
+    NXRT_RETURN_IF_ERROR(run_scan(ctx, body_, std::move(states), inputs, axes, a_.in_dirs,
                                   length, a_.num_scan_out, r));
     for (size_t i = 0; i < n; ++i) NXRT_RETURN_IF_ERROR(copy_out(ctx, i, r.states[i]));
 
     for (size_t k = 0; k < a_.num_scan_out; ++k) {
       const std::vector<Tensor>& parts = r.scans[k];
-      const Shape item = parts.empty() ? declared_shape(body_->outputs[n + k]) : parts[0].shape();
+      const Shape item = parts.empty() ? declared_shape(body_.outputs[n + k]) : parts[0].shape();
       const int64_t rank = int64_t(item.size());
       int64_t axis = a_.out_axes[k];
       if (axis < -(rank + 1) || axis > rank)
@@ -375,7 +374,7 @@ class Scan8Kernel final : public Kernel {
         (i < n ? states[i] : inputs[i - n]) = sub_view(x, item, b * item.numel());
       }
       ScanResult r;
-      NXRT_RETURN_IF_ERROR(run_scan(ctx, *body_, std::move(states), inputs, axes, a_.in_dirs,
+      NXRT_RETURN_IF_ERROR(run_scan(ctx, body_, std::move(states), inputs, axes, a_.in_dirs,
                                     lens[size_t(b)], a_.num_scan_out, r));
       for (size_t i = 0; i < n; ++i) {
         const Tensor& s = r.states[i];
@@ -390,7 +389,7 @@ class Scan8Kernel final : public Kernel {
         const std::vector<Tensor>& parts = r.scans[k];
         if (!scan_out[k]) {
           if (parts.empty() && b + 1 < batch) continue;  // a later item tells the shape
-          scan_item[k] = parts.empty() ? declared_shape(body_->outputs[n + k]) : parts[0].shape();
+          scan_item[k] = parts.empty() ? declared_shape(body_.outputs[n + k]) : parts[0].shape();
           Shape shape{batch, seq};
           for (int64_t d : scan_item[k]) shape.push_back(d);
           if (checked_numel(shape.span()) < 0)
@@ -416,7 +415,7 @@ class Scan8Kernel final : public Kernel {
       for (size_t i = 0; i < n; ++i) NXRT_RETURN_IF_ERROR(copy_out(ctx, i, *ctx.input(1 + i)));
       for (size_t k = 0; k < a_.num_scan_out; ++k) {
         Shape shape{0, seq};
-        for (int64_t d : declared_shape(body_->outputs[n + k])) shape.push_back(d);
+        for (int64_t d : declared_shape(body_.outputs[n + k])) shape.push_back(d);
         NXRT_RETURN_IF_ERROR(ctx.output(n + k, shape).status());
       }
     }
@@ -464,13 +463,13 @@ Expected<KernelPtr> create_if(KernelInit& init) {
   NXRT_ASSIGN_OR_RETURN(GraphPtr else_c,
                         init.subgraphs->compile(*else_g, init.implicit_inputs, init.implicit_types, {}));
   const size_t outs = init.output_types.size();
-  if (then_c->outputs.size() != outs || else_c->outputs.size() != outs)
+  if (then_c.outputs.size() != outs || else_c.outputs.size() != outs)
     return init.error(StatusCode::kInvalidGraph, "the node has ", outs,
-                      " outputs but then_branch has ", then_c->outputs.size(),
-                      " and else_branch ", else_c->outputs.size());
+                      " outputs but then_branch has ", then_c.outputs.size(),
+                      " and else_branch ", else_c.outputs.size());
   for (size_t i = 0; i < outs; ++i) {
-    NXRT_ASSIGN_OR_RETURN(DataType a, body_output_type(init, *then_c, i, "then_branch"));
-    NXRT_ASSIGN_OR_RETURN(DataType b, body_output_type(init, *else_c, i, "else_branch"));
+    NXRT_ASSIGN_OR_RETURN(DataType a, body_output_type(init, then_c, i, "then_branch"));
+    NXRT_ASSIGN_OR_RETURN(DataType b, body_output_type(init, else_c, i, "else_branch"));
     if (a != b)
       return init.error(StatusCode::kInvalidGraph, "output ", i, " is ", tensor_type_name(a),
                         " in then_branch but ", tensor_type_name(b), " in else_branch");
@@ -509,11 +508,11 @@ Expected<KernelPtr> create_loop(KernelInit& init) {
   for (size_t i = 0; i < n; ++i) types.push_back(init.input_type(2 + i));
   NXRT_ASSIGN_OR_RETURN(GraphPtr g,
                         init.subgraphs->compile(*body, init.implicit_inputs, init.implicit_types, types));
-  if (g->outputs.size() != 1 + n + k)
-    return init.error(StatusCode::kInvalidGraph, "body has ", g->outputs.size(),
+  if (g.outputs.size() != 1 + n + k)
+    return init.error(StatusCode::kInvalidGraph, "body has ", g.outputs.size(),
                       " outputs, expected ", 1 + n + k, " (cond, ", n, " carried, ", k, " scan)");
   for (size_t i = 0; i < n + k; ++i) {
-    NXRT_ASSIGN_OR_RETURN(DataType t, body_output_type(init, *g, 1 + i, "body"));
+    NXRT_ASSIGN_OR_RETURN(DataType t, body_output_type(init, g, 1 + i, "body"));
     if (i < n && t != init.input_type(2 + i))
       return init.error(StatusCode::kInvalidGraph, "loop-carried value ", i, " enters as ",
                         tensor_type_name(init.input_type(2 + i)), " but the body returns ",
@@ -570,11 +569,11 @@ Expected<KernelPtr> create_scan(KernelInit& init) {
                       " inputs, expected ", types.size());
   NXRT_ASSIGN_OR_RETURN(GraphPtr g,
                         init.subgraphs->compile(*body, init.implicit_inputs, init.implicit_types, types));
-  if (g->outputs.size() != init.output_types.size())
-    return init.error(StatusCode::kInvalidGraph, "body has ", g->outputs.size(),
+  if (g.outputs.size() != init.output_types.size())
+    return init.error(StatusCode::kInvalidGraph, "body has ", g.outputs.size(),
                       " outputs, expected ", init.output_types.size());
   for (size_t i = 0; i < init.output_types.size(); ++i) {
-    NXRT_ASSIGN_OR_RETURN(DataType t, body_output_type(init, *g, i, "body"));
+    NXRT_ASSIGN_OR_RETURN(DataType t, body_output_type(init, g, i, "body"));
     if (i < a.num_state && t != types[i])
       return init.error(StatusCode::kInvalidGraph, "state ", i, " enters as ",
                         tensor_type_name(types[i]), " but the body returns ", tensor_type_name(t));

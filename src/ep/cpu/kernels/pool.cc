@@ -225,6 +225,9 @@ class MaxUnpoolKernel final : public Kernel {
       const int64_t pads = attrs_.pads.empty() ? 0 : attrs_.pads[d] + attrs_.pads[d + r];
       out.push_back((x.shape()[d + 2] - 1) * s - pads + attrs_.kernel_shape[d]);
     }
+    // Indices address the default unpooled shape; an explicit output_shape may be larger,
+    // and each value keeps its coordinates in it.
+    const Shape natural = out;
     if (const Tensor* os = ctx.input(2)) {
       std::vector<int64_t> dims;
       NXRT_RETURN_IF_ERROR(read_int_list(*os, dims, "output_shape"));
@@ -233,18 +236,34 @@ class MaxUnpoolKernel final : public Kernel {
     }
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
     const int64_t total = y->numel();
+    const int64_t natural_total = natural.numel();
     const int64_t* pi = ind.data<int64_t>();
+    std::vector<int64_t> target(size_t(x.numel()));
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      int64_t idx = pi[i];
+      if (idx < 0 || idx >= natural_total)
+        return invalid_argument("index ", idx, " is outside the unpooled tensor of ",
+                                natural_total, " elements");
+      if (out == natural) {
+        target[size_t(i)] = idx;
+        continue;
+      }
+      int64_t t = 0, scale = 1;
+      for (size_t d = x.rank(); d-- > 0;) {
+        const int64_t c = idx % natural[d];
+        idx /= natural[d];
+        if (c >= out[d]) return invalid_argument("output_shape ", out.to_string(), " is too small");
+        t += c * scale;
+        scale *= out[d];
+      }
+      target[size_t(i)] = t;
+    }
     switch (x.dtype()) {
       NXRT_CASES_NUMERIC({
         T* py = y->data<T>();
         std::fill(py, py + total, T(0));
         const T* px = x.data<T>();
-        for (int64_t i = 0; i < x.numel(); ++i) {
-          if (pi[i] < 0 || pi[i] >= total)
-            return invalid_argument("index ", pi[i], " is outside the output of ", total,
-                                    " elements");
-          py[pi[i]] = px[i];
-        }
+        for (int64_t i = 0; i < x.numel(); ++i) py[target[size_t(i)]] = px[i];
       })
       default: return not_implemented("MaxUnpool of ", tensor_type_name(x.dtype()));
     }

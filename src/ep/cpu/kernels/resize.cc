@@ -18,7 +18,7 @@ namespace {
 enum class Mode { kNearest, kLinear, kCubic };
 enum class Coord {
   kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfCropAndResize,
-  kHalfPixelSymmetric
+  kHalfPixelSymmetric, kTfHalfPixelForNn
 };
 // kSimple is the rounding of Resize-10 and Upsample, which predate nearest_mode:
 // ceil when downsampling, truncation otherwise (what onnxruntime does).
@@ -63,6 +63,7 @@ double source_coord(const ResizeConfig& cfg, int64_t y, double scale, int64_t in
     case Coord::kAlignCorners:
       return out_len == 1.0 ? 0.0 : yd * double(in - 1) / (out_len - 1.0);
     case Coord::kAsymmetric: return yd / scale;
+    case Coord::kTfHalfPixelForNn: return (yd + 0.5) / scale;
     case Coord::kTfCropAndResize: {
       const double span = (roi_end - roi_start) * double(in - 1);
       const double x = out_len == 1.0 ? span / 2 : yd * span / (out_len - 1.0);
@@ -467,7 +468,7 @@ Expected<KernelPtr> create_resize(KernelInit& init) {
     else if (coord == "asymmetric") cfg.coord = Coord::kAsymmetric;
     else if (coord == "tf_crop_and_resize") cfg.coord = Coord::kTfCropAndResize;
     else if (coord == "half_pixel_symmetric" && init.opset >= 19) cfg.coord = Coord::kHalfPixelSymmetric;
-    else if (coord == "tf_half_pixel_for_nn" && init.opset < 13) cfg.coord = Coord::kHalfPixel;
+    else if (coord == "tf_half_pixel_for_nn" && init.opset < 13) cfg.coord = Coord::kTfHalfPixelForNn;
     else return init.error(StatusCode::kInvalidGraph, "unsupported coordinate_transformation_mode '", coord, "'");
     const std::string nearest = attrs.get_string("nearest_mode", "round_prefer_floor");
     if (nearest == "round_prefer_floor") cfg.nearest = Nearest::kRoundPreferFloor;

@@ -205,57 +205,6 @@ Status parse_activations(AttrReader& attrs, const std::vector<std::string>& defa
 
 // ------------------------------------------------------------------------ products
 
-// c[m x n] (row stride ldc) += a[m x k] (lda) * b[k x n] (ldb). Four rows share each
-// streamed row of b, and blocks of k and n keep the working set in cache.
-template <typename C>
-void gemm_acc(int64_t m, int64_t n, int64_t k, const C* a, int64_t lda, const C* b,
-              int64_t ldb, C* c, int64_t ldc) {
-  constexpr int64_t kNB = 512, kKB = 128;
-  for (int64_t n0 = 0; n0 < n; n0 += kNB) {
-    const int64_t nn = std::min(kNB, n - n0);
-    for (int64_t k0 = 0; k0 < k; k0 += kKB) {
-      const int64_t k1 = std::min(k, k0 + kKB);
-      int64_t i = 0;
-      for (; i + 4 <= m; i += 4) {
-        C* __restrict c0 = c + i * ldc + n0;
-        C* __restrict c1 = c0 + ldc;
-        C* __restrict c2 = c1 + ldc;
-        C* __restrict c3 = c2 + ldc;
-        for (int64_t p = k0; p < k1; ++p) {
-          const C* __restrict bp = b + p * ldb + n0;
-          const C a0 = a[i * lda + p], a1 = a[(i + 1) * lda + p];
-          const C a2 = a[(i + 2) * lda + p], a3 = a[(i + 3) * lda + p];
-          for (int64_t j = 0; j < nn; ++j) {
-            const C bv = bp[j];
-            c0[j] += a0 * bv;
-            c1[j] += a1 * bv;
-            c2[j] += a2 * bv;
-            c3[j] += a3 * bv;
-          }
-        }
-      }
-      for (; i < m; ++i) {
-        C* __restrict ci = c + i * ldc + n0;
-        for (int64_t p = k0; p < k1; ++p) {
-          const C* __restrict bp = b + p * ldb + n0;
-          const C ai = a[i * lda + p];
-          for (int64_t j = 0; j < nn; ++j) ci[j] += ai * bp[j];
-        }
-      }
-    }
-  }
-}
-
-// dst[cols x rows] = src[rows x cols]^T
-template <typename C>
-void transpose(const C* src, int64_t rows, int64_t cols, C* dst) {
-  constexpr int64_t kB = 32;
-  for (int64_t r0 = 0; r0 < rows; r0 += kB)
-    for (int64_t c0 = 0; c0 < cols; c0 += kB)
-      for (int64_t r = r0; r < std::min(rows, r0 + kB); ++r)
-        for (int64_t c = c0; c < std::min(cols, c0 + kB); ++c) dst[c * rows + r] = src[r * cols + c];
-}
-
 // out[m x n] += x[m x k] * w^T with w stored [n x k].
 template <typename C>
 void product_nt(int64_t m, int64_t n, int64_t k, const C* x, const C* w, C* out) {
@@ -263,9 +212,7 @@ void product_nt(int64_t m, int64_t n, int64_t k, const C* x, const C* w, C* out)
   if constexpr (std::is_same_v<C, float>) {
     gemm::sgemm(false, true, m, n, k, 1.0f, x, k, w, k, 1.0f, out, n);
   } else {
-    std::vector<C> wt(size_t(n * k));
-    transpose(w, n, k, wt.data());
-    gemm_acc(m, n, k, x, k, wt.data(), n, out, n);
+    gemm::gemm_simple<C>(false, true, m, n, k, C(1), x, k, w, k, C(1), out, n);
   }
 }
 
@@ -444,7 +391,7 @@ struct Operands {
 };
 
 template <typename C>
-void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const C* packed_rt) {
+void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const PackedR<C>* packed) {
   const int64_t S = op.seq, B = op.batch, I = op.input, H = op.hidden;
   const int64_t n = gate_count(cfg.cell) * H;
   const bool backward = cfg.reverse_only || d == 1;
@@ -466,13 +413,14 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const C*
     return xw.data() + (cfg.layout == 0 ? t * B + b : b * S + t) * n;
   };
 
-  std::vector<C> rt_local;
-  if (!packed_rt) {
-    rt_local.resize(size_t(n * H));
-    transpose(r, n, H, rt_local.data());
-    packed_rt = rt_local.data();
+  PackedR<C> local;
+  if (!packed) {
+    pack_segments(r, H, segments_for(cfg.cell, cfg.linear_before_reset, H), local);
+    packed = &local;
   }
-  const Recurrence<C> rec{r, packed_rt, n, H};
+  auto recur = [&](const C* a, const Segment& seg, C* out, int64_t ldc) {
+    panel_product(B, seg.width, H, a, H, packed->data.data() + seg.offset, out, ldc);
+  };
 
   auto state_at = [&](int64_t b) { return cfg.layout == 0 ? (d * B + b) * H : (b * dirs + d) * H; };
   std::vector<C> h(size_t(B * H), C(0)), c;
@@ -499,7 +447,7 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const C*
     auto active = [&](int64_t b) { return s < op.lens[size_t(b)]; };
     switch (cfg.cell) {
       case Cell::kRnn: {
-        rec.product(B, h.data(), 0, n, gates.data(), n);
+        recur(h.data(), packed->segments[0], gates.data(), n);
         for (int64_t b = 0; b < B; ++b) {
           if (!active(b)) continue;
           C* g = gates.data() + b * n;
@@ -512,7 +460,7 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const C*
       }
       case Cell::kGru: {
         // gates: z, r, h
-        rec.product(B, h.data(), 0, gru_lbr ? n : 2 * H, gates.data(), n);
+        recur(h.data(), packed->segments[0], gates.data(), n);
         for (int64_t b = 0; b < B; ++b) {
           if (!active(b)) continue;
           C* g = gates.data() + b * n;
@@ -529,7 +477,7 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const C*
           }
         }
         if (!gru_lbr) {
-          rec.product(B, rh.data(), 2 * H, H, ghh.data(), H);
+          recur(rh.data(), packed->segments[1], ghh.data(), H);
           for (int64_t b = 0; b < B; ++b) {
             if (!active(b)) continue;
             const C* xr = xw_row(time_of(b), b);
@@ -548,7 +496,7 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const C*
       }
       case Cell::kLstm: {
         // gates: i, o, f, c; peepholes: i, o, f
-        rec.product(B, h.data(), 0, n, gates.data(), n);
+        recur(h.data(), packed->segments[0], gates.data(), n);
         for (int64_t b = 0; b < B; ++b) {
           if (!active(b)) continue;
           C* g = gates.data() + b * n;
@@ -607,7 +555,7 @@ std::vector<float> widen(const Tensor* t) {
 
 class RecurrentKernel final : public Kernel {
  public:
-  RecurrentKernel(Config cfg, std::vector<float> rt_f, std::vector<double> rt_d)
+  RecurrentKernel(Config cfg, std::vector<PackedR<float>> rt_f, std::vector<PackedR<double>> rt_d)
       : cfg_(std::move(cfg)), rt_f_(std::move(rt_f)), rt_d_(std::move(rt_d)) {}
 
   Status compute(KernelContext& ctx) const override {
@@ -677,11 +625,10 @@ class RecurrentKernel final : public Kernel {
 
  private:
   template <typename C>
-  void run_all(Operands<C>& op, bool padded, const std::vector<C>& packed) const {
-    const int64_t per_dir = gate_count(cfg_.cell) * op.hidden * op.hidden;
+  void run_all(Operands<C>& op, bool padded, const std::vector<PackedR<C>>& packed) const {
     if (op.y && padded) std::fill_n(op.y, op.seq * cfg_.dirs * op.batch * op.hidden, C(0));
     for (int64_t d = 0; d < cfg_.dirs; ++d)
-      run_direction(cfg_, op, d, packed.empty() ? nullptr : packed.data() + d * per_dir);
+      run_direction(cfg_, op, d, packed.empty() ? nullptr : &packed[size_t(d)]);
   }
 
   template <typename C>
@@ -739,23 +686,18 @@ class RecurrentKernel final : public Kernel {
   }
 
   Config cfg_;
-  std::vector<float> rt_f_;   // R^T per direction when R is constant (float compute)
-  std::vector<double> rt_d_;  // the same for double
+  std::vector<PackedR<float>> rt_f_;   // packed R^T per direction when R is constant
+  std::vector<PackedR<double>> rt_d_;  // the same for double compute
 };
 
-// Transposes a constant R per direction so runs skip it.
+// Packs a constant R once for every run.
 template <typename T, typename C>
-std::vector<C> pack_recurrence(const Tensor& r) {
+std::vector<PackedR<C>> pack_constant_r(const Tensor& r, const Config& cfg) {
   const int64_t D = r.shape()[0], n = r.shape()[1], H = r.shape()[2];
-  std::vector<C> src(size_t(n * H)), out(size_t(D * n * H));
-  for (int64_t d = 0; d < D; ++d) {
-    const T* rd = r.data<T>() + d * n * H;
-    for (int64_t i = 0; i < n * H; ++i) {
-      if constexpr (std::is_same_v<T, C>) src[size_t(i)] = rd[i];
-      else src[size_t(i)] = C(float(rd[i]));
-    }
-    transpose(src.data(), n, H, out.data() + d * n * H);
-  }
+  std::vector<PackedR<C>> out(static_cast<size_t>(D));
+  for (int64_t d = 0; d < D; ++d)
+    pack_segments(r.data<T>() + d * n * H, H, segments_for(cfg.cell, cfg.linear_before_reset, H),
+                  out[size_t(d)]);
   return out;
 }
 
@@ -828,9 +770,9 @@ Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
   cfg.want_yc = wanted(2);
   init.set_all_outputs(cfg.dtype);
 
-  // Pre-transpose a constant R whose shape fits what compute will check.
-  std::vector<float> rt_f;
-  std::vector<double> rt_d;
+  // Pre-pack a constant R whose shape fits what compute will check.
+  std::vector<PackedR<float>> rt_f;
+  std::vector<PackedR<double>> rt_d;
   if (const Tensor* r = init.constant_input(2)) {
     const int64_t G = gate_count(cell);
     const bool fits = r->rank() == 3 && r->shape()[0] == cfg.dirs &&
@@ -838,10 +780,10 @@ Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
                       (cfg.hidden < 0 || r->shape()[2] == cfg.hidden);
     if (fits) {
       switch (cfg.dtype) {
-        case DataType::kFloat: rt_f = pack_recurrence<float, float>(*r); break;
-        case DataType::kDouble: rt_d = pack_recurrence<double, double>(*r); break;
-        case DataType::kFloat16: rt_f = pack_recurrence<Float16, float>(*r); break;
-        case DataType::kBFloat16: rt_f = pack_recurrence<BFloat16, float>(*r); break;
+        case DataType::kFloat: rt_f = pack_constant_r<float, float>(*r, cfg); break;
+        case DataType::kDouble: rt_d = pack_constant_r<double, double>(*r, cfg); break;
+        case DataType::kFloat16: rt_f = pack_constant_r<Float16, float>(*r, cfg); break;
+        case DataType::kBFloat16: rt_f = pack_constant_r<BFloat16, float>(*r, cfg); break;
         default: break;
       }
     }

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "ep/cpu/kernels/common.h"
-#include "planner/plan.h"
 
 namespace nxrt::cpu {
 namespace {
@@ -262,7 +261,7 @@ class OptionalHasElementKernel final : public Kernel {
 // element, tensor inputs themselves; each body output becomes one output sequence.
 class SequenceMapKernel final : public Kernel {
  public:
-  SequenceMapKernel(std::shared_ptr<ExecutableGraph> body, std::vector<ValueKind> kinds)
+  SequenceMapKernel(CompiledSubgraph body, std::vector<ValueKind> kinds)
       : body_(std::move(body)), kinds_(std::move(kinds)) {}
   Status compute(KernelContext& ctx) const override {
     const size_t length = sequence_input(ctx, 0).size();
@@ -276,7 +275,7 @@ class SequenceMapKernel final : public Kernel {
     for (size_t i = 0; i < length; ++i) {
       for (size_t k = 0; k < kinds_.size(); ++k)
         feeds[k] = kinds_[k] == ValueKind::kSequence ? &sequence_input(ctx, k)[i] : ctx.input(k);
-      NXRT_RETURN_IF_ERROR(ctx.run_subgraph(*body_, feeds, outputs));
+      NXRT_RETURN_IF_ERROR(ctx.run_subgraph(body_, feeds, outputs));
       if (outputs.size() != results.size())
         return invalid_argument("body produced ", outputs.size(), " outputs, expected ", results.size());
       for (size_t o = 0; o < outputs.size(); ++o) results[o].push_back(std::move(outputs[o]));
@@ -287,7 +286,7 @@ class SequenceMapKernel final : public Kernel {
   }
 
  private:
-  std::shared_ptr<ExecutableGraph> body_;
+  CompiledSubgraph body_;
   std::vector<ValueKind> kinds_;
 };
 
@@ -415,7 +414,7 @@ Expected<KernelPtr> create_sequence_map(KernelInit& init) {
   NXRT_ASSIGN_OR_RETURN(auto graph, init.subgraphs->compile(*body, init.implicit_inputs,
                                                              init.implicit_types, init.input_types));
   for (size_t o = 0; o < init.output_types.size(); ++o) {
-    init.output_types[o] = graph->slots[size_t(graph->output_slots[o])].dtype;
+    init.output_types[o] = graph.output_types[o];
     init.output_kinds[o] = ValueKind::kSequence;
   }
   return make_kernel<SequenceMapKernel>(std::move(graph), std::move(kinds));

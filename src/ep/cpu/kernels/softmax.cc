@@ -27,12 +27,21 @@ inline T narrow(A v) {
   else return T(float(v));
 }
 
-// exp(x) for float, written so that loops over it vectorize (glibc's expf is a scalar
-// call): exp(x) = 2^n * exp(r) with n = round(x / ln 2), |r| <= ln(2)/2, and exp(r) from
-// a degree-6 Taylor polynomial (about 2 ulp). Inputs below -87 give 0 and above 88 give
+// GCC keeps float compares (clamps, selects) as branches under its default
+// -ftrapping-math, which stops loops from vectorizing; the exp loop opts out locally.
+// Clang does not trap on compares by default.
+#if defined(__GNUC__) && !defined(__clang__)
+#define NXRT_NO_TRAPPING_MATH __attribute__((optimize("no-trapping-math")))
+#else
+#define NXRT_NO_TRAPPING_MATH
+#endif
+
+// exp(x) for float in a form that vectorizes (glibc's expf is a scalar call):
+// exp(x) = 2^n * exp(r) with n = round(x / ln 2), |r| <= ln(2)/2, and exp(r) from a
+// degree-6 Taylor polynomial (about 2 ulp). Inputs below -87 give 0 and above 88 give
 // inf; softmax only feeds it x - max <= 0.
-inline float exp_vectorizable(float x) {
-  const float xc = std::min(std::max(x, -87.0f), 88.0f);
+NXRT_NO_TRAPPING_MATH inline float exp_vectorizable(float x) {
+  const float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
   const float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;  // 1.5 * 2^23 rounds
   const float r = (xc - n * 0.693359375f) + n * 2.12194440e-4f;    // ln 2 split in two parts
   float p = 1.0f / 720;
@@ -45,15 +54,24 @@ inline float exp_vectorizable(float x) {
   const int32_t bits = (int32_t(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof(scale));
-  const float result = p * scale;
-  return x < -87.0f ? 0.0f : (x > 88.0f ? std::numeric_limits<float>::infinity() : result);
+  float result = p * scale;
+  result = x < -87.0f ? 0.0f : result;
+  return x > 88.0f ? std::numeric_limits<float>::infinity() : result;
+}
+
+// e[k] = exp(src[k] - m) for k < n; e may be src.
+NXRT_NO_TRAPPING_MATH void exp_shifted_f32(const float* src, float m, float* e, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) e[k] = exp_vectorizable(src[k] - m);
 }
 
 // e[k] = exp(x[k] - m) for k < n; returns their sum.
 template <typename T, typename A>
 A exp_shifted(const T* x, A m, A* e, int64_t n) {
-  if constexpr (std::is_same_v<A, float>) {
-    for (int64_t k = 0; k < n; ++k) e[k] = exp_vectorizable(float(x[k]) - m);
+  if constexpr (std::is_same_v<T, float>) {
+    exp_shifted_f32(x, m, e, n);
+  } else if constexpr (std::is_same_v<A, float>) {
+    for (int64_t k = 0; k < n; ++k) e[k] = float(x[k]);
+    exp_shifted_f32(e, m, e, n);
   } else {
     for (int64_t k = 0; k < n; ++k) e[k] = std::exp(A(x[k]) - m);
   }
@@ -153,13 +171,14 @@ void soft_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
     else e = scratch.data();
     std::fill(sum.begin(), sum.end(), A(0));
     for (int64_t k = 0; k < n; ++k)
-      for (int64_t j = 0; j < inner; ++j) {
-        A v;
-        if constexpr (std::is_same_v<A, float>) v = exp_vectorizable(float(xb[k * inner + j]) - m[size_t(j)]);
-        else v = std::exp(A(xb[k * inner + j]) - m[size_t(j)]);
-        e[k * inner + j] = v;
-        sum[size_t(j)] += v;
-      }
+      for (int64_t j = 0; j < inner; ++j) e[k * inner + j] = A(xb[k * inner + j]) - m[size_t(j)];
+    if constexpr (std::is_same_v<A, float>) {
+      exp_shifted_f32(e, 0.0f, e, n * inner);
+    } else {
+      for (int64_t i = 0; i < n * inner; ++i) e[i] = std::exp(e[i]);
+    }
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t j = 0; j < inner; ++j) sum[size_t(j)] += e[k * inner + j];
     if constexpr (K == SoftKind::kSoftmax) {
       for (A& s : sum) s = A(1) / s;
       for (int64_t k = 0; k < n; ++k)

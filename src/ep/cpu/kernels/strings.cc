@@ -193,6 +193,7 @@ struct RegexTranslation {
   std::wstring pattern;
   std::regex_constants::syntax_option_type flags = std::regex_constants::ECMAScript;
   std::string error;  // non-empty: unsupported or malformed
+  bool malformed = false;  // the error is a pattern RE2 itself rejects
 };
 
 void append_escaped(std::wstring& out, char32_t c) {
@@ -221,14 +222,15 @@ RegexTranslation translate_re2(const std::string& re2) {
     i = j + 1;
   }
   bool in_class = false;
-  auto fail = [&](const std::string& what) {
+  auto fail = [&](const std::string& what, bool malformed = false) {
     r.error = what;
+    r.malformed = malformed;
     return r;
   };
   for (; i < n; ++i) {
     const char32_t c = p[i];
     if (c == U'\\') {
-      if (i + 1 >= n) return fail("trailing backslash");
+      if (i + 1 >= n) return fail("trailing backslash", true);
       const char32_t e = p[++i];
       switch (e) {
         case U'd': r.pattern += in_class ? L"0-9" : L"[0-9]"; break;
@@ -270,10 +272,10 @@ RegexTranslation translate_re2(const std::string& re2) {
               int d = h >= U'0' && h <= U'9' ? int(h - U'0')
                     : h >= U'a' && h <= U'f' ? int(h - U'a' + 10)
                     : h >= U'A' && h <= U'F' ? int(h - U'A' + 10) : -1;
-              if (d < 0 || v > 0x10FFFF) return fail("bad \\x{...} escape");
+              if (d < 0 || v > 0x10FFFF) return fail("bad \\x{...} escape", true);
               v = v * 16 + uint32_t(d);
             }
-            if (j >= n || v > 0x10FFFF) return fail("bad \\x{...} escape");
+            if (j >= n || v > 0x10FFFF) return fail("bad \\x{...} escape", true);
             append_escaped(r.pattern, char32_t(v));
             i = j;
           } else {
@@ -290,7 +292,7 @@ RegexTranslation translate_re2(const std::string& re2) {
           r.pattern += wchar_t(e);
           break;
         default:
-          if (e >= U'1' && e <= U'9') return fail("backreferences are not RE2 syntax");
+          if (e >= U'1' && e <= U'9') return fail("backreferences are not RE2 syntax", true);
           r.pattern += L'\\';
           r.pattern += wchar_t(e);
       }
@@ -300,7 +302,7 @@ RegexTranslation translate_re2(const std::string& re2) {
       if (c == U'[' && i + 1 < n && p[i + 1] == U':') {
         // POSIX class [:alpha:]; std::regex knows the names but not the negated form
         const size_t close = p.find(U":]", i + 2);
-        if (close == std::u32string::npos) return fail("unterminated [: :] class");
+        if (close == std::u32string::npos) return fail("unterminated [: :] class", true);
         if (p[i + 2] == U'^') return fail("negated POSIX classes [[:^name:]] are not supported");
         for (size_t k = i; k < close + 2; ++k) r.pattern += wchar_t(p[k]);
         i = close + 1;
@@ -330,11 +332,11 @@ RegexTranslation translate_re2(const std::string& re2) {
                      !(p[i + 2] == U'<' && i + 3 < n && (p[i + 3] == U'=' || p[i + 3] == U'!'))) {
             // named group: std::regex has no names, the group itself is what matters
             const size_t close = p.find(U'>', i);
-            if (close == std::u32string::npos) return fail("unterminated group name");
+            if (close == std::u32string::npos) return fail("unterminated group name", true);
             r.pattern += L'(';
             i = close;
           } else if (i + 2 < n && (p[i + 2] == U'=' || p[i + 2] == U'!' || p[i + 2] == U'<')) {
-            return fail("lookaround assertions are not RE2 syntax");
+            return fail("lookaround assertions are not RE2 syntax", true);
           } else {
             return fail("inline flags are only supported at the start of the pattern");
           }
@@ -346,7 +348,7 @@ RegexTranslation translate_re2(const std::string& re2) {
         r.pattern += wchar_t(c);
     }
   }
-  if (in_class) return fail("missing ']'");
+  if (in_class) return fail("missing ']'", true);
 #ifdef __GLIBCXX__
   // libstdc++'s breadth-first matcher: linear in the text like RE2, and no recursion per
   // character (the default backtracking one can overflow the stack on long inputs).
@@ -441,7 +443,8 @@ Expected<KernelPtr> create_regex_full_match(KernelInit& init) {
   if (!attrs.has("pattern")) return init.error(StatusCode::kInvalidGraph, "attribute 'pattern' is required");
   RegexTranslation t = translate_re2(pattern);
   if (!t.error.empty())
-    return init.error(StatusCode::kNotImplemented, "pattern '", pattern, "': ", t.error);
+    return init.error(t.malformed ? StatusCode::kInvalidGraph : StatusCode::kNotImplemented, "pattern '",
+                      pattern, "': ", t.error);
   std::wregex re;
   try {
     re.assign(t.pattern, t.flags);

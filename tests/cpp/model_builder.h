@@ -1,0 +1,87 @@
+// Writes small ONNX models with protozero for unit tests (no Python, no onnx package).
+#pragma once
+
+#include <protozero/pbf_writer.hpp>
+#include <string>
+#include <vector>
+
+namespace nxrt::testing {
+
+struct NodeSpec {
+  std::string op;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::string name;
+  std::vector<std::pair<std::string, int64_t>> int_attrs;
+};
+
+struct InitSpec {
+  std::string name;
+  std::vector<int64_t> dims;
+  std::vector<float> values;
+};
+
+// A float-typed model: graph inputs and outputs are float tensors of unknown shape.
+inline std::string build_model(const std::vector<NodeSpec>& nodes,
+                               const std::vector<std::string>& inputs,
+                               const std::vector<std::string>& outputs,
+                               const std::vector<InitSpec>& inits = {}, int64_t opset = 17,
+                               int64_t ir_version = 8) {
+  std::string model;
+  protozero::pbf_writer m(model);
+  m.add_int64(1, ir_version);
+  {
+    std::string graph;
+    protozero::pbf_writer g(graph);
+    for (const NodeSpec& n : nodes) {
+      std::string node;
+      protozero::pbf_writer w(node);
+      for (const auto& i : n.inputs) w.add_string(1, i);
+      for (const auto& o : n.outputs) w.add_string(2, o);
+      w.add_string(3, n.name);
+      w.add_string(4, n.op);
+      for (const auto& [key, value] : n.int_attrs) {
+        std::string attr;
+        protozero::pbf_writer a(attr);
+        a.add_string(1, key);
+        a.add_int64(3, value);
+        a.add_int32(20, 2);  // INT
+        w.add_message(5, attr);
+      }
+      g.add_message(1, node);
+    }
+    g.add_string(2, "test_graph");
+    for (const InitSpec& init : inits) {
+      std::string tensor;
+      protozero::pbf_writer t(tensor);
+      t.add_packed_int64(1, init.dims.begin(), init.dims.end());
+      t.add_int32(2, 1);  // FLOAT
+      t.add_packed_float(4, init.values.begin(), init.values.end());
+      t.add_string(8, init.name);
+      g.add_message(5, tensor);
+    }
+    auto value_info = [](const std::string& name) {
+      std::string vi;
+      protozero::pbf_writer v(vi);
+      v.add_string(1, name);
+      std::string type, tensor_type;
+      protozero::pbf_writer tt(tensor_type);
+      tt.add_int32(1, 1);
+      protozero::pbf_writer tp(type);
+      tp.add_message(1, tensor_type);
+      v.add_message(2, type);
+      return vi;
+    };
+    for (const auto& i : inputs) g.add_message(11, value_info(i));
+    for (const auto& o : outputs) g.add_message(12, value_info(o));
+    m.add_message(7, graph);
+  }
+  std::string opset_msg;
+  protozero::pbf_writer os(opset_msg);
+  os.add_string(1, "");
+  os.add_int64(2, opset);
+  m.add_message(8, opset_msg);
+  return model;
+}
+
+}  // namespace nxrt::testing

@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include "model_builder.h"
+#include "onnx/decoder.h"
+#include "planner/plan.h"
+#include "runtime/session.h"
+
+namespace nxrt {
+namespace {
+
+using testing::build_model;
+
+Expected<std::shared_ptr<ExecutableGraph>> plan(const std::string& bytes) {
+  auto model = onnx::decode_model(bytes.data(), bytes.size(), nullptr, "");
+  if (!model) return model.status();
+  PlanOptions options;
+  options.opset_imports = (*model)->opset_imports;
+  // The plan keeps pointers into the model's nodes; keep the model alive for the test.
+  static std::vector<std::shared_ptr<ir::Model>> keep;
+  keep.push_back(*model);
+  return plan_graph((*model)->graph, options, {}, {}, {});
+}
+
+TEST(Planner, OrdersNodesTopologicallyWhateverTheFileOrder) {
+  const std::string bytes = build_model(
+      {{"Relu", {"a"}, {"y"}, "second"}, {"Neg", {"x"}, {"a"}, "first"}}, {"x"}, {"y"});
+  auto g = plan(bytes);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_EQ((*g)->steps.size(), 2u);
+  EXPECT_EQ((*g)->steps[0].node->name, "first");
+  EXPECT_EQ((*g)->steps[1].node->name, "second");
+}
+
+TEST(Planner, ReleasesIntermediatesAfterLastUse) {
+  const std::string bytes = build_model({{"Neg", {"x"}, {"a"}, "n0"},
+                                         {"Relu", {"a"}, {"b"}, "n1"},
+                                         {"Add", {"a", "b"}, {"y"}, "n2"}},
+                                        {"x"}, {"y"});
+  auto g = plan(bytes);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const auto& steps = (*g)->steps;
+  EXPECT_TRUE(steps[0].release_after.empty());
+  EXPECT_TRUE(steps[1].release_after.empty());
+  EXPECT_EQ(steps[2].release_after.size(), 2u);  // a and b die at the Add
+}
+
+TEST(Planner, FoldsConstantSubgraphs) {
+  const std::string bytes = build_model({{"Neg", {"w"}, {"nw"}, "fold_me"},
+                                         {"Add", {"x", "nw"}, {"y"}, "keep"}},
+                                        {"x"}, {"y"}, {{"w", {2}, {1.0f, 2.0f}}});
+  auto g = plan(bytes);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_EQ((*g)->steps.size(), 1u);
+  EXPECT_EQ((*g)->steps[0].node->name, "keep");
+}
+
+TEST(Planner, ReportsCyclesMissingInputsAndUnknownOps) {
+  auto cycle = plan(build_model({{"Add", {"x", "b"}, {"a"}, "n1"}, {"Relu", {"a"}, {"b"}, "n2"}},
+                                {"x"}, {"b"}));
+  ASSERT_FALSE(cycle.ok());
+  EXPECT_NE(cycle.status().message().find("cycle"), std::string::npos);
+  auto missing = plan(build_model({{"Add", {"x", "ghost"}, {"y"}, "adder"}}, {"x"}, {"y"}));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kInvalidGraph);
+  EXPECT_NE(missing.status().message().find("'ghost'"), std::string::npos);
+  auto unknown = plan(build_model({{"NoSuchOp", {"x"}, {"y"}, "odd"}}, {"x"}, {"y"}));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotImplemented);
+  EXPECT_NE(unknown.status().message().find("NoSuchOp"), std::string::npos);
+}
+
+TEST(Executor, WarmRunsReuseThePool) {
+  const std::string bytes = build_model({{"Neg", {"x"}, {"a"}, "n0"},
+                                         {"Relu", {"a"}, {"b"}, "n1"},
+                                         {"Neg", {"b"}, {"y"}, "n2"}},
+                                        {"x"}, {"y"});
+  auto session = Session::create_from_bytes(bytes.data(), bytes.size(), {});
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  std::vector<float> x(1000, -1.0f);
+  std::vector<Value> feeds = {Tensor(DataType::kFloat, Shape{1000}, x.data())};
+  std::vector<std::string> names = {"x"};
+  std::vector<Value> out;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE((*session)->run(names, feeds, {}, out).ok());
+    EXPECT_FLOAT_EQ(out[0].tensor.data<float>()[999], -1.0f);
+  }
+}
+
+}  // namespace
+}  // namespace nxrt

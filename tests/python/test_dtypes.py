@@ -1,0 +1,89 @@
+"""Every supported dtype in and out, odd memory layouts, and the errors for unsupported ones."""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import nxrt
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+CASES = [
+    (np.bool_, TensorProto.BOOL), (np.int8, TensorProto.INT8), (np.int16, TensorProto.INT16),
+    (np.int32, TensorProto.INT32), (np.int64, TensorProto.INT64), (np.uint8, TensorProto.UINT8),
+    (np.uint16, TensorProto.UINT16), (np.uint32, TensorProto.UINT32),
+    (np.uint64, TensorProto.UINT64), (np.float16, TensorProto.FLOAT16),
+    (np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE),
+    (ml_dtypes.bfloat16, TensorProto.BFLOAT16), (ml_dtypes.float8_e4m3fn, TensorProto.FLOAT8E4M3FN),
+    (ml_dtypes.float8_e5m2, TensorProto.FLOAT8E5M2),
+]
+
+
+def _identity_model(elem_type, shape=None):
+    x = helper.make_tensor_value_info("x", elem_type, shape)
+    y = helper.make_tensor_value_info("y", elem_type, shape)
+    model = helper.make_model(helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "id", [x], [y]),
+                              opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("np_type,onnx_type", CASES, ids=[str(np.dtype(c[0])) for c in CASES])
+def test_round_trip(np_type, onnx_type):
+    sess = nxrt.InferenceSession(_identity_model(onnx_type))
+    assert sess.get_inputs()[0].type.startswith("tensor(")
+    x = (np.arange(24).reshape(2, 3, 4) % 7).astype(np_type)
+    y = sess.run(None, {"x": x})[0]
+    assert y.dtype == np.dtype(np_type)
+    assert y.shape == x.shape
+    np.testing.assert_array_equal(y.astype(np.float64), x.astype(np.float64))
+
+
+def test_strings_round_trip():
+    sess = nxrt.InferenceSession(_identity_model(TensorProto.STRING))
+    x = np.array([["a", "héllo"], ["", "z" * 100]], dtype=object)
+    y = sess.run(None, {"x": x})[0]
+    assert y.dtype == object and y.shape == (2, 2)
+    assert y.tolist() == x.tolist()
+    y2 = sess.run(None, {"x": np.array(["u", "v"])})[0]  # numpy unicode arrays work too
+    assert y2.tolist() == ["u", "v"]
+
+
+def test_non_contiguous_and_byte_swapped():
+    sess = nxrt.InferenceSession(_identity_model(TensorProto.FLOAT))
+    base = np.arange(40, dtype=np.float32).reshape(5, 8)
+    view = base[::2, 1::3]
+    np.testing.assert_array_equal(sess.run(None, {"x": view})[0], view)
+    swapped = base.astype(">f4")
+    out = sess.run(None, {"x": swapped})[0]
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, base)
+    np.testing.assert_array_equal(sess.run(None, {"x": base.T})[0], base.T)
+
+
+def test_scalars_lists_and_zero_sized():
+    sess = nxrt.InferenceSession(_identity_model(TensorProto.FLOAT))
+    assert sess.run(None, {"x": np.float32(2.5)})[0].shape == ()
+    np.testing.assert_array_equal(sess.run(None, {"x": np.zeros((0, 3), np.float32)})[0], np.zeros((0, 3)))
+    sess64 = nxrt.InferenceSession(_identity_model(TensorProto.INT64))
+    np.testing.assert_array_equal(sess64.run(None, {"x": [1, 2, 3]})[0], [1, 2, 3])
+
+
+def test_unsupported_and_mismatched_dtypes():
+    sess = nxrt.InferenceSession(_identity_model(TensorProto.FLOAT))
+    with pytest.raises(TypeError, match="complex128"):
+        sess.run(None, {"x": np.ones(2, np.complex128)})
+    with pytest.raises(nxrt.InvalidArgument, match="tensor\\(int32\\).*tensor\\(float\\)"):
+        sess.run(None, {"x": np.ones(2, np.int32)})
+
+
+def test_outputs_own_their_memory():
+    sess = nxrt.InferenceSession(_identity_model(TensorProto.FLOAT))
+    x = np.arange(6, dtype=np.float32)
+    y = sess.run(None, {"x": x})[0]
+    x[:] = -1
+    np.testing.assert_array_equal(y, np.arange(6))
+    y2 = sess.run(None, {"x": x})[0]
+    assert y.ctypes.data != y2.ctypes.data
+    y[:] = 7  # writable, and independent of later runs
+    np.testing.assert_array_equal(y2, -1)
