@@ -216,6 +216,11 @@ class InferenceSession:
         self._sess_options = sess_options if sess_options is not None else SessionOptions()
         self._providers, self._provider_options = _parse_providers(providers, provider_options)
         options = self._sess_options._native()
+        if self._sess_options.optimized_model_filepath:
+            import warnings
+
+            warnings.warn("SessionOptions.optimized_model_filepath is not supported by nxrt yet; "
+                          "no optimized model file is written", RuntimeWarning, stacklevel=2)
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             self._model_path = None
             self._sess = _nxrt.Session.from_bytes(bytes(path_or_bytes), options)

@@ -104,6 +104,17 @@ class KernelContext {
   // executor releases the value. Errors when the shape is absurd.
   virtual Expected<Tensor*> output(size_t i, const Shape& shape) = 0;
 
+  // Makes output i a view of input `input_index` with a new shape of the same element
+  // count (reshape-like ops), when the executor can; otherwise allocates and copies.
+  // Kernels must not write to an aliased output.
+  virtual Status alias_input(size_t i, size_t input_index, const Shape& shape) {
+    const Tensor* in = input(input_index);
+    if (!in) return invalid_argument("input ", input_index, " is missing");
+    NXRT_ASSIGN_OR_RETURN(Tensor * out, output(i, shape));
+    copy_elements(in->dtype(), in->raw(), out->raw(), in->numel());
+    return Status();
+  }
+
   // Sets output i (declared kSequence at prepare) to a sequence of owned tensors.
   virtual Status set_output_sequence(size_t i, TensorSequence sequence) {
     (void)i;

@@ -34,6 +34,17 @@ RunStateCache& subgraph_cache(const ExecutableGraph& graph) {
   return *cache;
 }
 
+// Drops a slot's value; its pool block returns when no alias of it is left.
+void release_slot(RunState& state, size_t slot) {
+  const int r = state.root[slot];
+  if (r >= 0 && --state.refs[size_t(r)] == 0) {
+    state.pool.release(state.block[size_t(r)]);
+    state.block[size_t(r)] = nullptr;
+  }
+  state.root[slot] = -1;
+  state.values[slot] = Tensor();
+}
+
 // A borrowed view of `t` (no ownership traffic on the hot path).
 Tensor view_of(const Tensor& t) {
   return Tensor(t.dtype(), t.shape(), const_cast<void*>(t.raw()));
@@ -58,10 +69,7 @@ class StepContext final : public KernelContext {
     const size_t slot = size_t(step_.outputs[i]);
     const ValueSlot& info = graph_.slots[slot];
     Tensor& value = state_.values[slot];
-    if (state_.pooled[slot]) {  // a kernel asked twice; give the old block back first
-      state_.pool.release(value.raw());
-      state_.pooled[slot] = false;
-    }
+    release_slot(state_, slot);  // a kernel asked twice: give the old block back first
     if (info.is_graph_output || info.dtype == DataType::kString) {
       auto t = Tensor::allocate(info.dtype, shape);
       if (!t) return std::move(t).status();
@@ -72,8 +80,29 @@ class StepContext final : public KernelContext {
     void* data = state_.pool.acquire(bytes);
     if (!data) return runtime_error("out of memory allocating ", bytes, " bytes for '", info.name, "'");
     value = Tensor(info.dtype, shape, data);
-    state_.pooled[slot] = true;
+    state_.root[slot] = int(slot);
+    state_.refs[slot] = 1;
+    state_.block[slot] = data;
     return &value;
+  }
+
+  Status alias_input(size_t i, size_t input_index, const Shape& shape) override {
+    const Tensor* in = input(input_index);
+    if (i >= step_.outputs.size() || !in)
+      return make_error(StatusCode::kEngineError, "bad alias of input ", input_index);
+    const size_t slot = size_t(step_.outputs[i]);
+    const ValueSlot& info = graph_.slots[slot];
+    // Graph outputs leave the run and must own their memory; strings need construction.
+    if (info.is_graph_output || info.dtype == DataType::kString || in->dtype() != info.dtype ||
+        shape.numel() != in->numel())
+      return KernelContext::alias_input(i, input_index, shape);
+    release_slot(state_, slot);
+    state_.values[slot] = Tensor(info.dtype, shape, const_cast<void*>(in->raw()));
+    const int source = step_.inputs[input_index];
+    const int r = source >= 0 ? state_.root[size_t(source)] : -1;
+    state_.root[slot] = r;
+    if (r >= 0) ++state_.refs[size_t(r)];
+    return Status();
   }
 
   Status set_output_sequence(size_t i, TensorSequence sequence) override {
@@ -127,9 +156,7 @@ class StepContext final : public KernelContext {
 
 void release_all(RunState& state) {
   for (size_t s = 0; s < state.values.size(); ++s) {
-    if (state.pooled[s]) state.pool.release(state.values[s].raw());
-    state.pooled[s] = false;
-    state.values[s] = Tensor();
+    release_slot(state, s);
     state.sequences[s].reset();
   }
 }
@@ -143,7 +170,9 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
   const size_t num_slots = graph.slots.size();
   state.values.resize(num_slots);
   state.sequences.resize(num_slots);
-  state.pooled.assign(num_slots, false);
+  state.root.assign(num_slots, -1);
+  state.refs.assign(num_slots, 0);
+  state.block.assign(num_slots, nullptr);
   state.step_inputs.resize(graph.max_step_inputs);
   state.step_sequences.resize(graph.max_step_inputs);
 
@@ -189,9 +218,7 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
       break;
     }
     for (int s : step.release_after) {
-      if (state.pooled[size_t(s)]) state.pool.release(state.values[size_t(s)].raw());
-      state.pooled[size_t(s)] = false;
-      state.values[size_t(s)] = Tensor();
+      release_slot(state, size_t(s));
       state.sequences[size_t(s)].reset();
     }
   }
@@ -215,7 +242,7 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
                             "' was not computed");
         break;
       }
-      if (value.owner() && !state.pooled[size_t(graph.output_slots[i])]) {
+      if (value.owner() && state.root[slot] < 0) {
         outputs.push_back(value);  // produced for the caller: hand it over
       } else {
         auto copy = value.clone();  // an input, constant or outer value passed through

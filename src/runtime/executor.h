@@ -29,7 +29,12 @@ struct RunFlags {
 struct RunState {
   std::vector<Tensor> values;
   std::vector<std::shared_ptr<const TensorSequence>> sequences;  // by slot, for sequence slots
-  std::vector<bool> pooled;
+  // Pool blocks: root[slot] is the slot whose block `slot` uses (itself when it owns one,
+  // the aliased slot for views, -1 for memory the pool does not manage); refs[root]
+  // counts live slots on that block, which goes back to the pool when it drops to zero.
+  std::vector<int> root;
+  std::vector<int> refs;
+  std::vector<void*> block;
   std::vector<const Tensor*> step_inputs;
   std::vector<const TensorSequence*> step_sequences;
   std::vector<const Tensor*> step_implicit;

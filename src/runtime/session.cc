@@ -39,6 +39,23 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   auto graph = plan_graph(model->graph, options, {}, {}, {});
   if (!graph) return std::move(graph).status();
   session->graph_ = std::move(graph).value();
+  // Outputs the model leaves untyped get the planned type, so get_outputs() is complete.
+  ExecutableGraph& planned = *session->graph_;
+  for (size_t i = 0; i < planned.outputs.size(); ++i) {
+    ir::TypeInfo& type = planned.outputs[i].type;
+    const ValueSlot& slot = planned.slots[size_t(planned.output_slots[i])];
+    if (type.kind == ir::TypeInfo::Kind::kUnknown) {
+      type.kind = slot.kind == ValueKind::kSequence ? ir::TypeInfo::Kind::kSequence
+                                                    : ir::TypeInfo::Kind::kTensor;
+      if (slot.kind == ValueKind::kSequence) {
+        type.inner = std::make_shared<ir::TypeInfo>();
+        type.inner->kind = ir::TypeInfo::Kind::kTensor;
+        type.inner->elem_type = slot.dtype;
+      }
+    }
+    if (type.kind == ir::TypeInfo::Kind::kTensor && type.elem_type == DataType::kUndefined)
+      type.elem_type = slot.dtype;
+  }
   const ExecutableGraph& g = *session->graph_;
   for (size_t i = 0; i < g.inputs.size(); ++i)
     (g.input_overridable[i] ? session->overridable_ : session->inputs_).push_back(g.inputs[i]);

@@ -224,7 +224,7 @@ Status contract(Term<W>& a, Term<W>& b, const std::set<int>& keep, Term<W>& out)
   int64_t nb = 1, M = 1, K = 1, N = 1;
   std::vector<int64_t> out_dims;
   for (int l : batch) {
-    int64_t sz;
+    int64_t sz = 0;
     NXRT_RETURN_IF_ERROR(joint(l, sz));
     push(a, l, sz, ad, as);
     push(b, l, sz, bd, bs);
@@ -232,21 +232,21 @@ Status contract(Term<W>& a, Term<W>& b, const std::set<int>& keep, Term<W>& out)
     out_dims.push_back(sz);
   }
   for (int l : a_only) {
-    int64_t sz, st;
+    int64_t sz = 0, st = 0;
     dim_of(a, l, sz, st);
     push(a, l, sz, ad, as);
     M *= sz;
     out_dims.push_back(sz);
   }
   for (int l : sum) {
-    int64_t sz;
+    int64_t sz = 0;
     NXRT_RETURN_IF_ERROR(joint(l, sz));
     push(a, l, sz, ad, as);
     push(b, l, sz, bd, bs);
     K *= sz;
   }
   for (int l : b_only) {
-    int64_t sz, st;
+    int64_t sz = 0, st = 0;
     dim_of(b, l, sz, st);
     push(b, l, sz, bd, bs);
     N *= sz;

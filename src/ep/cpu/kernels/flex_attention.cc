@@ -4,21 +4,21 @@
 //
 // Without modifiers each (batch, kv head) is processed row by row with O(S) scratch.
 // A modifier sees the full tensor, so then the scores are materialized once, handed to
-// the subgraph in softmax_precision, and read back before the next stage.
+// the subgraph in softmax_precision, and read back before the next stage. A float16 or
+// bfloat16 softmax_precision fixes what the modifiers see; the arithmetic itself stays
+// in float, which is at least as accurate as the precision asked for.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "ep/cpu/kernels/common.h"
-#include "planner/plan.h"
 
 namespace nxrt::cpu {
 namespace {
-
-using GraphPtr = std::shared_ptr<ExecutableGraph>;
 
 template <typename A, typename T>
 T to_storage(A v) {
@@ -77,7 +77,7 @@ struct FlexConfig {
   bool has_scale = false;
   float scale = 0;
   DataType precision = DataType::kFloat;  // element type the modifiers see
-  GraphPtr score_mod, prob_mod;
+  std::optional<CompiledSubgraph> score_mod, prob_mod;
 };
 
 template <typename T, typename A>
@@ -167,7 +167,7 @@ class FlexAttentionKernel final : public Kernel {
 
   // Runs a modifier on `buf` (shape B, Hq, L, S) in place, converting to and from the
   // precision the subgraph was compiled for.
-  Status run_mod(KernelContext& ctx, const ExecutableGraph& graph, const char* what,
+  Status run_mod(KernelContext& ctx, const CompiledSubgraph& graph, const char* what,
                  const Shape& shape, std::vector<A>& buf) const {
     Tensor in;
     if (cfg_.precision == kDTypeOf<A>) {
@@ -224,17 +224,19 @@ class FlexAttentionKernel final : public Kernel {
 
 // Compiles an optional modifier: one input and one output of the softmax precision.
 Status compile_mod(KernelInit& init, const ir::Graph* graph, const char* name, DataType precision,
-                   GraphPtr& out) {
+                   std::optional<CompiledSubgraph>& out) {
   if (!graph) return Status();
   if (graph->inputs.size() != 1)
     return init.error(StatusCode::kInvalidGraph, name, " must have exactly 1 input, has ",
                       graph->inputs.size());
   NXRT_ASSIGN_OR_RETURN(out, init.subgraphs->compile(*graph, init.implicit_inputs,
                                                      init.implicit_types, {precision}));
-  if (out->outputs.size() != 1)
+  if (out->outputs.size() != 1 || out->output_types.size() != 1)
     return init.error(StatusCode::kInvalidGraph, name, " must have exactly 1 output, has ",
                       out->outputs.size());
-  const DataType t = out->slots[size_t(out->output_slots[0])].dtype;
+  if (out->output_kinds.size() == 1 && out->output_kinds[0] != ValueKind::kTensor)
+    return init.error(StatusCode::kInvalidGraph, name, " must return a tensor");
+  const DataType t = out->output_types[0];
   if (t != DataType::kUndefined && t != precision)
     return init.error(StatusCode::kInvalidGraph, name, " returns ", tensor_type_name(t),
                       " but must return the softmax precision ", tensor_type_name(precision));

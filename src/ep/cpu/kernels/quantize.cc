@@ -2,31 +2,48 @@
 // blocked scales) and DynamicQuantizeLinear.
 //
 // Scale and zero point are indexed by viewing x as [outer, A, inner] around the
-// quantization axis, so all three granularities share one loop. Sub-byte and float8
-// element types have no storage type here yet and are refused at prepare.
+// quantization axis, so all three granularities share one loop. Quantized types are
+// integers (int8/16, uint8/16 and the sub-byte int4/uint4/int2/uint2, stored one value per
+// byte as int8/uint8, see core/dtype.h) or narrow floats (the float8 types and float4e2m1,
+// stored as bit patterns). Scale and zero point are widened to float once per run; x is
+// converted element by element.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
+#include "core/float8.h"
 #include "ep/cpu/kernels/common.h"
 
 namespace nxrt::cpu {
 namespace {
 
-bool is_quantized_int(DataType t) {
-  return t == DataType::kUint8 || t == DataType::kInt8 || t == DataType::kUint16 ||
-         t == DataType::kInt16;
-}
+// What a quantized element type is: its storage, its integer range or float encoding.
+struct QuantType {
+  enum class Kind { kInt, kFloat8, kFloat4 } kind = Kind::kInt;
+  DataType storage = DataType::kUint8;  // C++ storage the kernels dispatch on
+  double lo = 0, hi = 255;              // saturation range of the integer kinds
+  F8Format f8{};
+};
 
-bool is_unsupported_narrow(DataType t) {
+bool quant_type(DataType t, QuantType& q) {
+  using K = QuantType::Kind;
   switch (t) {
-    case DataType::kFloat8E4M3FN: case DataType::kFloat8E4M3FNUZ: case DataType::kFloat8E5M2:
-    case DataType::kFloat8E5M2FNUZ: case DataType::kUint4: case DataType::kInt4:
-    case DataType::kFloat4E2M1:
-      return true;
+    case DataType::kUint8: q = {K::kInt, DataType::kUint8, 0, 255, {}}; return true;
+    case DataType::kInt8: q = {K::kInt, DataType::kInt8, -128, 127, {}}; return true;
+    case DataType::kUint16: q = {K::kInt, DataType::kUint16, 0, 65535, {}}; return true;
+    case DataType::kInt16: q = {K::kInt, DataType::kInt16, -32768, 32767, {}}; return true;
+    case DataType::kUint4: q = {K::kInt, DataType::kUint8, 0, 15, {}}; return true;
+    case DataType::kInt4: q = {K::kInt, DataType::kInt8, -8, 7, {}}; return true;
+    case DataType::kUint2: q = {K::kInt, DataType::kUint8, 0, 3, {}}; return true;
+    case DataType::kInt2: q = {K::kInt, DataType::kInt8, -2, 1, {}}; return true;
+    case DataType::kFloat4E2M1: q = {K::kFloat4, DataType::kUint8, 0, 0, {}}; return true;
     default:
-      return false;
+      if (!is_float8(t)) return false;
+      q = {K::kFloat8, DataType::kUint8, 0, 0, f8_format(t)};
+      return true;
   }
 }
 
@@ -75,68 +92,75 @@ Status make_layout(const Shape& x, const Tensor& scale, const Tensor* zero_point
   return Status();
 }
 
-template <typename T>
-float load_float(const T& v) { return float(v); }
 
-template <typename T>
-const T* opt_data(const Tensor* t) { return t ? t->data<T>() : nullptr; }
+// The values of a small tensor (scale, zero point) as floats; narrow floats decoded.
+Status widen(const Tensor& t, DataType as, std::vector<float>& out) {
+  const int64_t n = t.numel();
+  out.resize(size_t(n));
+  const auto* bytes = static_cast<const uint8_t*>(t.raw());
+  switch (as) {
+    case DataType::kFloat8E8M0:
+      for (int64_t i = 0; i < n; ++i) out[size_t(i)] = e8m0_to_float(bytes[i]);
+      return Status();
+    case DataType::kFloat4E2M1:
+      for (int64_t i = 0; i < n; ++i) out[size_t(i)] = f4e2m1_to_float(bytes[i]);
+      return Status();
+    case DataType::kInt4: case DataType::kInt2: as = DataType::kInt8; break;
+    case DataType::kUint4: case DataType::kUint2: as = DataType::kUint8; break;
+    default:
+      if (is_float8(as)) {
+        const F8Format f = f8_format(as);
+        for (int64_t i = 0; i < n; ++i) out[size_t(i)] = f8_to_float(bytes[i], f);
+        return Status();
+      }
+  }
+  switch (as) {
+    NXRT_CASES_NUMERIC({
+      const T* p = t.data<T>();
+      for (int64_t i = 0; i < n; ++i) out[size_t(i)] = float(p[i]);
+      return Status();
+    })
+    default: break;
+  }
+  return not_implemented("element type ", dtype_name(as), " cannot be a scale or zero point");
+}
 
-// y = saturate(round_half_even(x / scale) + zero_point)
-template <typename X, typename S, typename Q>
-void quantize(const Tensor& x, const Tensor& scale, const Tensor* zp, const QuantLayout& l, Q* y) {
-  const X* px = x.data<X>();
-  const S* ps = scale.data<S>();
-  const Q* pz = opt_data<Q>(zp);
-  constexpr double lo = double(std::numeric_limits<Q>::lowest());
-  constexpr double hi = double(std::numeric_limits<Q>::max());
-  auto one = [&](X v, int64_t si) {
-    const float q = std::nearbyint(load_float(v) / load_float(ps[si]));
-    double r = double(q) + (pz ? double(pz[si]) : 0.0);
-    if (std::isnan(r)) r = 0;  // as the reference's int cast of NaN leaves it unspecified
-    return Q(std::clamp(r, lo, hi));
-  };
+// Calls fn(element index, scale index) over x in memory order.
+template <typename Fn>
+void for_each_element(int64_t numel, const QuantLayout& l, Fn&& fn) {
   if (l.per_tensor) {
-    const int64_t n = x.numel();
-    for (int64_t i = 0; i < n; ++i) y[i] = one(px[i], 0);
+    for (int64_t i = 0; i < numel; ++i) fn(i, 0);
     return;
   }
   int64_t e = 0;
   for (int64_t o = 0; o < l.outer; ++o)
     for (int64_t a = 0; a < l.axis_dim; ++a)
-      for (int64_t i = 0; i < l.inner; ++i, ++e) y[e] = one(px[e], l.scale_index(o, a, i));
+      for (int64_t i = 0; i < l.inner; ++i, ++e) fn(e, l.scale_index(o, a, i));
 }
 
-// y = (x - zero_point) * scale
-template <typename Q, typename S, typename Y>
-void dequantize(const Tensor& x, const Tensor& scale, const Tensor* zp, const QuantLayout& l, Y* y) {
-  const Q* px = x.data<Q>();
-  const S* ps = scale.data<S>();
-  const Q* pz = opt_data<Q>(zp);
-  auto one = [&](Q v, int64_t si) {
-    const float d = float(v) - (pz ? float(pz[si]) : 0.0f);
-    return Y(d * load_float(ps[si]));
-  };
-  if (l.per_tensor) {
-    const int64_t n = x.numel();
-    for (int64_t i = 0; i < n; ++i) y[i] = one(px[i], 0);
-    return;
+// QuantizeLinear-23's `precision`: the type x / scale is computed in.
+enum class Precision { kFloat, kFloat16, kBFloat16, kDouble };
+
+template <typename X>
+double quotient(X v, float s, Precision p) {
+  switch (p) {
+    case Precision::kFloat16:
+      return float(Float16(float(Float16(float(v))) / float(Float16(s))));
+    case Precision::kBFloat16:
+      return float(BFloat16(float(BFloat16(float(v))) / float(BFloat16(s))));
+    case Precision::kDouble:
+      return double(v) / double(s);
+    default:
+      return double(float(v) / s);
   }
-  int64_t e = 0;
-  for (int64_t o = 0; o < l.outer; ++o)
-    for (int64_t a = 0; a < l.axis_dim; ++a)
-      for (int64_t i = 0; i < l.inner; ++i, ++e) y[e] = one(px[e], l.scale_index(o, a, i));
 }
-
-#define NXRT_SCALE_CASES(...)                                               \
-  NXRT_CASE(kFloat, __VA_ARGS__) NXRT_CASE(kFloat16, __VA_ARGS__)           \
-  NXRT_CASE(kBFloat16, __VA_ARGS__)
-#define NXRT_QINT_CASES(...)                                                \
-  NXRT_CASE(kUint8, __VA_ARGS__) NXRT_CASE(kInt8, __VA_ARGS__)              \
-  NXRT_CASE(kUint16, __VA_ARGS__) NXRT_CASE(kInt16, __VA_ARGS__)
 
 class QuantizeKernel final : public Kernel {
  public:
-  QuantizeKernel(int64_t axis, int64_t block, DataType out) : axis_(axis), block_(block), out_(out) {}
+  QuantizeKernel(int64_t axis, int64_t block, DataType out, QuantType q, bool saturate,
+                 Precision precision)
+      : axis_(axis), block_(block), out_(out), q_(q), saturate_(saturate), precision_(precision) {}
+
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     const Tensor& scale = *ctx.input(1);
@@ -146,39 +170,70 @@ class QuantizeKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(make_layout(x.shape(), scale, zp, axis_, block_, l));
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
     if (x.numel() == 0) return Status();
-    const DataType xt = x.dtype();
-    switch (out_) {
-      NXRT_QINT_CASES({
-        using Q = T;
-        Q* py = y->data<Q>();
-        switch (scale.dtype()) {
-          NXRT_SCALE_CASES({
-            using S = T;
-            switch (xt) {
-              NXRT_CASE(kFloat, quantize<T, S, Q>(x, scale, zp, l, py); return Status())
-              NXRT_CASE(kFloat16, quantize<T, S, Q>(x, scale, zp, l, py); return Status())
-              NXRT_CASE(kBFloat16, quantize<T, S, Q>(x, scale, zp, l, py); return Status())
-              NXRT_CASE(kInt32, quantize<T, S, Q>(x, scale, zp, l, py); return Status())
-              default: break;
-            }
-          })
-          default: break;
-        }
-      })
+    std::vector<float> scales, zps;
+    NXRT_RETURN_IF_ERROR(widen(scale, scale.dtype(), scales));
+    if (zp) NXRT_RETURN_IF_ERROR(widen(*zp, out_, zps));
+    switch (x.dtype()) {
+      NXRT_CASE(kFloat, return run<T>(x, l, scales, zps, *y))
+      NXRT_CASE(kFloat16, return run<T>(x, l, scales, zps, *y))
+      NXRT_CASE(kBFloat16, return run<T>(x, l, scales, zps, *y))
+      NXRT_CASE(kInt32, return run<T>(x, l, scales, zps, *y))
       default: break;
     }
-    return not_implemented("QuantizeLinear from ", dtype_name(xt), " with ", dtype_name(scale.dtype()),
-                           " scale to ", dtype_name(out_), " is not supported");
+    return not_implemented("QuantizeLinear from ", dtype_name(x.dtype()), " is not supported");
   }
 
  private:
+  template <typename X>
+  Status run(const Tensor& x, const QuantLayout& l, const std::vector<float>& scales,
+             const std::vector<float>& zps, Tensor& y) const {
+    const X* px = x.data<X>();
+    const float* pz = zps.empty() ? nullptr : zps.data();
+    const int64_t n = x.numel();
+    auto q = [&](int64_t e, int64_t si) { return quotient(px[e], scales[size_t(si)], precision_); };
+    if (q_.kind == QuantType::Kind::kInt) {
+      // y = saturate(round_half_even(x / scale) + zero_point)
+      auto store = [&](auto* py) {
+        using Q = std::remove_pointer_t<decltype(py)>;
+        for_each_element(n, l, [&](int64_t e, int64_t si) {
+          double r = std::nearbyint(q(e, si)) + (pz ? double(pz[si]) : 0.0);
+          if (std::isnan(r)) r = 0;  // as the reference's int cast of NaN leaves it unspecified
+          py[e] = Q(std::clamp(r, q_.lo, q_.hi));
+        });
+      };
+      switch (q_.storage) {
+        case DataType::kUint8: store(y.data<uint8_t>()); break;
+        case DataType::kInt8: store(y.data<int8_t>()); break;
+        case DataType::kUint16: store(y.data<uint16_t>()); break;
+        default: store(y.data<int16_t>()); break;
+      }
+      return Status();
+    }
+    // Narrow floats: y = encode(x / scale + zero_point), rounding to nearest even.
+    uint8_t* py = y.data<uint8_t>();
+    if (q_.kind == QuantType::Kind::kFloat4) {
+      for_each_element(n, l, [&](int64_t e, int64_t si) {
+        py[e] = float_to_f4e2m1(q(e, si) + (pz ? double(pz[si]) : 0.0));
+      });
+    } else {
+      for_each_element(n, l, [&](int64_t e, int64_t si) {
+        py[e] = float_to_f8(q(e, si) + (pz ? double(pz[si]) : 0.0), q_.f8, saturate_);
+      });
+    }
+    return Status();
+  }
+
   int64_t axis_, block_;
   DataType out_;
+  QuantType q_;
+  bool saturate_;
+  Precision precision_;
 };
 
 class DequantizeKernel final : public Kernel {
  public:
   DequantizeKernel(int64_t axis, int64_t block, DataType out) : axis_(axis), block_(block), out_(out) {}
+
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     const Tensor& scale = *ctx.input(1);
@@ -188,41 +243,62 @@ class DequantizeKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(make_layout(x.shape(), scale, zp, axis_, block_, l));
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
     if (x.numel() == 0) return Status();
-    const DataType st = scale.dtype();
-    switch (x.dtype()) {
-      NXRT_QINT_CASES({
-        using Q = T;
-        switch (st) {
-          NXRT_SCALE_CASES({
-            using S = T;
-            switch (out_) {
-              NXRT_SCALE_CASES(dequantize<Q, S, T>(x, scale, zp, l, y->data<T>()); return Status())
-              default: break;
-            }
-          })
-          default: break;
-        }
-      })
-      NXRT_CASE(kInt32, {
-        using Q = T;
-        switch (st) {
-          NXRT_SCALE_CASES({
-            using S = T;
-            switch (out_) {
-              NXRT_SCALE_CASES(dequantize<Q, S, T>(x, scale, zp, l, y->data<T>()); return Status())
-              default: break;
-            }
-          })
-          default: break;
-        }
-      })
+    std::vector<float> scales, zps;
+    NXRT_RETURN_IF_ERROR(widen(scale, scale.dtype(), scales));
+    if (zp) NXRT_RETURN_IF_ERROR(widen(*zp, x.dtype(), zps));
+    switch (out_) {
+      NXRT_CASE(kFloat, return run(x, l, scales, zps, y->data<T>()))
+      NXRT_CASE(kFloat16, return run(x, l, scales, zps, y->data<T>()))
+      NXRT_CASE(kBFloat16, return run(x, l, scales, zps, y->data<T>()))
       default: break;
     }
-    return not_implemented("DequantizeLinear from ", dtype_name(x.dtype()), " with ", dtype_name(st),
-                           " scale is not supported");
+    return not_implemented("DequantizeLinear to ", dtype_name(out_), " is not supported");
   }
 
  private:
+  // y = (x - zero_point) * scale, with x widened by `value(e)`.
+  template <typename Y, typename Value>
+  static void apply(int64_t n, const QuantLayout& l, const std::vector<float>& scales,
+                    const std::vector<float>& zps, Value value, Y* y) {
+    const float* pz = zps.empty() ? nullptr : zps.data();
+    for_each_element(n, l, [&](int64_t e, int64_t si) {
+      const float d = value(e) - (pz ? pz[si] : 0.0f);
+      y[e] = Y(d * scales[size_t(si)]);
+    });
+  }
+
+  template <typename Y>
+  Status run(const Tensor& x, const QuantLayout& l, const std::vector<float>& scales,
+             const std::vector<float>& zps, Y* y) const {
+    const int64_t n = x.numel();
+    const DataType xt = x.dtype();
+    const auto* bytes = static_cast<const uint8_t*>(x.raw());
+    if (xt == DataType::kFloat4E2M1) {
+      apply(n, l, scales, zps, [bytes](int64_t e) { return f4e2m1_to_float(bytes[e]); }, y);
+      return Status();
+    }
+    if (is_float8(xt)) {
+      // 256 codes: decode once per run instead of per element.
+      std::array<float, 256> table;
+      const F8Format f = f8_format(xt);
+      for (int c = 0; c < 256; ++c) table[size_t(c)] = f8_to_float(uint8_t(c), f);
+      apply(n, l, scales, zps, [&table, bytes](int64_t e) { return table[bytes[e]]; }, y);
+      return Status();
+    }
+    const DataType storage = xt == DataType::kInt4 || xt == DataType::kInt2 ? DataType::kInt8
+                             : xt == DataType::kUint4 || xt == DataType::kUint2 ? DataType::kUint8
+                                                                                 : xt;
+    switch (storage) {
+      NXRT_CASE(kUint8, apply(n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y); return Status())
+      NXRT_CASE(kInt8, apply(n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y); return Status())
+      NXRT_CASE(kUint16, apply(n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y); return Status())
+      NXRT_CASE(kInt16, apply(n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y); return Status())
+      NXRT_CASE(kInt32, apply(n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y); return Status())
+      default: break;
+    }
+    return not_implemented("DequantizeLinear from ", dtype_name(xt), " is not supported");
+  }
+
   int64_t axis_, block_;
   DataType out_;
 };
@@ -259,9 +335,13 @@ class DynamicQuantizeKernel final : public Kernel {
   }
 };
 
-Status check_scale_type(const KernelInit& init) {
+// float16/bfloat16 scales came with opset 19, int32 (QuantizeLinear only) with 23 and
+// float8e8m0 (microscaling) with 24.
+Status check_scale_type(const KernelInit& init, bool quantize) {
   const DataType s = init.input_type(1);
-  if (s == DataType::kFloat || ((s == DataType::kFloat16 || s == DataType::kBFloat16) && init.opset >= 19))
+  if (s == DataType::kFloat || ((s == DataType::kFloat16 || s == DataType::kBFloat16) && init.opset >= 19) ||
+      (s == DataType::kInt32 && quantize && init.opset >= 23) ||
+      (s == DataType::kFloat8E8M0 && init.opset >= 24))
     return Status();
   return init.unsupported_type(1);
 }
@@ -274,17 +354,28 @@ Expected<KernelPtr> create_quantize_linear(KernelInit& init) {
   const int64_t block = attrs.get_int("block_size", 0);
   const int64_t out_attr = attrs.get_int("output_dtype", 0);
   const bool saturate = attrs.get_int("saturate", 1) != 0;
-  (void)saturate;  // only meaningful for float8 outputs, which are refused below
+  const int64_t precision_attr = attrs.get_int("precision", 0);
   NXRT_RETURN_IF_ERROR(attrs.status());
   if (block < 0) return init.error(StatusCode::kInvalidGraph, "block_size must not be negative");
   const DataType xt = init.input_type(0);
   if (xt != DataType::kFloat && xt != DataType::kInt32 &&
       !((xt == DataType::kFloat16 || xt == DataType::kBFloat16) && init.opset >= 19))
     return init.unsupported_type(0);
-  NXRT_RETURN_IF_ERROR(check_scale_type(init));
+  NXRT_RETURN_IF_ERROR(check_scale_type(init, true));
+  Precision precision = Precision::kFloat;
+  switch (precision_attr) {
+    case 0: case int64_t(DataType::kFloat): break;
+    case int64_t(DataType::kFloat16): precision = Precision::kFloat16; break;
+    case int64_t(DataType::kBFloat16): precision = Precision::kBFloat16; break;
+    case int64_t(DataType::kDouble): precision = Precision::kDouble; break;
+    default:
+      return init.error(StatusCode::kInvalidGraph, "precision ", precision_attr,
+                        " is not float, float16, bfloat16 or double");
+  }
   DataType out = DataType::kUint8;
   if (out_attr != 0) {
-    if (!dtype_is_known(int32_t(out_attr)))
+    if (out_attr < 0 || out_attr > std::numeric_limits<int32_t>::max() ||
+        !dtype_is_known(int32_t(out_attr)))
       return init.error(StatusCode::kInvalidGraph, "output_dtype ", out_attr, " is not a known type");
     out = DataType(out_attr);
   }
@@ -295,12 +386,11 @@ Expected<KernelPtr> create_quantize_linear(KernelInit& init) {
                         " differs from the zero point type ", dtype_name(z));
     out = z;
   }
-  if (is_unsupported_narrow(out))
-    return init.error(StatusCode::kNotImplemented, "quantizing to ", dtype_name(out), " is not supported");
-  if (!is_quantized_int(out))
+  QuantType q;
+  if (!quant_type(out, q))
     return init.error(StatusCode::kInvalidGraph, dtype_name(out), " is not a quantized type");
   init.output_types[0] = out;
-  return make_kernel<QuantizeKernel>(axis, block, out);
+  return make_kernel<QuantizeKernel>(axis, block, out, q, saturate, precision);
 }
 
 Expected<KernelPtr> create_dequantize_linear(KernelInit& init) {
@@ -311,19 +401,21 @@ Expected<KernelPtr> create_dequantize_linear(KernelInit& init) {
   NXRT_RETURN_IF_ERROR(attrs.status());
   if (block < 0) return init.error(StatusCode::kInvalidGraph, "block_size must not be negative");
   const DataType xt = init.input_type(0);
-  if (is_unsupported_narrow(xt))
-    return init.error(StatusCode::kNotImplemented, "dequantizing ", dtype_name(xt), " is not supported");
-  if (!is_quantized_int(xt) && xt != DataType::kInt32) return init.unsupported_type(0);
+  QuantType q;
+  if (!quant_type(xt, q) && xt != DataType::kInt32) return init.unsupported_type(0);
   if (init.has_input(2) && init.input_type(2) != xt)
     return init.error(StatusCode::kInvalidGraph, "zero point type ", dtype_name(init.input_type(2)),
                       " differs from the input type ", dtype_name(xt));
-  NXRT_RETURN_IF_ERROR(check_scale_type(init));
+  NXRT_RETURN_IF_ERROR(check_scale_type(init, false));
   DataType out = init.input_type(1);
   if (out_attr != 0) {
-    if (!dtype_is_known(int32_t(out_attr)) || !is_float_type(DataType(out_attr)) ||
+    if (out_attr < 0 || out_attr > std::numeric_limits<int32_t>::max() ||
+        !dtype_is_known(int32_t(out_attr)) || !is_float_type(DataType(out_attr)) ||
         DataType(out_attr) == DataType::kDouble)
       return init.error(StatusCode::kInvalidGraph, "output_dtype ", out_attr, " is not float, float16 or bfloat16");
     out = DataType(out_attr);
+  } else if (out == DataType::kFloat8E8M0) {
+    out = DataType::kFloat;  // a power-of-two scale names no output precision
   }
   init.output_types[0] = out;
   return make_kernel<DequantizeKernel>(axis, block, out);

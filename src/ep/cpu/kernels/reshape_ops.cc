@@ -7,7 +7,10 @@
 namespace nxrt::cpu {
 namespace {
 
+// Reshape-like ops share the input's buffer when the executor allows it (see
+// KernelContext::alias_input); input 0 is always the data.
 Status copy_to_output(KernelContext& ctx, const Tensor& x, const Shape& shape) {
+  if (&x == ctx.input(0)) return ctx.alias_input(0, 0, shape);
   NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, shape));
   copy_elements(x.dtype(), x.raw(), y->raw(), x.numel());
   return Status();
