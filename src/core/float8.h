@@ -143,7 +143,8 @@ inline uint8_t float_to_e8m0(double x, bool saturate, E8M0Rounding mode) {
     ++e;
   const int code = e + 127;
   if (code > 0xFE) return saturate ? 0xFE : 0xFF;
-  if (code < 0) return saturate ? 0x00 : 0xFF;
+  // Below 2^-127: rounding up lands on 2^-127 itself, anything else is out of range.
+  if (code < 0) return saturate || mode == E8M0Rounding::kUp ? 0x00 : 0xFF;
   return uint8_t(code);
 }
 

@@ -652,9 +652,9 @@ Expected<std::shared_ptr<ir::Model>> decode_model(const char* data, size_t size,
   if (!has_graph)
     return make_error(StatusCode::kInvalidProtobuf,
                       "model protobuf has no graph (not an ONNX model, or corrupt)");
-  if (model->ir_version < 3 || model->ir_version > 13)
+  if (model->ir_version < 3 || model->ir_version > 14)
     return make_error(StatusCode::kInvalidGraph, "unsupported ONNX IR version ",
-                      model->ir_version, " (nxrt supports IR versions 3 to 13)");
+                      model->ir_version, " (nxrt supports IR versions 3 to 14)");
   if (model->opset_imports.empty())
     return make_error(StatusCode::kInvalidGraph, "model has no opset_import");
   return model;

@@ -53,12 +53,14 @@ struct PlanOptions {
   bool fold_constants = true;
 };
 
-// Plans `graph`. `outer_names`/`outer_types` are values of enclosing scopes.
+// Plans `graph`. `outer_names`/`outer_types` are values of enclosing scopes;
+// `outer_constants` (aligned with them, null where not constant) are treated as constants.
 Expected<std::shared_ptr<ExecutableGraph>> plan_graph(const ir::Graph& graph,
                                                       const PlanOptions& options,
                                                       const std::vector<std::string>& outer_names,
                                                       const std::vector<DataType>& outer_types,
-                                                      const std::vector<DataType>& input_types);
+                                                      const std::vector<DataType>& input_types,
+                                                      const std::vector<const Tensor*>& outer_constants = {});
 
 // Names a graph (and its nested subgraphs) reads without defining them.
 std::vector<std::string> collect_outer_names(const ir::Graph& graph);

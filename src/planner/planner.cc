@@ -80,7 +80,15 @@ class Planner : public SubgraphCompiler {
                                      const std::vector<DataType>& input_types) override {
     PlanOptions sub = options_;
     sub.inputs_override_initializers = false;
-    NXRT_ASSIGN_OR_RETURN(auto plan, plan_graph(graph, sub, outer_names, outer_types, input_types));
+    // Outer values that are constants in this graph stay constants in the subgraph, so
+    // it can fold work on them (weights sliced per run) and kernels can pre-pack them.
+    std::vector<const Tensor*> outer_constants;
+    for (const std::string& name : outer_names) {
+      auto it = outer_constants_.find(name);
+      outer_constants.push_back(it == outer_constants_.end() ? nullptr : it->second);
+    }
+    NXRT_ASSIGN_OR_RETURN(auto plan, plan_graph(graph, sub, outer_names, outer_types, input_types,
+                                                outer_constants));
     CompiledSubgraph out;
     out.inputs = plan->inputs;
     out.outputs = plan->outputs;
@@ -95,7 +103,8 @@ class Planner : public SubgraphCompiler {
   Expected<std::shared_ptr<ExecutableGraph>> plan(const ir::Graph& graph,
                                                   const std::vector<std::string>& outer_names,
                                                   const std::vector<DataType>& outer_types,
-                                                  const std::vector<DataType>& input_types);
+                                                  const std::vector<DataType>& input_types,
+                                                  const std::vector<const Tensor*>& outer_constants);
 
  private:
   int add_slot(ExecutableGraph& g, const std::string& name, DataType dtype,
@@ -106,11 +115,14 @@ class Planner : public SubgraphCompiler {
   }
 
   PlanOptions options_;
+  // Constant implicit inputs of the node being prepared, by name (for compile()).
+  std::unordered_map<std::string, const Tensor*> outer_constants_;
 };
 
 Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     const ir::Graph& graph, const std::vector<std::string>& outer_names,
-    const std::vector<DataType>& outer_types, const std::vector<DataType>& input_types) {
+    const std::vector<DataType>& outer_types, const std::vector<DataType>& input_types,
+    const std::vector<const Tensor*>& outer_constants) {
   auto exe = std::make_shared<ExecutableGraph>();
   ExecutableGraph& g = *exe;
   std::unordered_map<std::string, int> slot_of;
@@ -120,6 +132,7 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     const int s = add_slot(g, outer_names[i], outer_types[i]);
     slot_of[outer_names[i]] = s;
     g.outer_slots.push_back(s);
+    if (i < outer_constants.size() && outer_constants[i]) g.constants[size_t(s)] = *outer_constants[i];
   }
 
   std::unordered_map<std::string, const Tensor*> initializer_of;
@@ -260,8 +273,12 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
                                                   s) == g.input_slots.end();
       init.constant_inputs.push_back(fixed ? &c : nullptr);
     }
+    outer_constants_.clear();
     for (const auto& name : implicit[n]) {
       const int s = slot_of.at(name);
+      const Tensor& c = g.constants[size_t(s)];
+      if (c.defined() && std::find(g.input_slots.begin(), g.input_slots.end(), s) == g.input_slots.end())
+        outer_constants_[name] = &c;
       step.implicit_inputs.push_back(s);
       init.implicit_inputs.push_back(name);
       init.implicit_types.push_back(g.slots[size_t(s)].dtype);
@@ -359,9 +376,10 @@ Expected<std::shared_ptr<ExecutableGraph>> plan_graph(const ir::Graph& graph,
                                                       const PlanOptions& options,
                                                       const std::vector<std::string>& outer_names,
                                                       const std::vector<DataType>& outer_types,
-                                                      const std::vector<DataType>& input_types) {
+                                                      const std::vector<DataType>& input_types,
+                                                      const std::vector<const Tensor*>& outer_constants) {
   Planner planner(options);
-  return planner.plan(graph, outer_names, outer_types, input_types);
+  return planner.plan(graph, outer_names, outer_types, input_types, outer_constants);
 }
 
 }  // namespace nxrt

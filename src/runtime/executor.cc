@@ -129,9 +129,8 @@ class StepContext final : public KernelContext {
     RunStateCache& cache = subgraph_cache(graph);
     auto state = cache.acquire();
     std::vector<Value> results;
-    RunFlags sub_flags = flags_;
-    sub_flags.timings = nullptr;  // the enclosing node's time includes its subgraph
-    Status status = execute_graph(graph, *state, feeds, implicit_inputs(), results, sub_flags);
+    // Subgraph nodes are timed too; in the trace they nest inside the enclosing node.
+    Status status = execute_graph(graph, *state, feeds, implicit_inputs(), results, flags_);
     cache.release(std::move(state));
     NXRT_RETURN_IF_ERROR(status);
     outputs.clear();

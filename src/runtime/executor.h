@@ -23,7 +23,7 @@ struct NodeTiming {
 
 struct RunFlags {
   const std::atomic<bool>* terminate = nullptr;
-  std::vector<NodeTiming>* timings = nullptr;  // non-null: record each top-level step
+  std::vector<NodeTiming>* timings = nullptr;  // non-null: record every step, subgraphs too
 };
 
 struct RunState {

@@ -12,7 +12,7 @@ struct NodeSpec {
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
   std::string name;
-  std::vector<std::pair<std::string, int64_t>> int_attrs;
+  std::vector<std::pair<std::string, int64_t>> int_attrs = {};
 };
 
 struct InitSpec {

@@ -229,6 +229,11 @@ Status compile_mod(KernelInit& init, const ir::Graph* graph, const char* name, D
   if (graph->inputs.size() != 1)
     return init.error(StatusCode::kInvalidGraph, name, " must have exactly 1 input, has ",
                       graph->inputs.size());
+  const DataType declared = graph->inputs[0].type.elem_type;
+  if (declared != DataType::kUndefined && declared != precision)
+    return init.error(StatusCode::kInvalidGraph, name, " declares its input as ",
+                      tensor_type_name(declared), " but receives the softmax precision ",
+                      tensor_type_name(precision));
   NXRT_ASSIGN_OR_RETURN(out, init.subgraphs->compile(*graph, init.implicit_inputs,
                                                      init.implicit_types, {precision}));
   if (out->outputs.size() != 1 || out->output_types.size() != 1)

@@ -64,7 +64,10 @@ struct QuantLayout {
 Status make_layout(const Shape& x, const Tensor& scale, const Tensor* zero_point, int64_t axis,
                    int64_t block_size, QuantLayout& out) {
   const int64_t rank = int64_t(x.size());
-  if (zero_point && zero_point->shape() != scale.shape())
+  // One-element scale and zero point of different ranks ([] and [1]) both mean per-tensor;
+  // the ONNX reference and backend data mix them.
+  if (zero_point && zero_point->shape() != scale.shape() &&
+      !(zero_point->numel() == 1 && scale.numel() == 1))
     return invalid_argument("zero point shape ", zero_point->shape().to_string(),
                             " differs from scale shape ", scale.shape().to_string());
   if (block_size <= 0 && scale.numel() == 1 && scale.rank() <= 1) return Status();
