@@ -59,6 +59,7 @@ struct KernelInit {
   std::vector<ValueKind> output_kinds;      // defaults to tensor; sequence ops set it
   std::vector<std::string> implicit_inputs;  // outer-scope values read by subgraphs
   std::vector<DataType> implicit_types;
+  std::vector<ValueKind> implicit_kinds;
   SubgraphCompiler* subgraphs = nullptr;
 
   size_t num_inputs() const { return input_types.size(); }
@@ -127,6 +128,15 @@ class KernelContext {
   virtual Status run_subgraph(const CompiledSubgraph& graph,
                               std::span<const Tensor* const> inputs,
                               std::vector<Tensor>& outputs) = 0;
+
+  // run_subgraph for bodies whose inputs or outputs may be sequences or empty optionals.
+  virtual Status run_subgraph_values(const CompiledSubgraph& graph, std::span<const Value> inputs,
+                                     std::vector<Value>& outputs) {
+    (void)graph;
+    (void)inputs;
+    (void)outputs;
+    return not_implemented("this context cannot run subgraphs");
+  }
 
   // True when the caller asked the run to stop (RunOptions.terminate).
   virtual bool terminate_requested() const = 0;

@@ -60,7 +60,8 @@ Expected<std::shared_ptr<ExecutableGraph>> plan_graph(const ir::Graph& graph,
                                                       const std::vector<std::string>& outer_names,
                                                       const std::vector<DataType>& outer_types,
                                                       const std::vector<DataType>& input_types,
-                                                      const std::vector<const Tensor*>& outer_constants = {});
+                                                      const std::vector<const Tensor*>& outer_constants = {},
+                                                      const std::vector<ValueKind>& outer_kinds = {});
 
 // Names a graph (and its nested subgraphs) reads without defining them.
 std::vector<std::string> collect_outer_names(const ir::Graph& graph);

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cassert>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -87,8 +88,13 @@ class Planner : public SubgraphCompiler {
       auto it = outer_constants_.find(name);
       outer_constants.push_back(it == outer_constants_.end() ? nullptr : it->second);
     }
+    std::vector<ValueKind> outer_kinds;
+    for (const std::string& name : outer_names) {
+      auto it = outer_kinds_.find(name);
+      outer_kinds.push_back(it == outer_kinds_.end() ? ValueKind::kTensor : it->second);
+    }
     NXRT_ASSIGN_OR_RETURN(auto plan, plan_graph(graph, sub, outer_names, outer_types, input_types,
-                                                outer_constants));
+                                                outer_constants, outer_kinds));
     CompiledSubgraph out;
     out.inputs = plan->inputs;
     out.outputs = plan->outputs;
@@ -104,11 +110,13 @@ class Planner : public SubgraphCompiler {
                                                   const std::vector<std::string>& outer_names,
                                                   const std::vector<DataType>& outer_types,
                                                   const std::vector<DataType>& input_types,
-                                                  const std::vector<const Tensor*>& outer_constants);
+                                                  const std::vector<const Tensor*>& outer_constants,
+                                                  const std::vector<ValueKind>& outer_kinds);
 
  private:
   int add_slot(ExecutableGraph& g, const std::string& name, DataType dtype,
                ValueKind kind = ValueKind::kTensor) {
+    assert(g.constants.size() < g.constants.capacity() && "slots must be reserved");
     g.slots.push_back({name, dtype, kind, false});
     g.constants.emplace_back();
     return int(g.slots.size()) - 1;
@@ -117,19 +125,27 @@ class Planner : public SubgraphCompiler {
   PlanOptions options_;
   // Constant implicit inputs of the node being prepared, by name (for compile()).
   std::unordered_map<std::string, const Tensor*> outer_constants_;
+  std::unordered_map<std::string, ValueKind> outer_kinds_;
 };
 
 Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     const ir::Graph& graph, const std::vector<std::string>& outer_names,
     const std::vector<DataType>& outer_types, const std::vector<DataType>& input_types,
-    const std::vector<const Tensor*>& outer_constants) {
+    const std::vector<const Tensor*>& outer_constants, const std::vector<ValueKind>& outer_kinds) {
   auto exe = std::make_shared<ExecutableGraph>();
   ExecutableGraph& g = *exe;
+  // Kernel prepare receives pointers into g.constants: reserve every slot up front so
+  // adding slots never moves them.
+  size_t slot_count = outer_names.size() + graph.inputs.size() + graph.initializers.size();
+  for (const ir::Node& node : graph.nodes) slot_count += node.outputs.size();
+  g.slots.reserve(slot_count);
+  g.constants.reserve(slot_count);
   std::unordered_map<std::string, int> slot_of;
   const std::string graph_label = graph.name.empty() ? "graph" : "graph '" + graph.name + "'";
 
   for (size_t i = 0; i < outer_names.size(); ++i) {
-    const int s = add_slot(g, outer_names[i], outer_types[i]);
+    const int s = add_slot(g, outer_names[i], outer_types[i],
+                           i < outer_kinds.size() ? outer_kinds[i] : ValueKind::kTensor);
     slot_of[outer_names[i]] = s;
     g.outer_slots.push_back(s);
     if (i < outer_constants.size() && outer_constants[i]) g.constants[size_t(s)] = *outer_constants[i];
@@ -274,8 +290,11 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       init.constant_inputs.push_back(fixed ? &c : nullptr);
     }
     outer_constants_.clear();
+    outer_kinds_.clear();
     for (const auto& name : implicit[n]) {
       const int s = slot_of.at(name);
+      outer_kinds_[name] = g.slots[size_t(s)].kind;
+      init.implicit_kinds.push_back(g.slots[size_t(s)].kind);
       const Tensor& c = g.constants[size_t(s)];
       if (c.defined() && std::find(g.input_slots.begin(), g.input_slots.end(), s) == g.input_slots.end())
         outer_constants_[name] = &c;
@@ -377,9 +396,10 @@ Expected<std::shared_ptr<ExecutableGraph>> plan_graph(const ir::Graph& graph,
                                                       const std::vector<std::string>& outer_names,
                                                       const std::vector<DataType>& outer_types,
                                                       const std::vector<DataType>& input_types,
-                                                      const std::vector<const Tensor*>& outer_constants) {
+                                                      const std::vector<const Tensor*>& outer_constants,
+                                                      const std::vector<ValueKind>& outer_kinds) {
   Planner planner(options);
-  return planner.plan(graph, outer_names, outer_types, input_types, outer_constants);
+  return planner.plan(graph, outer_names, outer_types, input_types, outer_constants, outer_kinds);
 }
 
 }  // namespace nxrt

@@ -115,24 +115,32 @@ class StepContext final : public KernelContext {
     return Status();
   }
 
-  Status run_subgraph(const CompiledSubgraph& subgraph, std::span<const Tensor* const> inputs,
-                      std::vector<Tensor>& outputs) override {
+  Status run_subgraph_values(const CompiledSubgraph& subgraph, std::span<const Value> inputs,
+                             std::vector<Value>& outputs) override {
     const ExecutableGraph& graph = *subgraph.graph;
-    // The subgraph's outer slots were compiled from this node's implicit inputs, in order.
-    std::vector<Value> feed_values(inputs.size());
     std::vector<const Value*> feeds(inputs.size(), nullptr);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (!inputs[i]) continue;
-      feed_values[i] = Value(view_of(*inputs[i]));
-      feeds[i] = &feed_values[i];
-    }
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!inputs[i].is_none()) feeds[i] = &inputs[i];
+    // The subgraph's outer slots were compiled from this node's implicit inputs, in order.
+    std::vector<const TensorSequence*> outer_sequences(step_.implicit_inputs.size());
+    for (size_t i = 0; i < outer_sequences.size(); ++i)
+      outer_sequences[i] = state_.sequences[size_t(step_.implicit_inputs[i])].get();
     RunStateCache& cache = subgraph_cache(graph);
     auto state = cache.acquire();
-    std::vector<Value> results;
     // Subgraph nodes are timed too; in the trace they nest inside the enclosing node.
-    Status status = execute_graph(graph, *state, feeds, implicit_inputs(), results, flags_);
+    Status status = execute_graph(graph, *state, feeds, implicit_inputs(), outputs, flags_,
+                                  outer_sequences);
     cache.release(std::move(state));
-    NXRT_RETURN_IF_ERROR(status);
+    return status;
+  }
+
+  Status run_subgraph(const CompiledSubgraph& subgraph, std::span<const Tensor* const> inputs,
+                      std::vector<Tensor>& outputs) override {
+    std::vector<Value> feed_values(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i]) feed_values[i] = Value(view_of(*inputs[i]));
+    std::vector<Value> results;
+    NXRT_RETURN_IF_ERROR(run_subgraph_values(subgraph, feed_values, results));
     outputs.clear();
     for (Value& v : results) {
       if (v.is_sequence())
@@ -165,7 +173,8 @@ void release_all(RunState& state) {
 
 Status execute_graph(const ExecutableGraph& graph, RunState& state,
                      std::span<const Value* const> feeds, std::span<const Tensor* const> outer,
-                     std::vector<Value>& outputs, const RunFlags& flags) {
+                     std::vector<Value>& outputs, const RunFlags& flags,
+                     std::span<const TensorSequence* const> outer_sequences) {
   const size_t num_slots = graph.slots.size();
   state.values.resize(num_slots);
   state.sequences.resize(num_slots);
@@ -179,6 +188,12 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
     if (graph.constants[s].defined()) state.values[s] = view_of(graph.constants[s]);
   for (size_t i = 0; i < graph.outer_slots.size() && i < outer.size(); ++i)
     if (outer[i]) state.values[size_t(graph.outer_slots[i])] = view_of(*outer[i]);
+  for (size_t i = 0; i < graph.outer_slots.size() && i < outer_sequences.size(); ++i) {
+    // Borrowed: the enclosing run keeps the sequence alive while this subgraph runs.
+    if (outer_sequences[i])
+      state.sequences[size_t(graph.outer_slots[i])] =
+          std::shared_ptr<const TensorSequence>(std::shared_ptr<void>(), outer_sequences[i]);
+  }
   for (size_t i = 0; i < graph.input_slots.size() && i < feeds.size(); ++i) {
     if (!feeds[i]) continue;
     const size_t slot = size_t(graph.input_slots[i]);

@@ -55,8 +55,10 @@ class RunStateCache {
 // Executes `graph`. `feeds` align with graph.input_slots (nullptr: not fed, so the
 // initializer or an empty optional), `outer` with graph.outer_slots. `outputs` receives
 // one owning Value per graph output.
+// `outer_sequences` (when given) holds the sequence-kind outer values, aligned with `outer`.
 Status execute_graph(const ExecutableGraph& graph, RunState& state,
                      std::span<const Value* const> feeds, std::span<const Tensor* const> outer,
-                     std::vector<Value>& outputs, const RunFlags& flags);
+                     std::vector<Value>& outputs, const RunFlags& flags,
+                     std::span<const TensorSequence* const> outer_sequences = {});
 
 }  // namespace nxrt

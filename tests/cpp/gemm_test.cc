@@ -55,11 +55,90 @@ void check_all(MicroKernel kernel) {
     }
 }
 
+const char* kernel_name(MicroKernel k) {
+  switch (k) {
+    case MicroKernel::kAuto: return "auto";
+    case MicroKernel::kPortable: return "portable";
+    case MicroKernel::kAvx2: return "avx2";
+    case MicroKernel::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+// Every micro-kernel this CPU runs, each tested explicitly (not only the dispatched one).
+std::vector<MicroKernel> available_kernels() {
+  std::vector<MicroKernel> out;
+  for (MicroKernel k : {MicroKernel::kPortable, MicroKernel::kAvx2, MicroKernel::kAvx512})
+    if (nxrt::gemm::kernel_available(k)) out.push_back(k);
+  return out;
+}
+
 TEST(Gemm, AutoMatchesReference) { check_all(MicroKernel::kAuto); }
 TEST(Gemm, PortableMatchesReference) { check_all(MicroKernel::kPortable); }
 TEST(Gemm, Avx2MatchesReference) {
   if (!nxrt::gemm::has_avx2_fma()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
   check_all(MicroKernel::kAvx2);
+}
+TEST(Gemm, Avx512MatchesReference) {
+  if (!nxrt::gemm::has_avx512f()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  check_all(MicroKernel::kAvx512);
+}
+
+TEST(Gemm, AutoPicksAnAvailableKernel) {
+  EXPECT_TRUE(nxrt::gemm::kernel_available(nxrt::gemm::best_kernel()));
+  EXPECT_NE(nxrt::gemm::best_kernel(), MicroKernel::kAuto);
+}
+
+// Pre-packed operands (left or right, both transposes, C transposed too) against the
+// reference, for every available kernel; K > 256 covers several packed K slices.
+void check_packed(MicroKernel kernel, const Case& c, bool left, bool ta, bool tb, bool tc,
+                  float alpha, float beta) {
+  const int64_t lda = ta ? c.m : c.k, ldb = tb ? c.k : c.n;
+  const int64_t ldc = (tc ? c.m : c.n) + 2;
+  const auto a = random_vec(size_t(c.m * c.k), 11);
+  const auto b = random_vec(size_t(c.k * c.n), 12);
+  const int64_t rows_c = tc ? c.n : c.m;
+  auto expect = random_vec(size_t(rows_c * ldc), 13);
+  auto got = expect;
+  if (tc) {
+    // C^T = op(B)^T op(A)^T, in the reference's row-major terms.
+    nxrt::gemm::sgemm_reference(!tb, !ta, c.n, c.m, c.k, alpha, b.data(), ldb, a.data(), lda,
+                                beta, expect.data(), ldc);
+  } else {
+    nxrt::gemm::sgemm_reference(ta, tb, c.m, c.n, c.k, alpha, a.data(), lda, b.data(), ldb,
+                                beta, expect.data(), ldc);
+  }
+  if (left) {
+    const auto pa = nxrt::gemm::PackedMatrix::pack_left(ta, c.m, c.k, a.data(), lda, kernel);
+    ASSERT_EQ(pa.kernel(), kernel);
+    nxrt::gemm::sgemm_packed_left(pa, tb, c.n, alpha, b.data(), ldb, beta, got.data(), ldc);
+  } else {
+    const auto pb = nxrt::gemm::PackedMatrix::pack_right(tb, c.k, c.n, b.data(), ldb, kernel);
+    ASSERT_EQ(pb.kernel(), kernel);
+    nxrt::gemm::sgemm_packed_right(ta, c.m, alpha, a.data(), lda, pb, beta, got.data(), ldc,
+                                   tc);
+  }
+  const float tol = 1e-5f * float(c.k + 4);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], expect[i], tol)
+        << kernel_name(kernel) << (left ? " left" : " right") << " m=" << c.m << " n=" << c.n
+        << " k=" << c.k << " ta=" << ta << " tb=" << tb << " tc=" << tc << " at " << i;
+}
+
+TEST(Gemm, PackedMatchesReference) {
+  const Case cases[] = {{1, 1, 1},   {1, 512, 128}, {2, 40, 9},   {4, 128, 387}, {3, 258, 256},
+                        {7, 13, 5},  {12, 33, 17},  {13, 64, 300}, {97, 131, 259}, {1, 20, 600}};
+  for (MicroKernel kernel : available_kernels())
+    for (const Case& c : cases)
+      for (int t = 0; t < 8; ++t) {
+        const bool ta = t & 1, tb = t & 2, tc = t & 4;
+        check_packed(kernel, c, false, ta, tb, tc, 1.0f, 0.0f);
+        check_packed(kernel, c, false, ta, tb, tc, 0.5f, -1.5f);
+        if (!tc) {
+          check_packed(kernel, c, true, ta, tb, false, 1.0f, 0.0f);
+          check_packed(kernel, c, true, ta, tb, false, -2.0f, 1.0f);
+        }
+      }
 }
 
 TEST(Gemm, BetaZeroIgnoresNaN) {
@@ -79,34 +158,64 @@ TEST(Gemm, DoubleSimple) {
   EXPECT_EQ(c[3], 11);
 }
 
-// Prints GFLOP/s for 256^3 and a conv-like shape (not a pass/fail criterion: machines differ).
-TEST(Gemm, Throughput256) {
+double gflops(int64_t m, int64_t n, int64_t k, int reps, double seconds) {
+  return 2.0 * double(m * n * k) * reps / seconds * 1e-9;
+}
+
+template <typename Fn>
+double time_reps(int reps, Fn fn) {
+  fn();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r) fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Prints GFLOP/s per kernel for 256^3, a large 1x1 convolution, and the small
+// convolutions of the audio models with their weights pre-packed (computed as
+// Y = W * col through W^T packed as the right operand and a transposed C). Not a
+// pass/fail criterion: machines differ.
+TEST(Gemm, Throughput) {
   const int64_t n = 256;
   const auto a = random_vec(size_t(n * n), 1), b = random_vec(size_t(n * n), 2);
   std::vector<float> c(size_t(n * n));
-  for (MicroKernel kernel : {MicroKernel::kAuto, MicroKernel::kPortable}) {
-    nxrt::gemm::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n,
-                      kernel);
-    const int reps = 50;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r)
+  for (MicroKernel kernel : available_kernels()) {
+    const double s = time_reps(50, [&] {
       nxrt::gemm::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(),
                         n, kernel);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("sgemm 256^3 %s: %.1f GFLOP/s\n",
-                kernel == MicroKernel::kAuto ? "auto" : "portable",
-                2.0 * double(n * n * n) * reps / s * 1e-9);
+    });
+    std::printf("sgemm 256^3 %-8s: %6.1f GFLOP/s\n", kernel_name(kernel), gflops(n, n, n, 50, s));
   }
   // A 1x1 convolution: 64 output channels, 256 input channels, 56x56 positions.
-  const int64_t M = 64, N = 3136, K = 256;
-  const auto w = random_vec(size_t(M * K), 4), x = random_vec(size_t(K * N), 5);
-  std::vector<float> y(size_t(M * N));
-  const int reps = 20;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int r = 0; r < reps; ++r)
-    nxrt::gemm::sgemm(false, false, M, N, K, 1.0f, w.data(), K, x.data(), N, 0.0f, y.data(), N);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("sgemm 64x3136x256: %.1f GFLOP/s\n", 2.0 * double(M * N * K) * reps / s * 1e-9);
+  {
+    const int64_t M = 64, N = 3136, K = 256;
+    const auto w = random_vec(size_t(M * K), 4), x = random_vec(size_t(K * N), 5);
+    std::vector<float> y(size_t(M * N));
+    for (MicroKernel kernel : available_kernels()) {
+      const double s = time_reps(20, [&] {
+        nxrt::gemm::sgemm(false, false, M, N, K, 1.0f, w.data(), K, x.data(), N, 0.0f,
+                          y.data(), N, kernel);
+      });
+      std::printf("sgemm 64x3136x256 %-8s: %6.1f GFLOP/s\n", kernel_name(kernel),
+                  gflops(M, N, K, 20, s));
+    }
+  }
+  // Output channels x positions x (input channels * kernel) of silero/openwakeword convs.
+  const Case convs[] = {{258, 4, 256}, {128, 4, 387}, {64, 2, 384}, {257, 5, 512}};
+  for (const Case& cv : convs) {
+    const auto w = random_vec(size_t(cv.m * cv.k), 6), col = random_vec(size_t(cv.k * cv.n), 7);
+    std::vector<float> y(size_t(cv.m * cv.n));
+    for (MicroKernel kernel : available_kernels()) {
+      const auto wt =
+          nxrt::gemm::PackedMatrix::pack_right(true, cv.k, cv.m, w.data(), cv.k, kernel);
+      const double s = time_reps(2000, [&] {
+        nxrt::gemm::sgemm_packed_right(true, cv.n, 1.0f, col.data(), cv.n, wt, 0.0f, y.data(),
+                                       cv.n, true);
+      });
+      std::printf("conv %lldx%lldx%lld packed %-8s: %6.1f GFLOP/s (%.2f us)\n",
+                  (long long)cv.m, (long long)cv.n, (long long)cv.k, kernel_name(kernel),
+                  gflops(cv.m, cv.n, cv.k, 2000, s), s / 2000 * 1e6);
+    }
+  }
 }
 
 }  // namespace

@@ -2,10 +2,13 @@
 // slice of K, B is packed once into NR-wide k-major panels sized for L2/L3; for each
 // MC-tall row block of A, A is packed into MR-tall panels that stay in L2 while the
 // micro-kernel sweeps them against every B panel (one B panel lives in L1).
+// A PackedMatrix holds an operand already in that layout (all K slices, all panels), so
+// products with constant weights skip its packing.
 #include "ep/cpu/gemm/gemm.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "ep/cpu/gemm/gemm_internal.h"
@@ -15,34 +18,67 @@ namespace detail {
 namespace {
 
 constexpr int64_t kKC = 256;   // depth of a packed slice: a 16-wide B panel is 16 KiB
-constexpr int64_t kMC = 96;    // rows of A packed at once (multiple of both MR values)
-constexpr int64_t kNC = 2048;  // columns of B packed at once
+constexpr int64_t kMC = 96;    // rows of A packed at once (multiple of every MR)
+constexpr int64_t kNC = 2048;  // columns of B packed at once (multiple of every NR)
 
-// Portable 4 x 8 tile: 8 accumulator vectors with SSE2, so it stays in registers on the
-// x86-64 baseline; written as fixed-size loops GCC unrolls and vectorizes.
-template <int MR, int NR>
-void micro_kernel_portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                           float alpha, float beta, int64_t mr, int64_t nr) {
-  float acc[MR][NR] = {};
+// Portable R x 8 tile (MR = 4): 8 accumulator vectors with SSE2, so it stays in
+// registers on the x86-64 baseline; fixed-size loops GCC unrolls and vectorizes.
+template <int R>
+void portable_tile(int64_t kc, const float* a, int64_t ak, const float* b, float* c,
+                   int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t nr) {
+  float acc[R][8] = {};
   for (int64_t k = 0; k < kc; ++k) {
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      const float av = a[k * ak + i];
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const float av = a[i];
-#pragma GCC unroll 16
-      for (int j = 0; j < NR; ++j) acc[i][j] += av * b[j];
+      for (int j = 0; j < 8; ++j) acc[i][j] += av * b[j];
     }
-    a += MR;
-    b += NR;
+    b += 8;
   }
-  store_tile(&acc[0][0], NR, c, ldc, alpha, beta, mr, nr);
+  store_tile(&acc[0][0], 8, c, rs_c, cs_c, alpha, beta, R, nr);
+}
+
+void micro_kernel_portable_4x8(int64_t kc, const float* a, int64_t ak, const float* b, float* c,
+                               int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr,
+                               int64_t nr) {
+  switch (mr) {
+    case 1: return portable_tile<1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
+    case 2: return portable_tile<2>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
+    case 3: return portable_tile<3>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
+    default: return portable_tile<4>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
+  }
+}
+
+// Calls fn.template operator()<MR, NR>(kernel) for an available kernel.
+template <typename Fn>
+void with_kernel(MicroKernel k, Fn&& fn) {
+  switch (k) {
+    case MicroKernel::kAvx512:
+      return fn.template operator()<12, 32>(&micro_kernel_avx512_12x32);
+    case MicroKernel::kAvx2:
+      return fn.template operator()<6, 16>(&micro_kernel_avx2_6x16);
+    default:
+      return fn.template operator()<4, 8>(&micro_kernel_portable_4x8);
+  }
+}
+
+MicroKernel resolve(MicroKernel k) {
+  if (k == MicroKernel::kAuto) return best_kernel();
+  return kernel_available(k) ? k : MicroKernel::kPortable;
+}
+
+using AlignedBuf = std::unique_ptr<float[], void (*)(void*)>;
+
+float* aligned_floats(size_t n) {
+  const size_t bytes = (std::max<size_t>(n, 1) * sizeof(float) + 63) / 64 * 64;
+  return static_cast<float*>(std::aligned_alloc(64, bytes));
 }
 
 // 64-byte aligned scratch that grows and is reused by the calling thread.
-float* scratch(std::unique_ptr<float[], void (*)(void*)>& buf, size_t& cap, size_t n) {
+float* scratch(AlignedBuf& buf, size_t& cap, size_t n) {
   if (n > cap) {
-    const size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-    buf = std::unique_ptr<float[], void (*)(void*)>(
-        static_cast<float*>(std::aligned_alloc(64, bytes)), &std::free);
+    buf = AlignedBuf(aligned_floats(n), &std::free);
     cap = n;
   }
   return buf.get();
@@ -88,7 +124,7 @@ void pack_b(bool trans, const float* B, int64_t ldb, int64_t kc, int64_t nc, flo
       const float* src = B + k * ldb;
       float* dst = out + k * NR;
       for (int64_t j0 = 0; j0 < full; j0 += NR, dst += kc * NR)
-        for (int64_t j = 0; j < NR; ++j) dst[j] = src[j0 + j];
+        std::memcpy(dst, src + j0, NR * sizeof(float));
       if (full < nc) {
         for (int64_t j = 0; j < nc - full; ++j) dst[j] = src[full + j];
         for (int64_t j = nc - full; j < NR; ++j) dst[j] = 0.0f;
@@ -108,18 +144,36 @@ void pack_b(bool trans, const float* B, int64_t ldb, int64_t kc, int64_t nc, flo
   }
 }
 
+// One operand: a plain matrix (packed per call) or a PackedMatrix.
+struct Operand {
+  const float* p = nullptr;
+  int64_t ld = 0;
+  bool trans = false;
+  const PackedMatrix* packed = nullptr;
+};
+
 template <int MR, int NR>
-void blocked_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                  const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                  int64_t ldc, MicroKernelFn kernel) {
-  thread_local std::unique_ptr<float[], void (*)(void*)> a_buf(nullptr, &std::free);
-  thread_local std::unique_ptr<float[], void (*)(void*)> b_buf(nullptr, &std::free);
+void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float alpha,
+                  const Operand& A, const Operand& B, float beta, float* C, int64_t rs_c,
+                  int64_t cs_c) {
+  thread_local AlignedBuf a_buf(nullptr, &std::free);
+  thread_local AlignedBuf b_buf(nullptr, &std::free);
   thread_local size_t a_cap = 0, b_cap = 0;
-  const int64_t nc_max = std::min<int64_t>(kNC, (N + NR - 1) / NR * NR);
+  // A thin A (one panel) is read in place when it already is k-major: a transposed A
+  // (ak = lda) or a single row (ak = 1). Small problems then pack nothing but B.
+  const bool a_direct = !A.packed && M <= MR && (A.trans || M == 1);
+  const bool a_pack = !A.packed && !a_direct;
   const int64_t kc_max = std::min<int64_t>(kKC, K);
-  const int64_t mc_max = std::min<int64_t>(kMC, (M + MR - 1) / MR * MR);
-  float* pa = scratch(a_buf, a_cap, size_t(mc_max * kc_max));
-  float* pb = scratch(b_buf, b_cap, size_t(nc_max * kc_max));
+  float* pa = nullptr;
+  float* pb = nullptr;
+  if (a_pack) {
+    const int64_t mc_max = std::min<int64_t>(kMC, (M + MR - 1) / MR * MR);
+    pa = scratch(a_buf, a_cap, size_t(mc_max * kc_max));
+  }
+  if (!B.packed) {
+    const int64_t nc_max = std::min<int64_t>(kNC, (N + NR - 1) / NR * NR);
+    pb = scratch(b_buf, b_cap, size_t(nc_max * kc_max));
+  }
 
   for (int64_t jc = 0; jc < N; jc += kNC) {
     const int64_t nc = std::min(kNC, N - jc);
@@ -127,17 +181,36 @@ void blocked_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
       const int64_t kc = std::min(kKC, K - pc);
       // Later K slices accumulate onto the first one's result.
       const float beta_k = pc == 0 ? beta : 1.0f;
-      pack_b<NR>(trans_b, trans_b ? B + jc * ldb + pc : B + pc * ldb + jc, ldb, kc, nc, pb);
+      const float* bs;
+      if (B.packed) {
+        bs = B.packed->data() + pc * B.packed->padded() + jc * kc;
+      } else {
+        pack_b<NR>(B.trans, B.trans ? B.p + jc * B.ld + pc : B.p + pc * B.ld + jc, B.ld, kc, nc,
+                   pb);
+        bs = pb;
+      }
       for (int64_t ic = 0; ic < M; ic += kMC) {
         const int64_t mc = std::min(kMC, M - ic);
-        pack_a<MR>(trans_a, trans_a ? A + pc * lda + ic : A + ic * lda + pc, lda, mc, kc, pa);
+        const float* as;
+        int64_t ak = MR, a_step = kc * MR;  // element stride over k; offset per panel
+        if (A.packed) {
+          as = A.packed->data() + pc * A.packed->padded() + ic * kc;
+        } else if (a_direct) {
+          as = A.trans ? A.p + pc * A.ld : A.p + pc;
+          ak = A.trans ? A.ld : 1;
+          a_step = 0;  // a single panel
+        } else {
+          pack_a<MR>(A.trans, A.trans ? A.p + pc * A.ld + ic : A.p + ic * A.ld + pc, A.ld, mc,
+                     kc, pa);
+          as = pa;
+        }
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int64_t nr = std::min<int64_t>(NR, nc - jr);
-          const float* bp = pb + jr * kc;
+          const float* bp = bs + jr * kc;
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int64_t mr = std::min<int64_t>(MR, mc - ir);
-            kernel(kc, pa + ir * kc, bp, C + (ic + ir) * ldc + jc + jr, ldc, alpha, beta_k, mr,
-                   nr);
+            kernel(kc, as + ir / MR * a_step, ak, bp, C + (ic + ir) * rs_c + (jc + jr) * cs_c,
+                   rs_c, cs_c, alpha, beta_k, mr, nr);
           }
         }
       }
@@ -145,19 +218,36 @@ void blocked_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
   }
 }
 
+// Dot product with independent partial sums, so it vectorizes without reassociation
+// flags (a single running sum is one serial chain of adds).
+float dot(const float* a, const float* b, int64_t n) {
+  float acc[16] = {};
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16)
+    for (int j = 0; j < 16; ++j) acc[j] += a[k + j] * b[k + j];
+  float s = 0.0f;
+  for (; k < n; ++k) s += a[k] * b[k];
+  for (int j = 0; j < 16; ++j) s += acc[j];
+  return s;
+}
+
 // One output row (M == 1): packing B would cost as much as the product itself.
 void gemv_row(bool trans_a, bool trans_b, int64_t N, int64_t K, float alpha, const float* A,
               int64_t lda, const float* B, int64_t ldb, float beta, float* C) {
-  auto a_at = [&](int64_t k) { return trans_a ? A[k * lda] : A[k]; };
+  thread_local std::unique_ptr<float[]> row_buf;
+  thread_local int64_t row_cap = 0;
+  if (trans_a && lda != 1) {
+    // A strided row: gather it once so the inner loops stream.
+    if (K > row_cap) {
+      row_buf.reset(new float[size_t(K)]);
+      row_cap = K;
+    }
+    for (int64_t k = 0; k < K; ++k) row_buf[size_t(k)] = A[k * lda];
+    A = row_buf.get();
+  }
   if (trans_b) {
     for (int64_t j = 0; j < N; ++j) {
-      const float* b = B + j * ldb;
-      float acc = 0.0f;
-      if (!trans_a) {
-        for (int64_t k = 0; k < K; ++k) acc += A[k] * b[k];
-      } else {
-        for (int64_t k = 0; k < K; ++k) acc += a_at(k) * b[k];
-      }
+      const float acc = dot(A, B + j * ldb, K);
       C[j] = beta == 0.0f ? alpha * acc : alpha * acc + beta * C[j];
     }
     return;
@@ -168,10 +258,18 @@ void gemv_row(bool trans_a, bool trans_b, int64_t N, int64_t K, float alpha, con
     for (int64_t j = 0; j < N; ++j) C[j] *= beta;
   }
   for (int64_t k = 0; k < K; ++k) {
-    const float a = alpha * a_at(k);
+    const float a = alpha * A[k];
     const float* b = B + k * ldb;
     for (int64_t j = 0; j < N; ++j) C[j] += a * b[j];
   }
+}
+
+void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t rs_c, int64_t cs_c) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      float& c = C[i * rs_c + j * cs_c];
+      c = beta == 0.0f ? 0.0f : beta * c;
+    }
 }
 
 }  // namespace
@@ -186,17 +284,42 @@ bool has_avx2_fma() {
 #endif
 }
 
+bool has_avx512f() {
+#if defined(__x86_64__) || defined(__i386__)
+  // libgcc also checks that the OS saves the zmm state (XCR0) before reporting it.
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+#else
+  return false;
+#endif
+}
+
+bool kernel_available(MicroKernel kernel) {
+  switch (kernel) {
+    case MicroKernel::kAvx512: return has_avx512f();
+    case MicroKernel::kAvx2: return has_avx2_fma();
+    default: return true;
+  }
+}
+
+MicroKernel best_kernel() {
+  // NXRT_GEMM_KERNEL=avx2|portable caps the choice (for comparing kernels on a model).
+  static const MicroKernel best = [] {
+    const char* env = std::getenv("NXRT_GEMM_KERNEL");
+    const bool cap_avx2 = env && std::strcmp(env, "avx2") == 0;
+    const bool cap_portable = env && std::strcmp(env, "portable") == 0;
+    if (!cap_avx2 && !cap_portable && has_avx512f()) return MicroKernel::kAvx512;
+    if (!cap_portable && has_avx2_fma()) return MicroKernel::kAvx2;
+    return MicroKernel::kPortable;
+  }();
+  return best;
+}
+
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
            int64_t ldc, MicroKernel kernel) {
   if (M <= 0 || N <= 0) return;
-  if (K <= 0 || alpha == 0.0f) {
-    for (int64_t i = 0; i < M; ++i) {
-      float* c = C + i * ldc;
-      for (int64_t j = 0; j < N; ++j) c[j] = beta == 0.0f ? 0.0f : beta * c[j];
-    }
-    return;
-  }
+  if (K <= 0 || alpha == 0.0f) return detail::scale_c(M, N, beta, C, ldc, 1);
   if (M == 1 && kernel == MicroKernel::kAuto) {
     detail::gemv_row(trans_a, trans_b, N, K, alpha, A, lda, B, ldb, beta, C);
     return;
@@ -207,15 +330,67 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     detail::gemv_row(!trans_b, !trans_a, M, K, alpha, B, ldb, A, lda, beta, C);
     return;
   }
-  if (kernel == MicroKernel::kAuto)
-    kernel = has_avx2_fma() ? MicroKernel::kAvx2 : MicroKernel::kPortable;
-  if (kernel == MicroKernel::kAvx2 && has_avx2_fma()) {
-    detail::blocked_gemm<6, 16>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
-                                &detail::micro_kernel_avx2_6x16);
-  } else {
-    detail::blocked_gemm<4, 8>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
-                               &detail::micro_kernel_portable<4, 8>);
-  }
+  const detail::Operand a{A, lda, trans_a, nullptr}, b{B, ldb, trans_b, nullptr};
+  detail::with_kernel(detail::resolve(kernel), [&]<int MR, int NR>(detail::MicroKernelFn fn) {
+    detail::blocked_gemm<MR, NR>(fn, M, N, K, alpha, a, b, beta, C, ldc, 1);
+  });
+}
+
+PackedMatrix PackedMatrix::pack_left(bool trans, int64_t M, int64_t K, const float* A,
+                                     int64_t lda, MicroKernel kernel) {
+  PackedMatrix p;
+  p.left_ = true;
+  p.rows_ = M;
+  p.cols_ = K;
+  p.kernel_ = detail::resolve(kernel);
+  detail::with_kernel(p.kernel_, [&]<int MR, int>(detail::MicroKernelFn) {
+    p.padded_ = (M + MR - 1) / MR * MR;
+    p.data_ = std::shared_ptr<float>(detail::aligned_floats(size_t(p.padded_ * K)), &std::free);
+    for (int64_t pc = 0; pc < K; pc += detail::kKC)
+      detail::pack_a<MR>(trans, trans ? A + pc * lda : A + pc, lda, M,
+                         std::min(detail::kKC, K - pc), p.data_.get() + pc * p.padded_);
+  });
+  return p;
+}
+
+PackedMatrix PackedMatrix::pack_right(bool trans, int64_t K, int64_t N, const float* B,
+                                      int64_t ldb, MicroKernel kernel) {
+  PackedMatrix p;
+  p.left_ = false;
+  p.rows_ = K;
+  p.cols_ = N;
+  p.kernel_ = detail::resolve(kernel);
+  detail::with_kernel(p.kernel_, [&]<int, int NR>(detail::MicroKernelFn) {
+    p.padded_ = (N + NR - 1) / NR * NR;
+    p.data_ = std::shared_ptr<float>(detail::aligned_floats(size_t(p.padded_ * K)), &std::free);
+    for (int64_t pc = 0; pc < K; pc += detail::kKC)
+      detail::pack_b<NR>(trans, trans ? B + pc : B + pc * ldb, ldb,
+                         std::min(detail::kKC, K - pc), N, p.data_.get() + pc * p.padded_);
+  });
+  return p;
+}
+
+void sgemm_packed_left(const PackedMatrix& A, bool trans_b, int64_t N, float alpha,
+                       const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  const int64_t M = A.rows(), K = A.cols();
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0 || alpha == 0.0f) return detail::scale_c(M, N, beta, C, ldc, 1);
+  const detail::Operand a{nullptr, 0, false, &A}, b{B, ldb, trans_b, nullptr};
+  detail::with_kernel(A.kernel(), [&]<int MR, int NR>(detail::MicroKernelFn fn) {
+    detail::blocked_gemm<MR, NR>(fn, M, N, K, alpha, a, b, beta, C, ldc, 1);
+  });
+}
+
+void sgemm_packed_right(bool trans_a, int64_t M, float alpha, const float* A, int64_t lda,
+                        const PackedMatrix& B, float beta, float* C, int64_t ldc, bool trans_c) {
+  const int64_t K = B.rows(), N = B.cols();
+  const int64_t rs_c = trans_c ? 1 : ldc, cs_c = trans_c ? ldc : 1;
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0 || alpha == 0.0f) return detail::scale_c(M, N, beta, C, rs_c, cs_c);
+  const detail::Operand a{A, lda, trans_a, nullptr}, b{nullptr, 0, false, &B};
+  detail::with_kernel(B.kernel(), [&]<int MR, int NR>(detail::MicroKernelFn fn) {
+    detail::blocked_gemm<MR, NR>(fn, M, N, K, alpha, a, b, beta, C, rs_c, cs_c);
+  });
 }
 
 void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,

@@ -5,13 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 namespace nxrt::gemm {
 
-enum class MicroKernel { kAuto, kPortable, kAvx2 };
+enum class MicroKernel { kAuto, kPortable, kAvx2, kAvx512 };
 
 // op(A) is M x K (A is K x M when trans_a), op(B) is K x N (B is N x K when trans_b).
 // lda/ldb/ldc are row strides in elements. beta == 0 ignores C's old contents (NaN too).
+// A kernel the CPU lacks falls back to the portable one.
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
            int64_t ldc, MicroKernel kernel = MicroKernel::kAuto);
@@ -23,6 +25,51 @@ void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K
 
 // True when this CPU runs the AVX2+FMA micro-kernel.
 bool has_avx2_fma();
+// True when this CPU (and OS) run the AVX-512F micro-kernel.
+bool has_avx512f();
+// Whether `kernel` runs here (kAuto and kPortable always do).
+bool kernel_available(MicroKernel kernel);
+// The kernel kAuto stands for on this CPU.
+MicroKernel best_kernel();
+
+// One operand of a product, packed once into a micro-kernel's panel layout (constant
+// weights: pack at prepare, multiply on every run). Immutable after packing, so one
+// object serves concurrent products. A "left" matrix is op(A) (M x K), a "right" one
+// op(B) (K x N); the layout suits only the kernel it was packed for.
+class PackedMatrix {
+ public:
+  PackedMatrix() = default;
+  static PackedMatrix pack_left(bool trans, int64_t M, int64_t K, const float* A, int64_t lda,
+                                MicroKernel kernel = MicroKernel::kAuto);
+  static PackedMatrix pack_right(bool trans, int64_t K, int64_t N, const float* B, int64_t ldb,
+                                 MicroKernel kernel = MicroKernel::kAuto);
+
+  bool empty() const { return data_ == nullptr; }
+  bool is_left() const { return left_; }
+  int64_t rows() const { return rows_; }  // of op(X)
+  int64_t cols() const { return cols_; }
+  MicroKernel kernel() const { return kernel_; }
+  const float* data() const { return data_.get(); }
+  // Columns (right) or rows (left) rounded up to whole panels: the size of one K slice.
+  int64_t padded() const { return padded_; }
+
+ private:
+  std::shared_ptr<float> data_;
+  bool left_ = false;
+  int64_t rows_ = 0, cols_ = 0, padded_ = 0;
+  MicroKernel kernel_ = MicroKernel::kPortable;
+};
+
+// C = alpha * A * op(B) + beta * C with A packed as a left operand (M x K).
+void sgemm_packed_left(const PackedMatrix& A, bool trans_b, int64_t N, float alpha,
+                       const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// C = alpha * op(A) * B + beta * C with B packed as a right operand (K x N). With trans_c,
+// C is stored transposed: element (i, j) at C[j * ldc + i] (a weight W packed as W^T
+// then computes W * X into row-major C with the wide, vectorized side along W's rows).
+void sgemm_packed_right(bool trans_a, int64_t M, float alpha, const float* A, int64_t lda,
+                        const PackedMatrix& B, float beta, float* C, int64_t ldc,
+                        bool trans_c = false);
 
 // Any other element type (double, integers): loops ordered so the inner one streams
 // rows of B and C, blocked over K so a block of B rows stays in cache.

@@ -6,26 +6,49 @@
 namespace nxrt::gemm::detail {
 
 // Computes an mr x nr tile (mr <= MR, nr <= NR of the kernel) of
-// C = alpha * Ap * Bp + beta * C, where Ap is an MR-row panel packed k-major
-// (MR floats per k) and Bp an NR-column panel packed k-major (NR floats per k).
-// beta == 0 must not read C.
-using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c,
-                               int64_t ldc, float alpha, float beta, int64_t mr, int64_t nr);
+// C = alpha * Ap * Bp + beta * C.
+//  - Ap: element (i, k) at a[k * ak + i]. Packed panels have ak == MR; an unpacked
+//    transposed A (or a single row of A, ak == 1) is read in place.
+//  - Bp: an NR-column panel packed k-major (NR floats per k, zero padded).
+//  - C: element (i, j) at c[i * rs_c + j * cs_c], so a kernel can also write C^T.
+// beta == 0 must not read C. Kernels compute only the mr rows asked for, so a thin
+// problem (a few rows) does not pay for the whole MR-row tile.
+using MicroKernelFn = void (*)(int64_t kc, const float* a, int64_t ak, const float* b, float* c,
+                               int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr,
+                               int64_t nr);
 
-// 6 x 16 tile with AVX2+FMA; only call when has_avx2_fma().
-void micro_kernel_avx2_6x16(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                            float alpha, float beta, int64_t mr, int64_t nr);
+// 6 x 16 with AVX2+FMA; only call when has_avx2_fma().
+void micro_kernel_avx2_6x16(int64_t kc, const float* a, int64_t ak, const float* b, float* c,
+                            int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr,
+                            int64_t nr);
+
+// 12 x 32 with AVX-512F; only call when has_avx512f().
+void micro_kernel_avx512_12x32(int64_t kc, const float* a, int64_t ak, const float* b, float* c,
+                               int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr,
+                               int64_t nr);
 
 // Writes a finished tile held in `acc` (row stride `acc_ld`) into C with alpha/beta.
-inline void store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, float alpha,
-                       float beta, int64_t mr, int64_t nr) {
+inline void store_tile(const float* acc, int64_t acc_ld, float* c, int64_t rs_c, int64_t cs_c,
+                       float alpha, float beta, int64_t mr, int64_t nr) {
+  if (rs_c == 1 && cs_c != 1) {
+    // Transposed C: each tile column is a contiguous run of mr floats.
+    for (int64_t j = 0; j < nr; ++j) {
+      float* col = c + j * cs_c;
+      if (beta == 0.0f) {
+        for (int64_t i = 0; i < mr; ++i) col[i] = alpha * acc[i * acc_ld + j];
+      } else {
+        for (int64_t i = 0; i < mr; ++i) col[i] = alpha * acc[i * acc_ld + j] + beta * col[i];
+      }
+    }
+    return;
+  }
   for (int64_t i = 0; i < mr; ++i) {
-    float* row = c + i * ldc;
+    float* row = c + i * rs_c;
     const float* src = acc + i * acc_ld;
     if (beta == 0.0f) {
-      for (int64_t j = 0; j < nr; ++j) row[j] = alpha * src[j];
+      for (int64_t j = 0; j < nr; ++j) row[j * cs_c] = alpha * src[j];
     } else {
-      for (int64_t j = 0; j < nr; ++j) row[j] = alpha * src[j] + beta * row[j];
+      for (int64_t j = 0; j < nr; ++j) row[j * cs_c] = alpha * src[j] + beta * row[j * cs_c];
     }
   }
 }

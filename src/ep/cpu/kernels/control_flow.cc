@@ -52,19 +52,34 @@ Shape declared_shape(const ir::ValueInfo& info) {
   return s;
 }
 
-// Output dtype of a compiled body, refusing values nxrt cannot represent as tensors.
+// Output dtype of a compiled body (the element type for sequences), refusing maps.
 Expected<DataType> body_output_type(const KernelInit& init, const CompiledSubgraph& g,
                                     size_t i, const char* body) {
   if (i >= g.output_types.size())
     return init.error(StatusCode::kInvalidGraph, body, " has too few outputs");
   const ir::ValueInfo& info = g.outputs[i];
   const DataType t = g.output_types[i];
-  const auto kind = info.type.kind;
-  if (t == DataType::kUndefined || (kind != ir::TypeInfo::Kind::kTensor &&
-                                    kind != ir::TypeInfo::Kind::kUnknown))
+  if (t == DataType::kUndefined || info.type.kind == ir::TypeInfo::Kind::kMap ||
+      info.type.kind == ir::TypeInfo::Kind::kSparseTensor)
     return init.error(StatusCode::kNotImplemented, body, " output '", info.name,
-                      "' is a sequence, map or optional, which nxrt does not support yet");
+                      "' is a map or sparse tensor, which nxrt does not support yet");
   return t;
+}
+
+// Writes a body result to node output i: sequences are shared, tensors copied, and an
+// empty optional leaves the output empty.
+Status value_out(KernelContext& ctx, size_t i, const Value& v) {
+  if (v.is_sequence()) return ctx.set_output_sequence(i, *v.sequence);
+  if (v.is_none()) return Status();
+  return copy_out(ctx, i, v.tensor);
+}
+
+// A node input as a Value (tensor view, shared sequence, or none).
+Value input_value(KernelContext& ctx, size_t i) {
+  if (const TensorSequence* s = ctx.input_sequence(i))
+    return Value(std::make_shared<const TensorSequence>(*s));
+  if (const Tensor* t = ctx.input(i)) return Value(Tensor(t->dtype(), t->shape(), const_cast<void*>(t->raw())));
+  return Value();
 }
 
 // ---------------------------------------------------------------------------------- If
@@ -80,12 +95,12 @@ class IfKernel final : public Kernel {
                               cond.shape().to_string());
     const bool take_then = cond.data<bool>()[0];
     const CompiledSubgraph& branch = take_then ? then_ : else_;
-    std::vector<Tensor> outs;
-    NXRT_RETURN_IF_ERROR(ctx.run_subgraph(branch, {}, outs));
+    std::vector<Value> outs;
+    NXRT_RETURN_IF_ERROR(ctx.run_subgraph_values(branch, {}, outs));
     if (outs.size() != ctx.num_outputs())
       return invalid_argument(take_then ? "then" : "else", "_branch produced ", outs.size(),
                               " outputs, the node has ", ctx.num_outputs());
-    for (size_t i = 0; i < outs.size(); ++i) NXRT_RETURN_IF_ERROR(copy_out(ctx, i, outs[i]));
+    for (size_t i = 0; i < outs.size(); ++i) NXRT_RETURN_IF_ERROR(value_out(ctx, i, outs[i]));
     return Status();
   }
 
@@ -119,13 +134,12 @@ class LoopKernel final : public Kernel {
 
     int64_t iter_value = 0;
     bool cond_value = cond;
-    Tensor iter_t(DataType::kInt64, Shape{}, &iter_value);
-    Tensor cond_t(DataType::kBool, Shape{}, &cond_value);
-    std::vector<Tensor> carried(n_);
-    for (size_t i = 0; i < n_; ++i) carried[i] = *ctx.input(2 + i);
+    std::vector<Value> feeds(2 + n_);
+    feeds[0] = Value(Tensor(DataType::kInt64, Shape{}, &iter_value));
+    feeds[1] = Value(Tensor(DataType::kBool, Shape{}, &cond_value));
+    for (size_t i = 0; i < n_; ++i) feeds[2 + i] = input_value(ctx, 2 + i);
     std::vector<std::vector<Tensor>> scans(k_);
-    std::vector<const Tensor*> feeds(2 + n_);
-    std::vector<Tensor> outs;
+    std::vector<Value> outs;
 
     int64_t iter = 0;
     for (; iter < max_trips && cond; ++iter) {
@@ -133,21 +147,21 @@ class LoopKernel final : public Kernel {
         return Status(StatusCode::kFail, "Exiting due to terminate flag being set to true.");
       iter_value = iter;
       cond_value = cond;
-      feeds[0] = &iter_t;
-      feeds[1] = &cond_t;
-      for (size_t i = 0; i < n_; ++i) feeds[2 + i] = &carried[i];
-      NXRT_RETURN_IF_ERROR(ctx.run_subgraph(body_, feeds, outs));
+      NXRT_RETURN_IF_ERROR(ctx.run_subgraph_values(body_, feeds, outs));
       if (outs.size() != 1 + n_ + k_)
         return invalid_argument("body produced ", outs.size(), " outputs, expected ", 1 + n_ + k_);
       // The spec text calls the body's cond ignored without a cond input, but onnxruntime
       // and the ONNX reference implementation both stop on it; models rely on that.
-      if (outs[0].numel() != 1 || outs[0].dtype() != DataType::kBool)
+      const Tensor& cond_out = outs[0].tensor;
+      if (cond_out.numel() != 1 || cond_out.dtype() != DataType::kBool)
         return invalid_argument("body cond output must be one bool, got shape ",
-                                outs[0].shape().to_string());
-      cond = outs[0].data<bool>()[0];
-      for (size_t i = 0; i < n_; ++i) carried[i] = std::move(outs[1 + i]);
+                                cond_out.shape().to_string());
+      cond = cond_out.data<bool>()[0];
+      for (size_t i = 0; i < n_; ++i) feeds[2 + i] = std::move(outs[1 + i]);
       for (size_t k = 0; k < k_; ++k) {
-        Tensor& v = outs[1 + n_ + k];
+        if (outs[1 + n_ + k].is_sequence() || outs[1 + n_ + k].is_none())
+          return not_implemented("scan output ", k, " is not a tensor");
+        Tensor& v = outs[1 + n_ + k].tensor;
         if (!scans[k].empty() && !(scans[k][0].shape() == v.shape()))
           return invalid_argument("scan output ", k, " has shape ", v.shape().to_string(),
                                   " in iteration ", iter, " but ",
@@ -156,7 +170,7 @@ class LoopKernel final : public Kernel {
       }
     }
 
-    for (size_t i = 0; i < n_; ++i) NXRT_RETURN_IF_ERROR(copy_out(ctx, i, carried[i]));
+    for (size_t i = 0; i < n_; ++i) NXRT_RETURN_IF_ERROR(value_out(ctx, i, feeds[2 + i]));
     for (size_t k = 0; k < k_; ++k) {
       const std::vector<Tensor>& parts = scans[k];
       Shape item = parts.empty() ? declared_shape(body_.outputs[1 + n_ + k]) : parts[0].shape();
@@ -470,10 +484,11 @@ Expected<KernelPtr> create_if(KernelInit& init) {
   for (size_t i = 0; i < outs; ++i) {
     NXRT_ASSIGN_OR_RETURN(DataType a, body_output_type(init, then_c, i, "then_branch"));
     NXRT_ASSIGN_OR_RETURN(DataType b, body_output_type(init, else_c, i, "else_branch"));
-    if (a != b)
+    if (a != b || then_c.output_kinds[i] != else_c.output_kinds[i])
       return init.error(StatusCode::kInvalidGraph, "output ", i, " is ", tensor_type_name(a),
                         " in then_branch but ", tensor_type_name(b), " in else_branch");
     init.output_types[i] = a;
+    init.output_kinds[i] = then_c.output_kinds[i];
   }
   return make_kernel<IfKernel>(std::move(then_c), std::move(else_c));
 }
@@ -493,10 +508,8 @@ Expected<KernelPtr> create_loop(KernelInit& init) {
   const size_t n = init.num_inputs() - 2;
   for (size_t i = 0; i < n; ++i)
     if (!init.has_input(2 + i))
-      return init.error(StatusCode::kNotImplemented, "loop-carried value ", i, " ('",
-                        init.node.inputs[2 + i],
-                        "') is missing or not a tensor (sequence and optional values are not "
-                        "supported yet)");
+      return init.error(StatusCode::kInvalidGraph, "loop-carried value ", i, " ('",
+                        init.node.inputs[2 + i], "') is missing");
   if (init.output_types.size() < n)
     return init.error(StatusCode::kInvalidGraph, "has ", n, " loop-carried inputs but only ",
                       init.output_types.size(), " outputs");
@@ -518,6 +531,9 @@ Expected<KernelPtr> create_loop(KernelInit& init) {
                         tensor_type_name(init.input_type(2 + i)), " but the body returns ",
                         tensor_type_name(t));
     init.output_types[i] = t;
+    if (i < n) init.output_kinds[i] = g.output_kinds[1 + i];
+    else if (g.output_kinds[1 + i] != ValueKind::kTensor)
+      return init.error(StatusCode::kNotImplemented, "scan output ", i - n, " is a sequence");
   }
   return make_kernel<LoopKernel>(std::move(g), n, k);
 }

@@ -30,6 +30,20 @@ std::vector<float> widen(const T* p, int64_t n) {
   return out;
 }
 
+// Per-thread scratch that only grows: per-call column buffers without heap traffic.
+template <typename T>
+T* scratch(size_t n) {
+  thread_local std::vector<T> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+// Products with at most this many output positions (per group and image) use the
+// weights packed at prepare, as Y^T = col^T * W^T: the vectorized side of the
+// micro-kernel then runs along the output channels, not along the few positions, and
+// nothing is repacked per call. Wider outputs amortize repacking W and keep Y row-major.
+constexpr int64_t kPackedMaxPositions = 64;
+
 // The im2col correspondence: an "image" (Conv input, ConvTranspose output) and a "grid" of
 // window positions (Conv output, ConvTranspose input); image = grid*stride - pad + k*dilation.
 struct Lattice {
@@ -165,9 +179,37 @@ Status check_bias(const Tensor* b, int64_t channels) {
 
 std::vector<int64_t> spatial(const Shape& s) { return {s.begin() + 2, s.end()}; }
 
+// Weights packed once as right operands (per group: W_g^T, K x M/G) for the thin-output
+// path, plus the constant they came from: compute uses them only for that very tensor.
+struct PackedWeights {
+  std::vector<gemm::PackedMatrix> groups;
+  Tensor source;
+
+  bool matches(const Tensor& w) const { return !groups.empty() && w.raw() == source.raw(); }
+};
+
 class ConvKernel final : public Kernel {
  public:
   ConvKernel(WindowAttrs attrs, int64_t group) : attrs_(std::move(attrs)), group_(group) {}
+
+  // Packs a constant float/float16/bfloat16 W; leaves the kernel unpacked if W's shape
+  // cannot be right (compute reports that).
+  void pack_weights(const Tensor& w) {
+    if (w.rank() < 3 || w.shape()[0] % group_ != 0 || w.numel() == 0) return;
+    const int64_t M = w.shape()[0], Mg = M / group_, K = w.numel() / M;
+    std::vector<float> wide;
+    const float* pw = nullptr;
+    switch (w.dtype()) {
+      case DataType::kFloat: pw = w.data<float>(); break;
+      case DataType::kFloat16: wide = widen(w.data<Float16>(), w.numel()); break;
+      case DataType::kBFloat16: wide = widen(w.data<BFloat16>(), w.numel()); break;
+      default: return;
+    }
+    if (!pw) pw = wide.data();
+    for (int64_t g = 0; g < group_; ++g)
+      packed_.groups.push_back(gemm::PackedMatrix::pack_right(true, K, Mg, pw + g * Mg * K, K));
+    packed_.source = w;
+  }
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
@@ -181,8 +223,9 @@ class ConvKernel final : public Kernel {
     switch (x.dtype()) {
       NXRT_CASES_FLOAT({
         using W = std::conditional_t<kHalf<T>, float, T>;
+        const PackedWeights* packed = packed_.matches(w) ? &packed_ : nullptr;
         with_compute_type<T>(x, w, b, *y, [&](const W* px, const W* pw, const W* pb, W* py) {
-          run<W>(L, N, C, M, px, pw, pb, py);
+          run<W>(L, N, C, M, px, pw, pb, py, packed);
         });
       })
       default: return not_implemented("Conv of ", tensor_type_name(x.dtype()));
@@ -215,7 +258,7 @@ class ConvKernel final : public Kernel {
 
   template <typename T>
   void run(const Lattice& L, int64_t N, int64_t C, int64_t M, const T* x, const T* w,
-           const T* bias, T* y) const {
+           const T* bias, T* y, const PackedWeights* packed = nullptr) const {
     const int64_t G = group_, Cg = C / G, Mg = M / G;
     const int64_t in_size = L.image_size(), out_size = L.grid_size();
     const int64_t K = Cg * L.kernel_size();
@@ -224,11 +267,28 @@ class ConvKernel final : public Kernel {
       pointwise &= L.kernel[d] == 1 && L.stride[d] == 1 && L.pad[d] == 0;
     const int64_t gl = L.grid[L.r - 1];
     const int64_t rows = out_size / gl;
+    if constexpr (std::is_same_v<T, float>) {
+      if (packed && out_size <= kPackedMaxPositions) {
+        float* col = pointwise ? nullptr : scratch<float>(size_t(K * out_size));
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t g = 0; g < G; ++g) {
+            const float* xg = x + (n * C + g * Cg) * in_size;
+            // The input already is the column matrix when the conv is pointwise.
+            if (!pointwise) im2col(L, Cg, 0, rows, xg, col);
+            // Y_g^T (positions x Mg) = col^T * W_g^T, stored transposed into Y_g.
+            gemm::sgemm_packed_right(true, out_size, 1.0f, pointwise ? xg : col, out_size,
+                                     packed->groups[size_t(g)], 0.0f,
+                                     y + (n * M + g * Mg) * out_size, out_size, true);
+          }
+        if (bias) add_bias(y, bias, N, M, out_size);
+        return;
+      }
+    }
     // Whole grid rows at a time: ~1M column entries, but at least ~1024 columns so the
     // GEMM's repacking of the weights per chunk stays cheap relative to its work.
     const int64_t budget_rows = (int64_t(1) << 20) / std::max<int64_t>(1, K * gl);
     const int64_t chunk = std::max<int64_t>({int64_t(1), budget_rows, (1023 + gl) / gl});
-    std::vector<T> col(pointwise ? 0 : size_t(K * gl * std::min(chunk, rows)));
+    T* col = pointwise ? nullptr : scratch<T>(size_t(K * gl * std::min(chunk, rows)));
     for (int64_t n = 0; n < N; ++n)
       for (int64_t g = 0; g < G; ++g) {
         const T* xg = x + (n * C + g * Cg) * in_size;
@@ -242,8 +302,8 @@ class ConvKernel final : public Kernel {
         for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
           const int64_t r1 = std::min(rows, r0 + chunk);
           const int64_t cols = (r1 - r0) * gl;
-          im2col(L, Cg, r0, r1, xg, col.data());
-          gemm_any<T>(false, false, Mg, cols, K, wg, K, col.data(), cols, T(0), yg + r0 * gl,
+          im2col(L, Cg, r0, r1, xg, col);
+          gemm_any<T>(false, false, Mg, cols, K, wg, K, col, cols, T(0), yg + r0 * gl,
                       out_size);
         }
       }
@@ -253,6 +313,7 @@ class ConvKernel final : public Kernel {
  private:
   WindowAttrs attrs_;
   int64_t group_;
+  PackedWeights packed_;
 };
 
 // ConvInteger: (x - x_zero_point) conv (w - w_zero_point) in int32. Padding holds the
@@ -324,8 +385,9 @@ class ConvTransposeKernel final : public Kernel {
     switch (x.dtype()) {
       NXRT_CASES_FLOAT({
         using W = std::conditional_t<kHalf<T>, float, T>;
+        const PackedWeights* packed = packed_.matches(w) ? &packed_ : nullptr;
         with_compute_type<T>(x, w, b, *y, [&](const W* px, const W* pw, const W* pb, W* py) {
-          run<W>(L, N, C, M, px, pw, pb, py);
+          run<W>(L, N, C, M, px, pw, pb, py, packed);
         });
       })
       default: return not_implemented("ConvTranspose of ", tensor_type_name(x.dtype()));
@@ -392,11 +454,11 @@ class ConvTransposeKernel final : public Kernel {
 
   template <typename T>
   void run(const Lattice& L, int64_t N, int64_t C, int64_t M, const T* x, const T* w,
-           const T* bias, T* y) const {
+           const T* bias, T* y, const PackedWeights* packed) const {
     const int64_t G = group_, Cg = C / G, Mg = M / G;
     const int64_t in_size = L.grid_size(), out_size = L.image_size();
     const int64_t rows = Mg * L.kernel_size();
-    std::vector<T> col(size_t(rows * in_size));
+    T* col = scratch<T>(size_t(rows * in_size));
     std::fill(y, y + N * M * out_size, T(0));
     for (int64_t n = 0; n < N; ++n)
       for (int64_t g = 0; g < G; ++g) {
@@ -404,12 +466,43 @@ class ConvTransposeKernel final : public Kernel {
         const T* wg = w + g * Cg * rows;  // [Cg, Mg * kernel]
         // col = Wg^T * Xg, then every column entry is added into the output position
         // its (input position, kernel offset) pair maps to.
-        gemm_any<T>(true, false, rows, in_size, Cg, wg, rows, xg, in_size, T(0), col.data(),
-                    in_size);
-        col2im_add(L, Mg, col.data(), y + (n * M + g * Mg) * out_size);
+        if constexpr (std::is_same_v<T, float>) {
+          if (packed) {
+            gemm::sgemm_packed_left(packed->groups[size_t(g)], false, in_size, 1.0f, xg, in_size,
+                                    0.0f, col, in_size);
+          } else {
+            gemm_any<T>(true, false, rows, in_size, Cg, wg, rows, xg, in_size, T(0), col, in_size);
+          }
+        } else {
+          gemm_any<T>(true, false, rows, in_size, Cg, wg, rows, xg, in_size, T(0), col, in_size);
+        }
+        col2im_add(L, Mg, col, y + (n * M + g * Mg) * out_size);
       }
     if (bias) add_bias(y, bias, N, M, out_size);
   }
+
+ public:
+  // Packs a constant W ([C, M/G, kernel...]) as W_g^T per group, the left operand.
+  void pack_weights(const Tensor& w) {
+    if (w.rank() < 3 || w.shape()[0] % group_ != 0 || w.numel() == 0) return;
+    const int64_t Cg = w.shape()[0] / group_, rows = w.numel() / w.shape()[0];
+    std::vector<float> wide;
+    const float* pw = nullptr;
+    switch (w.dtype()) {
+      case DataType::kFloat: pw = w.data<float>(); break;
+      case DataType::kFloat16: wide = widen(w.data<Float16>(), w.numel()); break;
+      case DataType::kBFloat16: wide = widen(w.data<BFloat16>(), w.numel()); break;
+      default: return;
+    }
+    if (!pw) pw = wide.data();
+    for (int64_t g = 0; g < group_; ++g)
+      packed_.groups.push_back(
+          gemm::PackedMatrix::pack_left(true, rows, Cg, pw + g * Cg * rows, rows));
+    packed_.source = w;
+  }
+
+ private:
+  PackedWeights packed_;
 
   WindowAttrs attrs_;
   int64_t group_;
@@ -437,7 +530,9 @@ Expected<KernelPtr> create_conv(KernelInit& init) {
   if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
   NXRT_RETURN_IF_ERROR(check_float_inputs(init, 3));
   init.set_all_outputs(init.input_type(0));
-  return make_kernel<ConvKernel>(std::move(w), group);
+  auto kernel = std::make_unique<ConvKernel>(std::move(w), group);
+  if (const Tensor* weights = init.constant_input(1)) kernel->pack_weights(*weights);
+  return KernelPtr(std::move(kernel));
 }
 
 Expected<KernelPtr> create_conv_integer(KernelInit& init) {
@@ -467,8 +562,11 @@ Expected<KernelPtr> create_conv_transpose(KernelInit& init) {
   if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
   NXRT_RETURN_IF_ERROR(check_float_inputs(init, 3));
   init.set_all_outputs(init.input_type(0));
-  return make_kernel<ConvTransposeKernel>(std::move(w), group, std::move(output_padding),
-                                          std::move(output_shape));
+  auto kernel = std::make_unique<ConvTransposeKernel>(std::move(w), group,
+                                                      std::move(output_padding),
+                                                      std::move(output_shape));
+  if (const Tensor* weights = init.constant_input(1)) kernel->pack_weights(*weights);
+  return KernelPtr(std::move(kernel));
 }
 
 }  // namespace nxrt::cpu

@@ -130,8 +130,51 @@ void run_matmul_typed(const MatMulPlan& p, const Tensor& a, const Tensor& b, Ten
   }
 }
 
+// A constant float/float16/bfloat16 B packed once as the right operand, and the constant
+// it came from: compute uses it only for that very tensor.
+struct PackedB {
+  gemm::PackedMatrix matrix;
+  Tensor source;
+
+  bool matches(const Tensor& b) const { return !matrix.empty() && b.raw() == source.raw(); }
+
+  // op(B) is K x N; B is 2-D, stored N x K when trans.
+  void pack(const Tensor& b, bool trans) {
+    if (b.rank() != 2 || b.numel() == 0) return;
+    const int64_t rows = b.shape()[0], cols = b.shape()[1];
+    std::vector<float> wide;
+    const float* pb = nullptr;
+    switch (b.dtype()) {
+      case DataType::kFloat: pb = b.data<float>(); break;
+      case DataType::kFloat16:
+      case DataType::kBFloat16: wide = widen(b); pb = wide.data(); break;
+      default: return;
+    }
+    matrix = trans ? gemm::PackedMatrix::pack_right(true, cols, rows, pb, cols)
+                   : gemm::PackedMatrix::pack_right(false, rows, cols, pb, cols);
+    source = b;
+  }
+};
+
+// A (float) times a packed B: batches of A stacked into one tall product when contiguous.
+void run_matmul_packed(const MatMulPlan& p, const float* A, const gemm::PackedMatrix& B,
+                       float* Y) {
+  const int64_t batches = int64_t(p.a_off.size());
+  bool contiguous = true;
+  for (int64_t n = 0; n < batches; ++n) contiguous &= p.a_off[size_t(n)] == n * p.M * p.K;
+  if (contiguous) {
+    gemm::sgemm_packed_right(false, p.M * batches, 1.0f, A, p.K, B, 0.0f, Y, p.N);
+    return;
+  }
+  for (int64_t n = 0; n < batches; ++n)
+    gemm::sgemm_packed_right(false, p.M, 1.0f, A + p.a_off[size_t(n)], p.K, B, 0.0f,
+                             Y + n * p.M * p.N, p.N);
+}
+
 class MatMulKernel final : public Kernel {
  public:
+  explicit MatMulKernel(PackedB packed) : packed_(std::move(packed)) {}
+
   Status compute(KernelContext& ctx) const override {
     const Tensor& a = *ctx.input(0);
     const Tensor& b = *ctx.input(1);
@@ -139,17 +182,33 @@ class MatMulKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(plan_matmul(a.shape(), b.shape(), p));
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, p.out));
     if (y->numel() == 0) return Status();
+    if (packed_.matches(b)) {
+      if (a.dtype() == DataType::kFloat) {
+        run_matmul_packed(p, a.data<float>(), packed_.matrix, y->data<float>());
+      } else {
+        const std::vector<float> fa = widen(a);
+        std::vector<float> fy(size_t(y->numel()));
+        run_matmul_packed(p, fa.data(), packed_.matrix, fy.data());
+        if (a.dtype() == DataType::kFloat16) narrow_into(fy, y->data<Float16>());
+        else narrow_into(fy, y->data<BFloat16>());
+      }
+      return Status();
+    }
     switch (a.dtype()) {
       NXRT_CASES_NUMERIC(run_matmul_typed<T>(p, a, b, *y))
       default: return not_implemented("MatMul of ", tensor_type_name(a.dtype()));
     }
     return Status();
   }
+
+ private:
+  PackedB packed_;
 };
 
 class GemmKernel final : public Kernel {
  public:
-  GemmKernel(bool ta, bool tb, float alpha, float beta) : ta_(ta), tb_(tb), alpha_(alpha), beta_(beta) {}
+  GemmKernel(bool ta, bool tb, float alpha, float beta, PackedB packed)
+      : ta_(ta), tb_(tb), alpha_(alpha), beta_(beta), packed_(std::move(packed)) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& a = *ctx.input(0);
@@ -214,13 +273,23 @@ class GemmKernel final : public Kernel {
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) py[i * N + j] = W(pc[i * cs_row + j * cs_col]);
     }
-    gemm_any<W>(ta_, tb_, M, N, K, W(alpha_), pa, a.shape()[1], pb, b.shape()[1],
-                use_c ? W(beta_) : W(0), py, N);
+    bool done = false;
+    if constexpr (std::is_same_v<W, float>) {
+      if (packed_.matches(b)) {
+        gemm::sgemm_packed_right(ta_, M, alpha_, pa, a.shape()[1], packed_.matrix,
+                                 use_c ? beta_ : 0.0f, py, N);
+        done = true;
+      }
+    }
+    if (!done)
+      gemm_any<W>(ta_, tb_, M, N, K, W(alpha_), pa, a.shape()[1], pb, b.shape()[1],
+                  use_c ? W(beta_) : W(0), py, N);
     if constexpr (kHalf<T>) narrow_into(wy, y.data<T>());
   }
 
   bool ta_, tb_;
   float alpha_, beta_;
+  PackedB packed_;
 };
 
 // Zero points: a scalar, or one per row of A (a_zero_point) / column of B (b_zero_point).
@@ -283,7 +352,9 @@ Expected<KernelPtr> create_matmul(KernelInit& init) {
                       tensor_type_name(t), " and ", tensor_type_name(init.input_type(1)));
   if (!matmul_type_ok(t)) return init.unsupported_type(0);
   init.set_all_outputs(t);
-  return make_kernel<MatMulKernel>();
+  PackedB packed;
+  if (const Tensor* b = init.constant_input(1)) packed.pack(*b, false);
+  return make_kernel<MatMulKernel>(std::move(packed));
 }
 
 Expected<KernelPtr> create_gemm(KernelInit& init) {
@@ -300,7 +371,9 @@ Expected<KernelPtr> create_gemm(KernelInit& init) {
                         tensor_type_name(init.input_type(i)), ", expected ", tensor_type_name(t));
   if (!matmul_type_ok(t)) return init.unsupported_type(0);
   init.set_all_outputs(t);
-  return make_kernel<GemmKernel>(ta, tb, alpha, beta);
+  PackedB packed;
+  if (const Tensor* b = init.constant_input(1)) packed.pack(*b, tb);
+  return make_kernel<GemmKernel>(ta, tb, alpha, beta, std::move(packed));
 }
 
 Expected<KernelPtr> create_matmul_integer(KernelInit& init) {
