@@ -41,6 +41,7 @@ class ExecutableGraph {
   std::vector<bool> input_overridable;  // true for inputs that have an initializer
   std::vector<ir::ValueInfo> outputs;
   std::vector<int> output_slots;
+  std::vector<int> output_index_of_slot;  // by slot: index into outputs, -1 if none
   std::vector<Step> steps;
   size_t max_step_inputs = 0;
 };

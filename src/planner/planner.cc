@@ -363,6 +363,8 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     g.output_slots.push_back(it->second);
     g.slots[size_t(it->second)].is_graph_output = true;
   }
+  g.output_index_of_slot.assign(g.slots.size(), -1);
+  for (size_t i = g.output_slots.size(); i-- > 0;) g.output_index_of_slot[size_t(g.output_slots[i])] = int(i);
 
   // Lifetimes: release each produced, non-output value after its last reader.
   std::vector<int> last_use(g.slots.size(), -1);

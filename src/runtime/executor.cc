@@ -70,6 +70,20 @@ class StepContext final : public KernelContext {
     const ValueSlot& info = graph_.slots[slot];
     Tensor& value = state_.values[slot];
     release_slot(state_, slot);  // a kernel asked twice: give the old block back first
+    if (info.is_graph_output) {
+      const int index = graph_.output_index_of_slot[slot];
+      if (index >= 0 && size_t(index) < flags_.bound_outputs.size() &&
+          flags_.bound_outputs[size_t(index)].defined()) {
+        const Tensor& bound = flags_.bound_outputs[size_t(index)];
+        if (bound.dtype() != info.dtype || !(bound.shape() == shape))
+          return invalid_argument("output '", info.name, "' is bound to a ",
+                                  tensor_type_name(bound.dtype()), " buffer of shape ",
+                                  bound.shape().to_string(), " but the model produces ",
+                                  tensor_type_name(info.dtype), " of shape ", shape.to_string());
+        value = Tensor(bound.dtype(), bound.shape(), const_cast<void*>(bound.raw()));
+        return &value;
+      }
+    }
     if (info.is_graph_output || info.dtype == DataType::kString) {
       auto t = Tensor::allocate(info.dtype, shape);
       if (!t) return std::move(t).status();
@@ -128,7 +142,9 @@ class StepContext final : public KernelContext {
     RunStateCache& cache = subgraph_cache(graph);
     auto state = cache.acquire();
     // Subgraph nodes are timed too; in the trace they nest inside the enclosing node.
-    Status status = execute_graph(graph, *state, feeds, implicit_inputs(), outputs, flags_,
+    RunFlags sub_flags = flags_;
+    sub_flags.bound_outputs = {};  // bindings belong to the top-level graph's outputs
+    Status status = execute_graph(graph, *state, feeds, implicit_inputs(), outputs, sub_flags,
                                   outer_sequences);
     cache.release(std::move(state));
     return status;
@@ -256,7 +272,20 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
                             "' was not computed");
         break;
       }
-      if (value.owner() && state.root[slot] < 0) {
+      const bool is_bound = i < flags.bound_outputs.size() && flags.bound_outputs[i].defined();
+      if (is_bound && flags.bound_outputs[i].raw() != value.raw()) {
+        // An input or constant passed straight through: copy it into the caller's buffer.
+        const Tensor& b = flags.bound_outputs[i];
+        if (b.dtype() != value.dtype() || !(b.shape() == value.shape())) {
+          status = invalid_argument("output '", graph.outputs[i].name, "' is bound to a buffer of shape ",
+                                    b.shape().to_string(), " but is ", value.shape().to_string());
+          break;
+        }
+        copy_elements(b.dtype(), value.raw(), const_cast<void*>(b.raw()), b.numel());
+        outputs.push_back(Tensor(b.dtype(), b.shape(), const_cast<void*>(b.raw())));
+        continue;
+      }
+      if (is_bound || (value.owner() && state.root[slot] < 0)) {
         outputs.push_back(value);  // produced for the caller: hand it over
       } else {
         auto copy = value.clone();  // an input, constant or outer value passed through

@@ -24,6 +24,10 @@ struct NodeTiming {
 struct RunFlags {
   const std::atomic<bool>* terminate = nullptr;
   std::vector<NodeTiming>* timings = nullptr;  // non-null: record every step, subgraphs too
+  // Caller memory for graph outputs (IoBinding), aligned with the graph's outputs; an
+  // undefined tensor leaves that output to the runtime. A bound output must match the
+  // produced dtype and shape exactly; the run then writes into it and allocates nothing.
+  std::span<const Tensor> bound_outputs;
 };
 
 struct RunState {

@@ -88,3 +88,35 @@ TEST(Executor, WarmRunsReuseThePool) {
 
 }  // namespace
 }  // namespace nxrt
+
+namespace nxrt {
+namespace {
+
+TEST(Executor, WritesBoundOutputsInPlace) {
+  const std::string bytes = testing::build_model(
+      {{"Neg", {"x"}, {"a"}, "n0"}, {"Relu", {"a"}, {"y"}, "n1"}}, {"x"}, {"y", "x"});
+  auto session = Session::create_from_bytes(bytes.data(), bytes.size(), {});
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  std::vector<float> x = {-1.0f, 2.0f, -3.0f}, y(3, 42.0f), x_copy(3, 0.0f);
+  std::vector<Value> feeds = {Tensor(DataType::kFloat, Shape{3}, x.data())};
+  std::vector<std::string> names = {"x"};
+  const Tensor bound[] = {Tensor(DataType::kFloat, Shape{3}, y.data()),
+                          Tensor(DataType::kFloat, Shape{3}, x_copy.data())};
+  RunFlags flags;
+  flags.bound_outputs = bound;
+  std::vector<Value> out;
+  ASSERT_TRUE((*session)->run(names, feeds, {}, out, flags).ok());
+  EXPECT_EQ(out[0].tensor.raw(), y.data());
+  EXPECT_EQ(y, (std::vector<float>{1.0f, 0.0f, 3.0f}));
+  EXPECT_EQ(out[1].tensor.raw(), x_copy.data());  // a pass-through output is copied in
+  EXPECT_EQ(x_copy, x);
+  std::vector<float> wrong(4);
+  const Tensor bad[] = {Tensor(DataType::kFloat, Shape{4}, wrong.data()), Tensor()};
+  flags.bound_outputs = bad;
+  Status s = (*session)->run(names, feeds, {}, out, flags);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("bound"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nxrt

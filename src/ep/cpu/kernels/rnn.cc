@@ -10,10 +10,6 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#include <immintrin.h>
-#endif
-
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/kernels/common.h"
 
@@ -29,10 +25,8 @@ int64_t gate_count(Cell cell) { return cell == Cell::kRnn ? 1 : cell == Cell::kG
 // Hot loops get an AVX2 clone picked at load time; the baseline build stays portable.
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
 #define NXRT_RNN_MULTIVERSION __attribute__((target_clones("avx2", "default")))
-#define NXRT_RNN_HAVE_FMA 1
 #else
 #define NXRT_RNN_MULTIVERSION
-#define NXRT_RNN_HAVE_FMA 0
 #endif
 
 // e^x for x in [-88, 88] (callers clamp): x = n*ln2 + r with |r| <= ln2/2, e^r by its
@@ -205,18 +199,13 @@ Status parse_activations(AttrReader& attrs, const std::vector<std::string>& defa
 
 // ------------------------------------------------------------------------ products
 
-// out[m x n] += x[m x k] * w^T with w stored [n x k].
-template <typename C>
-void product_nt(int64_t m, int64_t n, int64_t k, const C* x, const C* w, C* out) {
+// out[m x n] += x[m x k] * w^T with w stored [n x k] (double; float uses the packed GEMM).
+void product_nt(int64_t m, int64_t n, int64_t k, const double* x, const double* w, double* out) {
   if (m == 0 || n == 0 || k == 0) return;
-  if constexpr (std::is_same_v<C, float>) {
-    gemm::sgemm(false, true, m, n, k, 1.0f, x, k, w, k, 1.0f, out, n);
-  } else {
-    gemm::gemm_simple<C>(false, true, m, n, k, C(1), x, k, w, k, C(1), out, n);
-  }
+  gemm::gemm_simple<double>(false, true, m, n, k, 1.0, x, k, w, k, 1.0, out, n);
 }
 
-// The per-step product h * R^T reads R^T in column panels of kPanel, each stored k-major
+// double: the per-step product h * R^T reads R^T in column panels of kPanel, each stored k-major
 // and contiguous: walking R^T's rows directly would stride by the gate width (often a
 // multiple of 4 KiB) and thrash the L1 sets. Columns past the last full panel follow as
 // a plain [k x tail] block.
@@ -289,68 +278,6 @@ void panel_product_simple(int64_t m, int64_t w, int64_t k, const C* a, int64_t l
   }
 }
 
-NXRT_RNN_MULTIVERSION
-void panel_product_generic(int64_t m, int64_t w, int64_t k, const float* a, int64_t lda,
-                           const float* packed, float* c, int64_t ldc) {
-  panel_product_simple(m, w, k, a, lda, packed, c, ldc);
-}
-
-#if NXRT_RNN_HAVE_FMA
-// R rows times NP panels, all accumulators (2 * R * NP vectors) in registers over k.
-template <int R, int NP>
-__attribute__((target("avx2,fma"), always_inline)) inline void panel_tile_fma(
-    int64_t k, const float* a, int64_t lda, const float* panel, float* c, int64_t ldc) {
-  __m256 acc[R][2 * NP];
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < 2 * NP; ++v) acc[r][v] = _mm256_setzero_ps();
-  const int64_t pstride = k * kPanel;
-  for (int64_t p = 0; p < k; ++p) {
-    __m256 bv[2 * NP];
-    for (int q = 0; q < NP; ++q) {
-      bv[2 * q] = _mm256_loadu_ps(panel + q * pstride + p * kPanel);
-      bv[2 * q + 1] = _mm256_loadu_ps(panel + q * pstride + p * kPanel + 8);
-    }
-    for (int r = 0; r < R; ++r) {
-      const __m256 av = _mm256_set1_ps(a[r * lda + p]);
-      for (int v = 0; v < 2 * NP; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < 2 * NP; ++v) _mm256_storeu_ps(c + r * ldc + 8 * v, acc[r][v]);
-}
-
-__attribute__((target("avx2,fma"))) void panel_product_fma(int64_t m, int64_t w, int64_t k,
-                                                           const float* a, int64_t lda,
-                                                           const float* packed, float* c,
-                                                           int64_t ldc) {
-  const int64_t panels = w / kPanel;
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4)
-    for (int64_t q = 0; q < panels; ++q)
-      panel_tile_fma<4, 1>(k, a + i * lda, lda, packed + q * k * kPanel, c + i * ldc + q * kPanel, ldc);
-  for (; i < m; ++i) {
-    int64_t q = 0;
-    // One row: four panels at once keep eight independent FMA chains in flight.
-    for (; q + 4 <= panels; q += 4)
-      panel_tile_fma<1, 4>(k, a + i * lda, lda, packed + q * k * kPanel, c + i * ldc + q * kPanel, ldc);
-    for (; q < panels; ++q)
-      panel_tile_fma<1, 1>(k, a + i * lda, lda, packed + q * k * kPanel, c + i * ldc + q * kPanel, ldc);
-  }
-  if (w % kPanel) {
-    // Tail columns: reuse the portable code on the tail block alone.
-    const int64_t off = panels * kPanel;
-    panel_product_simple(m, w - off, k, a, lda, packed + off * k, c + off, ldc);
-  }
-}
-#endif
-
-void panel_product(int64_t m, int64_t w, int64_t k, const float* a, int64_t lda,
-                   const float* packed, float* c, int64_t ldc) {
-#if NXRT_RNN_HAVE_FMA
-  if (gemm::has_avx2_fma()) return panel_product_fma(m, w, k, a, lda, packed, c, ldc);
-#endif
-  panel_product_generic(m, w, k, a, lda, packed, c, ldc);
-}
 void panel_product(int64_t m, int64_t w, int64_t k, const double* a, int64_t lda,
                    const double* packed, double* c, int64_t ldc) {
   panel_product_simple(m, w, k, a, lda, packed, c, ldc);
@@ -362,6 +289,32 @@ std::vector<std::pair<int64_t, int64_t>> segments_for(Cell cell, bool lbr, int64
   if (cell == Cell::kGru && !lbr) return {{0, 2 * H}, {2 * H, H}};
   return {{0, gate_count(cell) * H}};
 }
+
+// float: W^T and the R^T segments as right operands of the packed GEMM.
+struct PackedF {
+  gemm::PackedMatrix w;                // I x G*H
+  std::vector<gemm::PackedMatrix> r;   // H x width, per segment of segments_for()
+};
+
+// w is [n x i] and r [n x h], one direction.
+gemm::PackedMatrix pack_w_f(const float* w, int64_t n, int64_t i) {
+  return gemm::PackedMatrix::pack_right(true, i, n, w, i);
+}
+std::vector<gemm::PackedMatrix> pack_r_f(const float* r, int64_t h,
+                                         const std::vector<std::pair<int64_t, int64_t>>& segs) {
+  std::vector<gemm::PackedMatrix> out;
+  for (const auto& [col0, width] : segs)
+    out.push_back(gemm::PackedMatrix::pack_right(true, h, width, r + col0 * h, h));
+  return out;
+}
+
+// What prepare packed for one direction (null: pack per run).
+template <typename C>
+struct Prepared {
+  const gemm::PackedMatrix* w = nullptr;             // float only
+  const std::vector<gemm::PackedMatrix>* r = nullptr;  // float only
+  const PackedR<C>* r_panels = nullptr;              // double only
+};
 
 // ------------------------------------------------------------------------ the kernel
 
@@ -391,7 +344,7 @@ struct Operands {
 };
 
 template <typename C>
-void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const PackedR<C>* packed) {
+void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Prepared<C>& prep) {
   const int64_t S = op.seq, B = op.batch, I = op.input, H = op.hidden;
   const int64_t n = gate_count(cfg.cell) * H;
   const bool backward = cfg.reverse_only || d == 1;
@@ -400,6 +353,7 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pa
   const C* w = op.w + d * n * I;
   const C* r = op.r + d * n * H;
   const C* bias = op.b ? op.b + d * 2 * n : nullptr;
+  const auto segs = segments_for(cfg.cell, cfg.linear_before_reset, H);
 
   // Input projection with biases folded in, rows in X's own order.
   std::vector<C> xw(size_t(S * B * n), C(0));
@@ -408,18 +362,39 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pa
     for (int64_t j = 0; j < n; ++j) row[size_t(j)] = bias[j] + (gru_lbr && j >= 2 * H ? C(0) : bias[n + j]);
     for (int64_t i = 0; i < S * B; ++i) std::copy(row.begin(), row.end(), xw.begin() + i * n);
   }
-  product_nt(S * B, n, I, op.x, w, xw.data());
   auto xw_row = [&](int64_t t, int64_t b) {
     return xw.data() + (cfg.layout == 0 ? t * B + b : b * S + t) * n;
   };
 
-  PackedR<C> local;
-  if (!packed) {
-    pack_segments(r, H, segments_for(cfg.cell, cfg.linear_before_reset, H), local);
-    packed = &local;
+  // recur(a, segment, out, ldc): out (B rows, stride ldc) = a (B x H) * that segment of R^T.
+  PackedF local_f;
+  PackedR<C> local_panels;
+  const std::vector<gemm::PackedMatrix>* r_f = prep.r;
+  const PackedR<C>* r_panels = prep.r_panels;
+  if constexpr (std::is_same_v<C, float>) {
+    if (S * B > 0 && I > 0) {
+      if (!prep.w) local_f.w = pack_w_f(w, n, I);
+      gemm::sgemm_packed_right(false, S * B, 1.0f, op.x, I, prep.w ? *prep.w : local_f.w, 1.0f,
+                               xw.data(), n);
+    }
+    if (!r_f) {
+      local_f.r = pack_r_f(r, H, segs);
+      r_f = &local_f.r;
+    }
+  } else {
+    product_nt(S * B, n, I, op.x, w, xw.data());
+    if (!r_panels) {
+      pack_segments(r, H, segs, local_panels);
+      r_panels = &local_panels;
+    }
   }
-  auto recur = [&](const C* a, const Segment& seg, C* out, int64_t ldc) {
-    panel_product(B, seg.width, H, a, H, packed->data.data() + seg.offset, out, ldc);
+  auto recur = [&](const C* a, size_t seg, C* out, int64_t ldc) {
+    if constexpr (std::is_same_v<C, float>) {
+      gemm::sgemm_packed_right(false, B, 1.0f, a, H, (*r_f)[seg], 0.0f, out, ldc);
+    } else {
+      const Segment& sg = r_panels->segments[seg];
+      panel_product(B, sg.width, H, a, H, r_panels->data.data() + sg.offset, out, ldc);
+    }
   };
 
   auto state_at = [&](int64_t b) { return cfg.layout == 0 ? (d * B + b) * H : (b * dirs + d) * H; };
@@ -447,7 +422,7 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pa
     auto active = [&](int64_t b) { return s < op.lens[size_t(b)]; };
     switch (cfg.cell) {
       case Cell::kRnn: {
-        recur(h.data(), packed->segments[0], gates.data(), n);
+        recur(h.data(), 0, gates.data(), n);
         for (int64_t b = 0; b < B; ++b) {
           if (!active(b)) continue;
           C* g = gates.data() + b * n;
@@ -460,7 +435,7 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pa
       }
       case Cell::kGru: {
         // gates: z, r, h
-        recur(h.data(), packed->segments[0], gates.data(), n);
+        recur(h.data(), 0, gates.data(), n);
         for (int64_t b = 0; b < B; ++b) {
           if (!active(b)) continue;
           C* g = gates.data() + b * n;
@@ -477,7 +452,7 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pa
           }
         }
         if (!gru_lbr) {
-          recur(rh.data(), packed->segments[1], ghh.data(), H);
+          recur(rh.data(), 1, ghh.data(), H);
           for (int64_t b = 0; b < B; ++b) {
             if (!active(b)) continue;
             const C* xr = xw_row(time_of(b), b);
@@ -496,7 +471,7 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pa
       }
       case Cell::kLstm: {
         // gates: i, o, f, c; peepholes: i, o, f
-        recur(h.data(), packed->segments[0], gates.data(), n);
+        recur(h.data(), 0, gates.data(), n);
         for (int64_t b = 0; b < B; ++b) {
           if (!active(b)) continue;
           C* g = gates.data() + b * n;
@@ -555,8 +530,10 @@ std::vector<float> widen(const Tensor* t) {
 
 class RecurrentKernel final : public Kernel {
  public:
-  RecurrentKernel(Config cfg, std::vector<PackedR<float>> rt_f, std::vector<PackedR<double>> rt_d)
-      : cfg_(std::move(cfg)), rt_f_(std::move(rt_f)), rt_d_(std::move(rt_d)) {}
+  RecurrentKernel(Config cfg, std::vector<PackedF> packed_f, std::vector<PackedR<double>> rt_d,
+                  Tensor w_source, Tensor r_source)
+      : cfg_(std::move(cfg)), packed_f_(std::move(packed_f)), rt_d_(std::move(rt_d)),
+        w_source_(std::move(w_source)), r_source_(std::move(r_source)) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
@@ -624,11 +601,25 @@ class RecurrentKernel final : public Kernel {
   }
 
  private:
+  // Pre-packed weights apply only to the very constants they were packed from.
   template <typename C>
-  void run_all(Operands<C>& op, bool padded, const std::vector<PackedR<C>>& packed) const {
+  void run_all(Operands<C>& op, bool padded, const Tensor& w, const Tensor& r) const {
     if (op.y && padded) std::fill_n(op.y, op.seq * cfg_.dirs * op.batch * op.hidden, C(0));
-    for (int64_t d = 0; d < cfg_.dirs; ++d)
-      run_direction(cfg_, op, d, packed.empty() ? nullptr : &packed[size_t(d)]);
+    const bool w_ok = w_source_.defined() && w.raw() == w_source_.raw();
+    const bool r_ok = r_source_.defined() && r.raw() == r_source_.raw();
+    for (int64_t d = 0; d < cfg_.dirs; ++d) {
+      Prepared<C> prep;
+      if constexpr (std::is_same_v<C, float>) {
+        if (!packed_f_.empty()) {
+          const PackedF& pf = packed_f_[size_t(d)];
+          if (w_ok && !pf.w.empty()) prep.w = &pf.w;
+          if (r_ok && !pf.r.empty()) prep.r = &pf.r;
+        }
+      } else {
+        if (r_ok && !rt_d_.empty()) prep.r_panels = &rt_d_[size_t(d)];
+      }
+      run_direction(cfg_, op, d, prep);
+    }
   }
 
   template <typename C>
@@ -647,8 +638,7 @@ class RecurrentKernel final : public Kernel {
     op.y = y ? y->data<C>() : nullptr;
     op.yh = yh ? yh->data<C>() : nullptr;
     op.yc = yc ? yc->data<C>() : nullptr;
-    if constexpr (std::is_same_v<C, float>) run_all(op, padded, rt_f_);
-    else run_all(op, padded, rt_d_);
+    run_all(op, padded, w, r);
     return Status();
   }
 
@@ -673,7 +663,7 @@ class RecurrentKernel final : public Kernel {
     op.y = y ? yf.data() : nullptr;
     op.yh = yh ? yhf.data() : nullptr;
     op.yc = yc ? ycf.data() : nullptr;
-    run_all(op, padded, rt_f_);
+    run_all(op, padded, w, r);
     auto narrow = [](const std::vector<float>& src, Tensor* dst) {
       if (!dst) return;
       T* out = dst->data<T>();
@@ -686,19 +676,28 @@ class RecurrentKernel final : public Kernel {
   }
 
   Config cfg_;
-  std::vector<PackedR<float>> rt_f_;   // packed R^T per direction when R is constant
-  std::vector<PackedR<double>> rt_d_;  // the same for double compute
+  std::vector<PackedF> packed_f_;      // float compute: per direction, W^T and/or R^T
+  std::vector<PackedR<double>> rt_d_;  // double compute: R^T panels per direction
+  Tensor w_source_, r_source_;         // the constants packed (undefined when not)
 };
 
-// Packs a constant R once for every run.
-template <typename T, typename C>
-std::vector<PackedR<C>> pack_constant_r(const Tensor& r, const Config& cfg) {
+// Packs a constant R once for every run (double compute).
+std::vector<PackedR<double>> pack_constant_r_d(const Tensor& r, const Config& cfg) {
   const int64_t D = r.shape()[0], n = r.shape()[1], H = r.shape()[2];
-  std::vector<PackedR<C>> out(static_cast<size_t>(D));
+  std::vector<PackedR<double>> out(static_cast<size_t>(D));
   for (int64_t d = 0; d < D; ++d)
-    pack_segments(r.data<T>() + d * n * H, H, segments_for(cfg.cell, cfg.linear_before_reset, H),
-                  out[size_t(d)]);
+    pack_segments(r.data<double>() + d * n * H, H,
+                  segments_for(cfg.cell, cfg.linear_before_reset, H), out[size_t(d)]);
   return out;
+}
+
+// Constant W and/or R as float, widened if stored as float16/bfloat16.
+std::vector<float> as_float(const Tensor& t) {
+  switch (t.dtype()) {
+    case DataType::kFloat: return {t.data<float>(), t.data<float>() + t.numel()};
+    case DataType::kFloat16: return widen<Float16>(&t);
+    default: return widen<BFloat16>(&t);
+  }
 }
 
 Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
@@ -770,25 +769,44 @@ Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
   cfg.want_yc = wanted(2);
   init.set_all_outputs(cfg.dtype);
 
-  // Pre-pack a constant R whose shape fits what compute will check.
-  std::vector<PackedR<float>> rt_f;
-  std::vector<PackedR<double>> rt_d;
-  if (const Tensor* r = init.constant_input(2)) {
-    const int64_t G = gate_count(cell);
-    const bool fits = r->rank() == 3 && r->shape()[0] == cfg.dirs &&
+  // Pre-pack constant W and R whose shapes fit what compute will check.
+  const int64_t G = gate_count(cell);
+  const Tensor* r = init.constant_input(2);
+  const Tensor* w = init.constant_input(1);
+  const bool r_fits = r && r->rank() == 3 && r->shape()[0] == cfg.dirs &&
                       r->shape()[1] == G * r->shape()[2] &&
                       (cfg.hidden < 0 || r->shape()[2] == cfg.hidden);
-    if (fits) {
-      switch (cfg.dtype) {
-        case DataType::kFloat: rt_f = pack_constant_r<float, float>(*r, cfg); break;
-        case DataType::kDouble: rt_d = pack_constant_r<double, double>(*r, cfg); break;
-        case DataType::kFloat16: rt_f = pack_constant_r<Float16, float>(*r, cfg); break;
-        case DataType::kBFloat16: rt_f = pack_constant_r<BFloat16, float>(*r, cfg); break;
-        default: break;
-      }
+  const bool w_fits = w && w->rank() == 3 && w->shape()[0] == cfg.dirs &&
+                      w->shape()[1] % G == 0 && w->shape()[1] > 0 &&
+                      (cfg.hidden < 0 || w->shape()[1] == G * cfg.hidden);
+  std::vector<PackedF> packed_f;
+  std::vector<PackedR<double>> rt_d;
+  Tensor w_source, r_source;
+  if (cfg.dtype == DataType::kDouble) {
+    if (r_fits) {
+      rt_d = pack_constant_r_d(*r, cfg);
+      r_source = *r;
+    }
+  } else if (r_fits || w_fits) {
+    packed_f.resize(size_t(cfg.dirs));
+    if (w_fits && w->numel() > 0) {
+      const std::vector<float> wf = as_float(*w);
+      const int64_t n = w->shape()[1], I = w->shape()[2];
+      for (int64_t d = 0; d < cfg.dirs; ++d)
+        packed_f[size_t(d)].w = pack_w_f(wf.data() + d * n * I, n, I);
+      w_source = *w;
+    }
+    if (r_fits && r->numel() > 0) {
+      const std::vector<float> rf = as_float(*r);
+      const int64_t n = r->shape()[1], H = r->shape()[2];
+      for (int64_t d = 0; d < cfg.dirs; ++d)
+        packed_f[size_t(d)].r =
+            pack_r_f(rf.data() + d * n * H, H, segments_for(cell, cfg.linear_before_reset, H));
+      r_source = *r;
     }
   }
-  return make_kernel<RecurrentKernel>(std::move(cfg), std::move(rt_f), std::move(rt_d));
+  return make_kernel<RecurrentKernel>(std::move(cfg), std::move(packed_f), std::move(rt_d),
+                                      std::move(w_source), std::move(r_source));
 }
 
 }  // namespace
