@@ -114,3 +114,38 @@ def test_optional_input_may_be_omitted():
     sess = nxrt.InferenceSession(model.SerializeToString())
     assert bool(sess.run(None, {})[0]) is False
     assert bool(sess.run(None, {"o": np.ones(2, np.float32)})[0]) is True
+
+
+def test_run_options_terminate_stops_a_long_loop():
+    import threading
+    import time
+
+    # Loop with a huge trip count whose body does a little work each iteration.
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["acc_in", "one"], ["acc_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [1])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+    trips = helper.make_tensor_value_info("trips", TensorProto.INT64, [])
+    acc = helper.make_tensor_value_info("acc", TensorProto.FLOAT, [1])
+    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, [1])
+    cond = helper.make_tensor("cond", TensorProto.BOOL, [], [True])
+    model = _model([helper.make_node("Loop", ["trips", "cond", "acc"], ["out"], body=body)],
+                   [trips, acc], [out], [cond], opset=16)
+    sess = nxrt.InferenceSession(model.SerializeToString())
+    ro = nxrt.RunOptions()
+    timer = threading.Timer(0.3, lambda: setattr(ro, "terminate", True))
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(nxrt.Fail, match="terminate"):
+        sess.run(None, {"trips": np.array(1 << 40, np.int64), "acc": np.zeros(1, np.float32)}, ro)
+    timer.join()
+    assert time.monotonic() - start < 30
+    # The session still works, and a fresh RunOptions runs to completion.
+    res = sess.run(None, {"trips": np.array(5, np.int64), "acc": np.zeros(1, np.float32)})
+    np.testing.assert_allclose(res[0], [5.0])
