@@ -9,6 +9,9 @@ from ._errors import (EngineError, EPFail, Fail, InvalidArgument, InvalidGraph,
 from ._session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, ModelMetadata,
                        NodeArg, RunOptions, SessionOptions, get_all_providers,
                        get_available_providers, get_device)
+from ._call import BoundOutputs, Outputs, load
+from ._value import NxrtValue, OrtValue
+from ._iobinding import IOBinding, SessionIOBinding
 from . import capi  # noqa: F401  (onnxruntime.capi.onnxruntime_pybind11_state names)
 
 __version__ = "0.1.0"
@@ -18,5 +21,16 @@ __all__ = [
     "GraphOptimizationLevel", "ExecutionMode", "get_available_providers", "get_all_providers",
     "get_device", "NxrtError", "Fail", "InvalidArgument", "NoSuchFile", "NoModel", "EngineError",
     "RuntimeException", "InvalidProtobuf", "ModelLoaded", "NotImplemented", "InvalidGraph",
-    "EPFail", "__version__",
+    "EPFail", "__version__", "load", "Outputs", "BoundOutputs",
+    "NxrtValue", "OrtValue", "IOBinding", "SessionIOBinding",
 ]
+
+
+def __getattr__(name):
+    # nxrt.eager and nxrt.ops (about 200 generated functions) load on first use, so a
+    # plain `import nxrt` stays fast.
+    if name in ("eager", "ops"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'nxrt' has no attribute {name!r}")

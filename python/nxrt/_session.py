@@ -9,6 +9,8 @@ import numpy as np
 from . import _dtypes
 from ._errors import ALL as _ERROR_CLASSES
 from . import _nxrt
+from . import _call
+from . import _value
 
 _nxrt._register_errors(_ERROR_CLASSES)
 
@@ -162,10 +164,10 @@ def _to_feed(name, value, is_sequence=False):
             raise TypeError(f"input '{name}' is a sequence: feed a list of arrays")
         return (name, -1, [_to_feed(name, v)[1:] for v in value], None, None)
     if not isinstance(value, np.ndarray):
-        if hasattr(value, "__dlpack__") and not hasattr(value, "__array__"):
-            value = np.from_dlpack(value)
-        else:
-            value = np.asarray(value)
+        native = _value.as_native_feed(value, name)  # NxrtValue, OrtValue, DLPack: in place
+        if native is not None:
+            return (name, native.code, native, None, None)
+        value = np.asarray(value)
     code = _dtypes.code_of(value.dtype)
     if code is None:
         raise TypeError(
@@ -251,6 +253,31 @@ class InferenceSession:
     def get_overridable_initializers(self):
         return list(self._overridable)
 
+    # The ergonomic API (nxrt.load, session(x)); the logic lives in _call.py.
+    @property
+    def input_names(self):
+        """Names of the inputs a call accepts positionally (those of get_inputs()), in
+        graph order."""
+        return list(self._input_names)
+
+    @property
+    def output_names(self):
+        """Names of the model's outputs, in graph order."""
+        return list(self._output_names)
+
+    def __call__(self, /, *args, **kwargs):
+        """Runs the model like a function: ``sess(x)``, ``sess(a, b)`` (input order),
+        ``sess(A=a, B=b)``, ``sess({"A": a})`` or mixes. Values may be numpy arrays, Python
+        scalars and lists, or objects with ``__array__`` or ``__dlpack__`` (CPU).
+        Initializer-backed inputs keep their defaults unless fed by name. Returns the value
+        itself for a one-output model, an ``nxrt.Outputs`` otherwise."""
+        return _call.call(self, None, args, kwargs)
+
+    def bind_outputs(self, *names):
+        """A callable proxy (also a context manager) whose calls compute and return only
+        the outputs ``names``; the other outputs are not copied out."""
+        return _call.BoundOutputs(self, _call.check_output_names(self, names))
+
     def get_modelmeta(self):
         return ModelMetadata(self._sess.metadata())
 
@@ -284,6 +311,49 @@ class InferenceSession:
         flag = run_options._flag if run_options is not None else None
         results = self._sess.run(names, feeds, flag)
         return [_from_result(code, value) for code, value in results]
+
+    # Zero-copy values and onnxruntime's IoBinding; the logic lives in _value.py/_iobinding.py.
+    def run_with_values(self, output_names, input_feed, run_options=None):
+        """Like ``run`` but returns ``NxrtValue`` objects that keep the outputs in nxrt's
+        memory (``np.asarray``/``np.from_dlpack`` view them without a copy)."""
+        if not isinstance(input_feed, dict):
+            raise TypeError("input_feed must be a dict mapping input names to arrays")
+        for name in input_feed:
+            if name not in self._feedable:
+                raise _ERROR_CLASSES["InvalidArgument"](
+                    f"Invalid input name: '{name}'; the model's inputs are {self._input_names}")
+        feeds = [_to_feed(n, v, n in self._sequence_inputs) for n, v in input_feed.items()]
+        flag = run_options._flag if run_options is not None else None
+        results = self._sess.run(list(output_names or []), feeds, flag, None, True)
+        return [_value.wrap_result(code, value) for code, value in results]
+
+    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
+        """Runs on a dict of OrtValues; returns a list of OrtValues (onnxruntime's API)."""
+        for name, v in input_dict_ort_values.items():
+            if not isinstance(v, _value.OrtValue):
+                raise TypeError(f"input '{name}' must be an OrtValue, not {type(v).__name__}")
+        values = self.run_with_values(output_names, dict(input_dict_ort_values), run_options)
+        return [_value.OrtValue._none() if v is None else
+                [_value.OrtValue(x._native) for x in v] if isinstance(v, list) else
+                _value.OrtValue(v._native) for v in values]
+
+    def io_binding(self):
+        """An ``IOBinding`` for this session (onnxruntime's API)."""
+        from ._iobinding import IOBinding
+
+        return IOBinding(self)
+
+    def run_with_iobinding(self, iobinding, run_options=None):
+        """Runs with the inputs and outputs bound in `iobinding`; read the results with
+        ``iobinding.get_outputs()`` or ``copy_outputs_to_cpu()``."""
+        from ._iobinding import IOBinding
+
+        if not isinstance(iobinding, IOBinding):
+            raise TypeError(f"run_with_iobinding needs an IOBinding from session.io_binding(), "
+                            f"not {type(iobinding).__name__}")
+        if iobinding._session is not self:
+            raise ValueError("the IOBinding belongs to another session")
+        iobinding._run(run_options)
 
     def end_profiling(self):
         """Writes the per-node timings of every run so far as a Chrome trace JSON file

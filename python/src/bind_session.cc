@@ -10,6 +10,7 @@
 
 #include "errors.h"
 #include "runtime/session.h"
+#include "value.h"
 
 namespace nb = nanobind;
 
@@ -101,15 +102,22 @@ struct TerminateFlag {
   std::shared_ptr<std::atomic<bool>> flag = std::make_shared<std::atomic<bool>>(false);
 };
 
+// One output tensor as a native value (run_with_values, IoBinding): (dtype code, Value).
+nb::object to_native(Tensor&& tensor) {
+  const int code = int(tensor.dtype());
+  return nb::make_tuple(code, nb::cast(NativeValue{std::move(tensor), false}));
+}
+
 // One output value: a tensor as above, a sequence as (-1, [tensors...]), none as (0, None).
-nb::object value_to_python(Value&& value) {
+nb::object value_to_python(Value&& value, bool as_values) {
   if (value.is_sequence()) {
     nb::list items;
-    for (const Tensor& t : *value.sequence) items.append(to_python(Tensor(t)));
+    for (const Tensor& t : *value.sequence)
+      items.append(as_values ? to_native(Tensor(t)) : to_python(Tensor(t)));
     return nb::make_tuple(-1, items);
   }
   if (value.is_none()) return nb::make_tuple(0, nb::none());
-  return to_python(std::move(value.tensor));
+  return as_values ? to_native(std::move(value.tensor)) : to_python(std::move(value.tensor));
 }
 
 // Borrowed tensor over a feed (code, array, strings, shape); string data is copied into
@@ -117,6 +125,8 @@ nb::object value_to_python(Value&& value) {
 Tensor tensor_from_feed(nb::handle code_obj, nb::handle array_obj, nb::handle strings_obj,
                         nb::handle shape_obj,
                         std::vector<std::shared_ptr<std::string[]>>& strings_keep) {
+  // A native value (NxrtValue, OrtValue, DLPack import) is read in place.
+  if (nb::isinstance<NativeValue>(array_obj)) return nb::cast<const NativeValue&>(array_obj).tensor;
   const auto dtype = DataType(nb::cast<int>(code_obj));
   if (dtype == DataType::kString) {
     auto strings = nb::cast<std::vector<std::string>>(strings_obj);
@@ -197,9 +207,11 @@ class PySession {
 
   // feeds: list of (name, dtype code, array or None, strings or None, shape list);
   // a sequence is (name, -1, [(code, array, strings, shape), ...], None, None) and an
-  // empty optional (name, 0, None, None, None).
+  // empty optional (name, 0, None, None, None). The array slot may hold a native Value.
+  // `bound` (IoBinding), when given, aligns with the graph outputs: a Value whose memory
+  // the output is written into, or None. `as_values` returns native Values, not arrays.
   nb::list run(const std::vector<std::string>& output_names, nb::list feeds,
-               const TerminateFlag* terminate) {
+               const TerminateFlag* terminate, nb::handle bound, bool as_values) {
     std::vector<std::string> names;
     std::vector<Value> values;
     std::vector<std::shared_ptr<std::string[]>> string_storage;
@@ -225,6 +237,14 @@ class PySession {
     std::vector<Value> outputs;
     Status status;
     RunFlags flags;
+    std::vector<Tensor> bound_tensors;
+    if (bound.is_valid() && !bound.is_none()) {
+      for (nb::handle b : nb::cast<nb::list>(bound))
+        bound_tensors.push_back(b.is_none() ? Tensor() : nb::cast<const NativeValue&>(b).tensor);
+      if (bound_tensors.size() != session_->outputs().size())
+        throw nb::value_error("bound outputs must align with the graph outputs");
+      flags.bound_outputs = bound_tensors;
+    }
     std::shared_ptr<std::atomic<bool>> keep_flag;
     if (terminate) {
       keep_flag = terminate->flag;
@@ -236,7 +256,7 @@ class PySession {
     }
     if (!status.ok()) throw_status(status);
     nb::list result;
-    for (Value& v : outputs) result.append(value_to_python(std::move(v)));
+    for (Value& v : outputs) result.append(value_to_python(std::move(v), as_values));
     return result;
   }
 
@@ -261,7 +281,8 @@ void bind_session(nb::module_& m) {
       .def("metadata", &PySession::metadata)
       .def("take_profile", &PySession::take_profile)
       .def("run", &PySession::run, nb::arg("output_names"), nb::arg("feeds"),
-           nb::arg("terminate").none() = nb::none());
+           nb::arg("terminate").none() = nb::none(), nb::arg("bound").none() = nb::none(),
+           nb::arg("as_values") = false);
 }
 
 }  // namespace nxrt::py

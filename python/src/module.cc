@@ -8,6 +8,8 @@ namespace nb = nanobind;
 
 namespace nxrt::py {
 void bind_session(nb::module_& m);
+void bind_eager(nb::module_& m);
+void bind_value(nb::module_& m);
 }
 
 NB_MODULE(_nxrt, m) {
@@ -15,5 +17,7 @@ NB_MODULE(_nxrt, m) {
   m.attr("__version__") = "0.1.0";
   m.def("_register_errors", &nxrt::py::register_error_classes,
         "Registers the Python exception class for each status code name.");
+  nxrt::py::bind_value(m);
   nxrt::py::bind_session(m);
+  nxrt::py::bind_eager(m);
 }

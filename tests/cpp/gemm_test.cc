@@ -199,8 +199,9 @@ TEST(Gemm, Throughput) {
                   gflops(M, N, K, 20, s));
     }
   }
-  // Output channels x positions x (input channels * kernel) of silero/openwakeword convs.
-  const Case convs[] = {{258, 4, 256}, {128, 4, 387}, {64, 2, 384}, {257, 5, 512}};
+  // Output channels x positions x (input channels * kernel) of silero/openwakeword convs,
+  // and an LSTM step's gate product (4 * hidden 128 outputs, one row).
+  const Case convs[] = {{258, 4, 256}, {128, 4, 387}, {64, 2, 384}, {257, 5, 512}, {512, 1, 128}};
   for (const Case& cv : convs) {
     const auto w = random_vec(size_t(cv.m * cv.k), 6), col = random_vec(size_t(cv.k * cv.n), 7);
     std::vector<float> y(size_t(cv.m * cv.n));
@@ -211,7 +212,7 @@ TEST(Gemm, Throughput) {
         nxrt::gemm::sgemm_packed_right(true, cv.n, 1.0f, col.data(), cv.n, wt, 0.0f, y.data(),
                                        cv.n, true);
       });
-      std::printf("conv %lldx%lldx%lld packed %-8s: %6.1f GFLOP/s (%.2f us)\n",
+      std::printf("W*X %lldx%lldx%lld packed %-8s: %6.1f GFLOP/s (%.2f us)\n",
                   (long long)cv.m, (long long)cv.n, (long long)cv.k, kernel_name(kernel),
                   gflops(cv.m, cv.n, cv.k, 2000, s), s / 2000 * 1e6);
     }

@@ -42,11 +42,14 @@ void portable_tile(int64_t kc, const float* a, int64_t ak, const float* b, float
 void micro_kernel_portable_4x8(int64_t kc, const float* a, int64_t ak, const float* b, float* c,
                                int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr,
                                int64_t nr) {
-  switch (mr) {
-    case 1: return portable_tile<1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 2: return portable_tile<2>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 3: return portable_tile<3>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    default: return portable_tile<4>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
+  for (int64_t j = 0; j < nr; j += 8, b += kc * 8, c += 8 * cs_c) {
+    const int64_t w = std::min<int64_t>(8, nr - j);
+    switch (mr) {
+      case 1: portable_tile<1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, w); break;
+      case 2: portable_tile<2>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, w); break;
+      case 3: portable_tile<3>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, w); break;
+      default: portable_tile<4>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, w); break;
+    }
   }
 }
 
@@ -156,9 +159,12 @@ template <int MR, int NR>
 void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float alpha,
                   const Operand& A, const Operand& B, float beta, float* C, int64_t rs_c,
                   int64_t cs_c) {
-  thread_local AlignedBuf a_buf(nullptr, &std::free);
-  thread_local AlignedBuf b_buf(nullptr, &std::free);
-  thread_local size_t a_cap = 0, b_cap = 0;
+  // One thread_local object: each one costs a TLS lookup call in a shared library.
+  struct Scratch {
+    AlignedBuf a{nullptr, &std::free}, b{nullptr, &std::free};
+    size_t a_cap = 0, b_cap = 0;
+  };
+  thread_local Scratch tls;
   // A thin A (one panel) is read in place when it already is k-major: a transposed A
   // (ak = lda) or a single row (ak = 1). Small problems then pack nothing but B.
   const bool a_direct = !A.packed && M <= MR && (A.trans || M == 1);
@@ -168,11 +174,11 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
   float* pb = nullptr;
   if (a_pack) {
     const int64_t mc_max = std::min<int64_t>(kMC, (M + MR - 1) / MR * MR);
-    pa = scratch(a_buf, a_cap, size_t(mc_max * kc_max));
+    pa = scratch(tls.a, tls.a_cap, size_t(mc_max * kc_max));
   }
   if (!B.packed) {
     const int64_t nc_max = std::min<int64_t>(kNC, (N + NR - 1) / NR * NR);
-    pb = scratch(b_buf, b_cap, size_t(nc_max * kc_max));
+    pb = scratch(tls.b, tls.b_cap, size_t(nc_max * kc_max));
   }
 
   for (int64_t jc = 0; jc < N; jc += kNC) {
@@ -204,8 +210,8 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
                      kc, pa);
           as = pa;
         }
-        for (int64_t jr = 0; jr < nc; jr += NR) {
-          const int64_t nr = std::min<int64_t>(NR, nc - jr);
+        for (int64_t jr = 0; jr < nc; jr += NR * kPanelGroup) {
+          const int64_t nr = std::min<int64_t>(NR * kPanelGroup, nc - jr);
           const float* bp = bs + jr * kc;
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int64_t mr = std::min<int64_t>(MR, mc - ir);

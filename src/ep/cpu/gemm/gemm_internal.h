@@ -5,11 +5,15 @@
 
 namespace nxrt::gemm::detail {
 
-// Computes an mr x nr tile (mr <= MR, nr <= NR of the kernel) of
+// Consecutive B panels one micro-kernel call may cover (thin tiles use several at once).
+constexpr int64_t kPanelGroup = 4;
+
+// Computes an mr x nr block (mr <= MR, nr <= kPanelGroup * NR of the kernel) of
 // C = alpha * Ap * Bp + beta * C.
 //  - Ap: element (i, k) at a[k * ak + i]. Packed panels have ak == MR; an unpacked
 //    transposed A (or a single row of A, ak == 1) is read in place.
-//  - Bp: an NR-column panel packed k-major (NR floats per k, zero padded).
+//  - Bp: NR-column panels packed k-major (NR floats per k, zero padded), kc * NR floats
+//    apart.
 //  - C: element (i, j) at c[i * rs_c + j * cs_c], so a kernel can also write C^T.
 // beta == 0 must not read C. Kernels compute only the mr rows asked for, so a thin
 // problem (a few rows) does not pay for the whole MR-row tile.

@@ -54,29 +54,44 @@ struct Lattice {
   int64_t kernel_size() const { return Window::product(kernel); }
 };
 
-// Calls run(col_row, image_base, lo, hi, first, step) for each column-matrix row (channel c,
-// kernel offset) and each grid row in [row0, row1) along the last dim: grid positions
-// [lo, hi) of that row touch image elements image_base + first + (o - lo)*step; the rest of
-// the row lies in the padding. image_base < 0 means the whole row is padding.
+// Calls run(col_row, c, tap, j0, image_base, lo, hi, first, step) for each column-matrix
+// row (channel c, kernel offset `tap` in [0, kernel_size)) and each grid row in [row0, row1)
+// along the last dim: grid positions [lo, hi) of that row (j0 + lo .. j0 + hi in the
+// column) touch image elements image_base + first + (o - lo)*step; the rest of the row
+// lies in the padding. image_base < 0 means the whole row is padding.
 template <typename Run>
 void for_each_col_row(const Lattice& L, int64_t channels, int64_t row0, int64_t row1, Run run) {
   const size_t r = L.r;
   const int64_t gl = L.grid[r - 1], il = L.image[r - 1];
-  const int64_t s = L.stride[r - 1];
-  std::vector<int64_t> k(r, 0), o(r, 0), istride(r, 1);
+  const int64_t s = L.stride[r - 1], kl = L.kernel[r - 1];
+  // One buffer: kernel and grid odometers, image strides, and the valid grid span per
+  // last-dim kernel offset (the same for every channel and row; divisions are slow).
+  std::vector<int64_t> buf(3 * r + 2 * size_t(kl));
+  int64_t* k = buf.data();
+  int64_t* o = k + r;
+  int64_t* istride = o + r;
+  int64_t* span_lo = istride + r;
+  int64_t* span_hi = span_lo + kl;
+  istride[r - 1] = 1;
   for (size_t d = r - 1; d-- > 0;) istride[d] = istride[d + 1] * L.image[d + 1];
+  for (int64_t q = 0; q < kl; ++q) {
+    const int64_t off = q * L.dilation[r - 1] - L.pad[r - 1];
+    // grid o is valid when 0 <= o*s + off < il
+    int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t hi = off >= il ? 0 : (il - off + s - 1) / s;
+    lo = std::min(lo, gl);
+    span_lo[q] = lo;
+    span_hi[q] = std::clamp(hi, lo, gl);
+  }
   const int64_t ksize = L.kernel_size();
   const int64_t isize = L.image_size();
   int64_t col_row = 0;
   for (int64_t c = 0; c < channels; ++c) {
-    std::fill(k.begin(), k.end(), 0);
+    std::fill(k, k + r, 0);
     for (int64_t kk = 0; kk < ksize; ++kk, ++col_row) {
-      const int64_t off = k[r - 1] * L.dilation[r - 1] - L.pad[r - 1];
-      // grid o is valid when 0 <= o*s + off < il
-      int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
-      int64_t hi = off >= il ? 0 : (il - off + s - 1) / s;
-      lo = std::min(lo, gl);
-      hi = std::clamp(hi, lo, gl);
+      const int64_t q = k[r - 1];
+      const int64_t off = q * L.dilation[r - 1] - L.pad[r - 1];
+      const int64_t lo = span_lo[q], hi = span_hi[q];
       // outer grid coordinates of row0
       int64_t rem = row0;
       for (size_t d = r - 1; d-- > 0;) {
@@ -91,7 +106,7 @@ void for_each_col_row(const Lattice& L, int64_t channels, int64_t row0, int64_t 
           inside &= i >= 0 && i < L.image[d];
           base += i * istride[d];
         }
-        run(col_row, (row - row0) * gl, inside ? base : -1, lo, hi, lo * s + off, s);
+        run(col_row, c, kk, (row - row0) * gl, inside ? base : -1, lo, hi, lo * s + off, s);
         for (size_t d = r - 1; d-- > 0;) {
           if (++o[d] < L.grid[d]) break;
           o[d] = 0;
@@ -105,14 +120,38 @@ void for_each_col_row(const Lattice& L, int64_t channels, int64_t row0, int64_t 
   }
 }
 
+// im2col of a 1-D conv (the audio models' case) with plain loops: their rows are a few
+// positions long, where a memcpy/fill call per row costs more than the copying itself.
+template <typename T>
+void im2col_1d(const Lattice& L, int64_t channels, const T* image, T* col) {
+  const int64_t gl = L.grid[0], il = L.image[0], s = L.stride[0], kl = L.kernel[0];
+  for (int64_t q = 0; q < kl; ++q) {
+    const int64_t off = q * L.dilation[0] - L.pad[0];
+    // grid o is valid when 0 <= o*s + off < il
+    int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t hi = off >= il ? 0 : (il - off + s - 1) / s;
+    lo = std::min(lo, gl);
+    hi = std::clamp(hi, lo, gl);
+    for (int64_t c = 0; c < channels; ++c) {
+      T* dst = col + (c * kl + q) * gl;
+      const T* src = image + c * il;
+      int64_t o = 0;
+      for (; o < lo; ++o) dst[o] = T(0);
+      for (; o < hi; ++o) dst[o] = src[o * s + off];
+      for (; o < gl; ++o) dst[o] = T(0);
+    }
+  }
+}
+
 // col[(c*K + k) * ld + j] for grid rows [row0, row1), j over those rows' positions.
 template <typename T>
 void im2col(const Lattice& L, int64_t channels, int64_t row0, int64_t row1, const T* image,
             T* col) {
+  if (L.r == 1) return im2col_1d(L, channels, image, col);
   const int64_t gl = L.grid[L.r - 1];
   const int64_t ld = (row1 - row0) * gl;
   for_each_col_row(L, channels, row0, row1,
-                   [&](int64_t cr, int64_t j0, int64_t base, int64_t lo, int64_t hi,
+                   [&](int64_t cr, int64_t, int64_t, int64_t j0, int64_t base, int64_t lo, int64_t hi,
                        int64_t first, int64_t step) {
                      T* dst = col + cr * ld + j0;
                      if (base < 0) {
@@ -135,12 +174,37 @@ void col2im_add(const Lattice& L, int64_t channels, const T* col, T* image) {
   const int64_t rows = L.grid_size() / L.grid[L.r - 1];
   const int64_t ld = L.grid_size();
   for_each_col_row(L, channels, 0, rows,
-                   [&](int64_t cr, int64_t j0, int64_t base, int64_t lo, int64_t hi,
+                   [&](int64_t cr, int64_t, int64_t, int64_t j0, int64_t base, int64_t lo, int64_t hi,
                        int64_t first, int64_t step) {
                      if (base < 0) return;
                      const T* src = col + cr * ld + j0;
                      T* dst = image + base + first;
                      for (int64_t o = lo; o < hi; ++o) dst[(o - lo) * step] += src[o];
+                   });
+}
+
+// Depthwise conv (one input channel per group; `mult` outputs per channel): each kernel
+// tap is accumulated straight into Y. An im2col and a one-row GEMM per channel would
+// cost more than the arithmetic. y (one image, C * mult channels) must start zeroed.
+template <typename T>
+void depthwise_accumulate(const Lattice& L, int64_t channels, int64_t mult, const T* x,
+                          const T* w, T* y) {
+  const int64_t rows = L.grid_size() / L.grid[L.r - 1];
+  const int64_t ksize = L.kernel_size(), plane = L.grid_size();
+  for_each_col_row(L, channels, 0, rows,
+                   [&](int64_t, int64_t c, int64_t tap, int64_t j0, int64_t base, int64_t lo,
+                       int64_t hi, int64_t first, int64_t step) {
+                     if (base < 0) return;
+                     const T* src = x + base + first - lo * step;
+                     for (int64_t m = 0; m < mult; ++m) {
+                       const T wv = w[(c * mult + m) * ksize + tap];
+                       T* dst = y + (c * mult + m) * plane + j0;
+                       if (step == 1) {
+                         for (int64_t o = lo; o < hi; ++o) dst[o] += wv * src[o];
+                       } else {
+                         for (int64_t o = lo; o < hi; ++o) dst[o] += wv * src[o * step];
+                       }
+                     }
                    });
 }
 
@@ -267,6 +331,13 @@ class ConvKernel final : public Kernel {
       pointwise &= L.kernel[d] == 1 && L.stride[d] == 1 && L.pad[d] == 0;
     const int64_t gl = L.grid[L.r - 1];
     const int64_t rows = out_size / gl;
+    if (Cg == 1 && G > 1 && Mg <= 4 && !pointwise) {
+      std::fill(y, y + N * M * out_size, T(0));
+      for (int64_t n = 0; n < N; ++n)
+        depthwise_accumulate(L, C, Mg, x + n * C * in_size, w, y + n * M * out_size);
+      if (bias) add_bias(y, bias, N, M, out_size);
+      return;
+    }
     if constexpr (std::is_same_v<T, float>) {
       if (packed && out_size <= kPackedMaxPositions) {
         float* col = pointwise ? nullptr : scratch<float>(size_t(K * out_size));

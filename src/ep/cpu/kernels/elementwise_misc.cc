@@ -1,11 +1,13 @@
 // Elementwise ops that do not fit the plain binary/unary families: Pow (base and
 // exponent of different dtypes), Mod, BitShift, Clip, PRelu, Shrink and Dropout.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <type_traits>
 
 #include "ep/cpu/kernels/common.h"
+#include "ep/cpu/kernels/numpy_random.h"
 
 namespace nxrt::cpu {
 namespace {
@@ -108,11 +110,61 @@ Status pow_with_base(KernelContext& ctx, const Tensor& a, const Tensor& b) {
   return not_implemented("exponent type ", tensor_type_name(b.dtype()), " is not supported");
 }
 
+// A single exponent of 2, 0.5 or 1 on a float base (x^2 in power spectra, sqrt of
+// magnitudes): a multiply, a sqrt or a copy instead of a libm pow per element. The results
+// are bit-identical to pow's: a float square is exact in double, so rounding it once to
+// float equals the float product; a float sqrt is correctly rounded and pow(x, 0.5)
+// differs from sqrt(x) only at -0 and -inf, handled below.
+template <typename X>
+Status pow_fast(KernelContext& ctx, const Tensor& a, double e) {
+  using W = wide_t<X>;
+  NXRT_ASSIGN_OR_RETURN(Tensor * out, ctx.output(0, a.shape()));
+  const X* px = a.data<X>();
+  X* py = out->data<X>();
+  const int64_t n = a.numel();
+  if (e == 2.0) {
+    for (int64_t i = 0; i < n; ++i) {
+      const W v = W(px[i]);
+      py[i] = X(v * v);
+    }
+  } else if (e == 0.5) {
+    constexpr W inf = std::numeric_limits<W>::infinity();
+    for (int64_t i = 0; i < n; ++i) {
+      const W v = W(px[i]);
+      py[i] = X(v == W(0) ? W(0) : v == -inf ? inf : std::sqrt(v));
+    }
+  } else {
+    std::copy_n(px, n, py);
+  }
+  return Status();
+}
+
+// The value of a one-element exponent as double.
+double scalar_value(const Tensor& b) {
+  switch (b.dtype()) {
+    NXRT_CASES_NUMERIC(return double(wide_t<T>(b.data<T>()[0])))
+    default: return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
 class PowKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
     const Tensor& a = *ctx.input(0);
     const Tensor& b = *ctx.input(1);
+    // The fast path keeps the output shape: b must not add or widen dims.
+    if (b.numel() == 1 && b.rank() <= a.rank() && is_float_type(a.dtype()) &&
+        a.dtype() != DataType::kDouble) {
+      const double e = scalar_value(b);
+      if (e == 2.0 || e == 0.5 || e == 1.0) {
+        switch (a.dtype()) {
+          case DataType::kFloat: return pow_fast<float>(ctx, a, e);
+          case DataType::kFloat16: return pow_fast<Float16>(ctx, a, e);
+          case DataType::kBFloat16: return pow_fast<BFloat16>(ctx, a, e);
+          default: break;
+        }
+      }
+    }
     switch (a.dtype()) {
       NXRT_CASES_NUMERIC(return pow_with_base<T>(ctx, a, b))
       default: break;
@@ -358,8 +410,8 @@ class DropoutKernel final : public Kernel {
     if (!(ratio >= 0.0f && ratio < 1.0f))
       return invalid_argument("ratio ", ratio, " is outside [0, 1)");
     // A fresh generator per run keeps compute() const and makes a seeded node
-    // reproducible; mt19937 with 53-bit uniforms matches numpy's legacy RandomState.
-    std::mt19937 gen(has_seed_ ? uint32_t(seed_) : std::random_device{}());
+    // reproducible; it draws numpy's legacy RandomState stream.
+    NumpyRandom gen(has_seed_ ? uint32_t(seed_) : uint32_t(std::random_device{}()));
     const float scale = float(1.0 / (1.0 - double(ratio)));
     bool* keep_mask = mask && mask_type_ == DataType::kBool ? mask->data<bool>() : nullptr;
     switch (dtype_) {
@@ -367,9 +419,7 @@ class DropoutKernel final : public Kernel {
         const T* px = x.data<T>();
         T* py = y->data<T>();
         for (int64_t i = 0; i < n; ++i) {
-          const uint32_t hi = gen() >> 5, lo = gen() >> 6;
-          const double u = (double(hi) * 67108864.0 + double(lo)) / 9007199254740992.0;
-          const bool keep = u >= double(ratio);
+          const bool keep = gen.next_double() >= double(ratio);
           py[i] = keep ? T(float(px[i]) * scale) : T(0.0f);
           if (keep_mask) keep_mask[i] = keep;
         }

@@ -6,9 +6,14 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/kernels/common.h"
@@ -22,11 +27,13 @@ int64_t gate_count(Cell cell) { return cell == Cell::kRnn ? 1 : cell == Cell::kG
 
 // ------------------------------------------------------------------------ fast float math
 
-// Hot loops get an AVX2 clone picked at load time; the baseline build stays portable.
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define NXRT_RNN_MULTIVERSION __attribute__((target_clones("avx2", "default")))
+// The gates' sigmoid/tanh run on AVX2 when the CPU has it (GCC does not vectorize the
+// scalar loops: with trapping math it keeps the clamps as branches). The vector code does
+// the same IEEE operations in the same order (no FMA), so both give identical results.
+#if defined(__GNUC__) && defined(__x86_64__)
+#define NXRT_RNN_X86 1
 #else
-#define NXRT_RNN_MULTIVERSION
+#define NXRT_RNN_X86 0
 #endif
 
 // e^x for x in [-88, 88] (callers clamp): x = n*ln2 + r with |r| <= ln2/2, e^r by its
@@ -51,31 +58,91 @@ inline float exp_reduced(float x) {
   return p * scale;
 }
 
-NXRT_RNN_MULTIVERSION
-void sigmoid_inplace(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = std::min(std::max(-x[i], -88.0f), 88.0f);
-    x[i] = 1.0f / (1.0f + exp_reduced(v));
-  }
+inline float sigmoid_one(float x) {
+  const float v = std::min(std::max(-x, -88.0f), 88.0f);
+  return 1.0f / (1.0f + exp_reduced(v));
 }
 
-NXRT_RNN_MULTIVERSION
-void tanh_inplace(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    const float a = std::min(std::abs(v), 44.0f);
-    // Near 0, (1 - e) / (1 + e) cancels; the odd series to x^9 is exact to float there.
-    const float a2 = a * a;
-    float series = 62.0f / 2835;
-    series = series * a2 - 17.0f / 315;
-    series = series * a2 + 2.0f / 15;
-    series = series * a2 - 1.0f / 3;
-    series = (series * a2) * a + a;
-    const float e = exp_reduced(-2.0f * a);
-    const float big = (1.0f - e) / (1.0f + e);
-    const float mag = a < 0.25f ? series : big;
-    x[i] = v < 0.0f ? -mag : mag;
+inline float tanh_one(float v) {
+  const float a = std::min(std::abs(v), 44.0f);
+  // Near 0, (1 - e) / (1 + e) cancels; the odd series to x^9 is exact to float there.
+  const float a2 = a * a;
+  float series = 62.0f / 2835;
+  series = series * a2 - 17.0f / 315;
+  series = series * a2 + 2.0f / 15;
+  series = series * a2 - 1.0f / 3;
+  series = (series * a2) * a + a;
+  const float e = exp_reduced(-2.0f * a);
+  const float big = (1.0f - e) / (1.0f + e);
+  const float mag = a < 0.25f ? series : big;
+  return v < 0.0f ? -mag : mag;
+}
+
+#if NXRT_RNN_X86
+__attribute__((target("avx2"), always_inline)) inline __m256 splat8(float v) {
+  return _mm256_set1_ps(v);
+}
+
+// exp_reduced on 8 lanes (same steps; min/max operand order keeps std::min/max's NaNs).
+__attribute__((target("avx2"))) inline __m256 exp_reduced8(__m256 x) {
+  const __m256 t = _mm256_mul_ps(x, splat8(1.44269504f));
+  const __m256 n = _mm256_sub_ps(_mm256_add_ps(t, splat8(12582912.0f)), splat8(12582912.0f));
+  __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, splat8(0.693359375f)));
+  r = _mm256_add_ps(r, _mm256_mul_ps(n, splat8(2.12194440e-4f)));
+  __m256 p = splat8(1.0f / 5040);
+  for (float k : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), splat8(k));
+  const __m256i bits = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+__attribute__((target("avx2"))) void sigmoid_avx2(float* x, int64_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 neg = _mm256_xor_ps(_mm256_loadu_ps(x + i), sign);
+    const __m256 v = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-88.0f), neg));
+    const __m256 one = _mm256_set1_ps(1.0f);
+    _mm256_storeu_ps(x + i, _mm256_div_ps(one, _mm256_add_ps(one, exp_reduced8(v))));
   }
+  for (; i < n; ++i) x[i] = sigmoid_one(x[i]);
+}
+
+__attribute__((target("avx2"))) void tanh_avx2(float* x, int64_t n) {
+  const __m256 sign = splat8(-0.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 a = _mm256_min_ps(splat8(44.0f), _mm256_andnot_ps(sign, v));
+    const __m256 a2 = _mm256_mul_ps(a, a);
+    __m256 series = splat8(62.0f / 2835);
+    series = _mm256_sub_ps(_mm256_mul_ps(series, a2), splat8(17.0f / 315));
+    series = _mm256_add_ps(_mm256_mul_ps(series, a2), splat8(2.0f / 15));
+    series = _mm256_sub_ps(_mm256_mul_ps(series, a2), splat8(1.0f / 3));
+    series = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(series, a2), a), a);
+    const __m256 e = exp_reduced8(_mm256_mul_ps(splat8(-2.0f), a));
+    const __m256 big = _mm256_div_ps(_mm256_sub_ps(splat8(1.0f), e), _mm256_add_ps(splat8(1.0f), e));
+    const __m256 mag = _mm256_blendv_ps(big, series, _mm256_cmp_ps(a, splat8(0.25f), _CMP_LT_OQ));
+    const __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
+    _mm256_storeu_ps(x + i, _mm256_blendv_ps(mag, _mm256_xor_ps(mag, sign), neg));
+  }
+  for (; i < n; ++i) x[i] = tanh_one(x[i]);
+}
+#endif
+
+void sigmoid_inplace(float* x, int64_t n) {
+#if NXRT_RNN_X86
+  if (gemm::has_avx2_fma()) return sigmoid_avx2(x, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) x[i] = sigmoid_one(x[i]);
+}
+
+void tanh_inplace(float* x, int64_t n) {
+#if NXRT_RNN_X86
+  if (gemm::has_avx2_fma()) return tanh_avx2(x, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) x[i] = tanh_one(x[i]);
 }
 
 // ------------------------------------------------------------------------ activations
@@ -353,14 +420,39 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pr
   const C* w = op.w + d * n * I;
   const C* r = op.r + d * n * H;
   const C* bias = op.b ? op.b + d * 2 * n : nullptr;
-  const auto segs = segments_for(cfg.cell, cfg.linear_before_reset, H);
+  const bool gru_split = cfg.cell == Cell::kGru && !gru_lbr;
+
+  // The per-run buffers, carved from one block: a per-thread one that is reused unless
+  // the sequence is long (then a fresh one, so no thread keeps a huge block alive).
+  const size_t sizes[] = {size_t(S * B * n), size_t(B * H),
+                          cfg.cell == Cell::kLstm ? size_t(B * H) : 0, size_t(B * n), size_t(H),
+                          gru_split ? size_t(B * H) : 0, gru_split ? size_t(B * H) : 0};
+  size_t total = 0;
+  for (size_t z : sizes) total += z;
+  thread_local std::vector<C> arena;
+  std::vector<C> big;
+  C* block;
+  if (total <= (size_t(1) << 18)) {
+    if (arena.size() < total) arena.resize(total);
+    block = arena.data();
+  } else {
+    big.resize(total);
+    block = big.data();
+  }
+  std::span<C> parts[7];
+  for (size_t i = 0; i < 7; ++i) {
+    parts[i] = std::span<C>(block, sizes[i]);
+    block += sizes[i];
+  }
+  const std::span<C> xw = parts[0], h = parts[1], c = parts[2], gates = parts[3], tmp = parts[4],
+                     rh = parts[5], ghh = parts[6];
 
   // Input projection with biases folded in, rows in X's own order.
-  std::vector<C> xw(size_t(S * B * n), C(0));
-  if (bias) {
-    std::vector<C> row(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j) row[size_t(j)] = bias[j] + (gru_lbr && j >= 2 * H ? C(0) : bias[n + j]);
-    for (int64_t i = 0; i < S * B; ++i) std::copy(row.begin(), row.end(), xw.begin() + i * n);
+  if (bias && S * B > 0) {
+    for (int64_t j = 0; j < n; ++j) xw[size_t(j)] = bias[j] + (gru_lbr && j >= 2 * H ? C(0) : bias[n + j]);
+    for (int64_t i = 1; i < S * B; ++i) std::copy_n(xw.begin(), n, xw.begin() + i * n);
+  } else {
+    std::fill(xw.begin(), xw.end(), C(0));
   }
   auto xw_row = [&](int64_t t, int64_t b) {
     return xw.data() + (cfg.layout == 0 ? t * B + b : b * S + t) * n;
@@ -378,13 +470,13 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pr
                                xw.data(), n);
     }
     if (!r_f) {
-      local_f.r = pack_r_f(r, H, segs);
+      local_f.r = pack_r_f(r, H, segments_for(cfg.cell, cfg.linear_before_reset, H));
       r_f = &local_f.r;
     }
   } else {
     product_nt(S * B, n, I, op.x, w, xw.data());
     if (!r_panels) {
-      pack_segments(r, H, segs, local_panels);
+      pack_segments(r, H, segments_for(cfg.cell, cfg.linear_before_reset, H), local_panels);
       r_panels = &local_panels;
     }
   }
@@ -398,23 +490,17 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pr
   };
 
   auto state_at = [&](int64_t b) { return cfg.layout == 0 ? (d * B + b) * H : (b * dirs + d) * H; };
-  std::vector<C> h(size_t(B * H), C(0)), c;
-  if (op.h0)
-    for (int64_t b = 0; b < B; ++b) std::copy_n(op.h0 + state_at(b), H, h.begin() + b * H);
-  if (cfg.cell == Cell::kLstm) {
-    c.assign(size_t(B * H), C(0));
-    if (op.c0)
-      for (int64_t b = 0; b < B; ++b) std::copy_n(op.c0 + state_at(b), H, c.begin() + b * H);
-  }
+  auto load_state = [&](const C* init, std::span<C> state) {
+    if (!init) return std::fill(state.begin(), state.end(), C(0));
+    for (int64_t b = 0; b < B; ++b) std::copy_n(init + state_at(b), H, state.begin() + b * H);
+  };
+  load_state(op.h0, h);
+  if (cfg.cell == Cell::kLstm) load_state(op.c0, c);
+  std::fill(rh.begin(), rh.end(), C(0));
 
   const Activation* act = cfg.acts.data() + size_t(d) * cfg.acts_per_dir;
   const float clip = cfg.clip;
   const C* peep = op.p ? op.p + d * 3 * H : nullptr;
-  std::vector<C> gates(static_cast<size_t>(B * n)), tmp(static_cast<size_t>(H)), rh, ghh;
-  if (cfg.cell == Cell::kGru && !gru_lbr) {
-    rh.assign(size_t(B * H), C(0));
-    ghh.resize(size_t(B * H));
-  }
   const int64_t max_len = op.lens.empty() ? 0 : *std::max_element(op.lens.begin(), op.lens.end());
 
   for (int64_t s = 0; s < max_len; ++s) {
