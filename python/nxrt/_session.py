@@ -245,12 +245,15 @@ class InferenceSession:
         self._profiling = bool(self._sess_options.enable_profiling)
 
     def get_inputs(self):
+        """The inputs a caller feeds, in graph order (initializers excluded), as NodeArg."""
         return list(self._inputs)
 
     def get_outputs(self):
+        """The graph outputs in order, as NodeArg."""
         return list(self._outputs)
 
     def get_overridable_initializers(self):
+        """Initializers that are also graph inputs and so may be fed to override them."""
         return list(self._overridable)
 
     # The ergonomic API (nxrt.load, session(x)); the logic lives in _call.py.
@@ -279,18 +282,23 @@ class InferenceSession:
         return _call.BoundOutputs(self, _call.check_output_names(self, names))
 
     def get_modelmeta(self):
+        """Producer, graph name, domain, description, version and custom metadata."""
         return ModelMetadata(self._sess.metadata())
 
     def get_providers(self):
+        """The execution providers this session uses, in priority order."""
         return list(self._providers)
 
     def get_provider_options(self):
+        """Options per provider, as {name: {key: value}} with string values."""
         return {n: dict(o) for n, o in zip(self._providers, self._provider_options)}
 
     def get_session_options(self):
+        """The SessionOptions the session was created with."""
         return self._sess_options
 
     def set_providers(self, providers=None, provider_options=None):
+        """Changes the provider list (only CPUExecutionProvider is available)."""
         self._providers, self._provider_options = _parse_providers(providers, provider_options)
 
     def run(self, output_names, input_feed, run_options=None):

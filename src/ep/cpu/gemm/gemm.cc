@@ -32,9 +32,8 @@ void portable_tile(int64_t kc, const float* a, int64_t ak, const float* b, float
     for (int i = 0; i < R; ++i) {
       const float av = a[k * ak + i];
 #pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) acc[i][j] += av * b[j];
+      for (int j = 0; j < 8; ++j) acc[i][j] += av * b[k * 8 + j];
     }
-    b += 8;
   }
   store_tile(&acc[0][0], 8, c, rs_c, cs_c, alpha, beta, R, nr);
 }

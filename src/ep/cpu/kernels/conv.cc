@@ -54,6 +54,18 @@ struct Lattice {
   int64_t kernel_size() const { return Window::product(kernel); }
 };
 
+// Grid positions [lo, hi) of a 1-D lattice whose window tap lands at image index
+// o*stride + off inside the image; divides only when the span is cut (divisions are slow
+// next to these short rows).
+inline void tap_span(int64_t off, int64_t stride, int64_t image, int64_t grid, int64_t& lo,
+                     int64_t& hi) {
+  lo = 0;
+  hi = grid;
+  if (off < 0) lo = std::min((-off + stride - 1) / stride, grid);
+  if (off + (grid - 1) * stride >= image)
+    hi = std::clamp(off >= image ? 0 : (image - off + stride - 1) / stride, lo, grid);
+}
+
 // Calls run(col_row, c, tap, j0, image_base, lo, hi, first, step) for each column-matrix
 // row (channel c, kernel offset `tap` in [0, kernel_size)) and each grid row in [row0, row1)
 // along the last dim: grid positions [lo, hi) of that row (j0 + lo .. j0 + hi in the
@@ -74,15 +86,8 @@ void for_each_col_row(const Lattice& L, int64_t channels, int64_t row0, int64_t 
   int64_t* span_hi = span_lo + kl;
   istride[r - 1] = 1;
   for (size_t d = r - 1; d-- > 0;) istride[d] = istride[d + 1] * L.image[d + 1];
-  for (int64_t q = 0; q < kl; ++q) {
-    const int64_t off = q * L.dilation[r - 1] - L.pad[r - 1];
-    // grid o is valid when 0 <= o*s + off < il
-    int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
-    int64_t hi = off >= il ? 0 : (il - off + s - 1) / s;
-    lo = std::min(lo, gl);
-    span_lo[q] = lo;
-    span_hi[q] = std::clamp(hi, lo, gl);
-  }
+  for (int64_t q = 0; q < kl; ++q)
+    tap_span(q * L.dilation[r - 1] - L.pad[r - 1], s, il, gl, span_lo[q], span_hi[q]);
   const int64_t ksize = L.kernel_size();
   const int64_t isize = L.image_size();
   int64_t col_row = 0;
@@ -127,11 +132,8 @@ void im2col_1d(const Lattice& L, int64_t channels, const T* image, T* col) {
   const int64_t gl = L.grid[0], il = L.image[0], s = L.stride[0], kl = L.kernel[0];
   for (int64_t q = 0; q < kl; ++q) {
     const int64_t off = q * L.dilation[0] - L.pad[0];
-    // grid o is valid when 0 <= o*s + off < il
-    int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
-    int64_t hi = off >= il ? 0 : (il - off + s - 1) / s;
-    lo = std::min(lo, gl);
-    hi = std::clamp(hi, lo, gl);
+    int64_t lo, hi;
+    tap_span(off, s, il, gl, lo, hi);
     for (int64_t c = 0; c < channels; ++c) {
       T* dst = col + (c * kl + q) * gl;
       const T* src = image + c * il;
@@ -139,6 +141,30 @@ void im2col_1d(const Lattice& L, int64_t channels, const T* image, T* col) {
       for (; o < lo; ++o) dst[o] = T(0);
       for (; o < hi; ++o) dst[o] = src[o * s + off];
       for (; o < gl; ++o) dst[o] = T(0);
+    }
+  }
+}
+
+// 1-D depthwise conv accumulated into y (zeroed): per channel and tap, one short axpy.
+template <typename T>
+void depthwise_1d(const Lattice& L, int64_t channels, int64_t mult, const T* x, const T* w,
+                  T* y) {
+  const int64_t gl = L.grid[0], il = L.image[0], s = L.stride[0], kl = L.kernel[0];
+  for (int64_t q = 0; q < kl; ++q) {
+    const int64_t off = q * L.dilation[0] - L.pad[0];
+    int64_t lo, hi;
+    tap_span(off, s, il, gl, lo, hi);
+    for (int64_t c = 0; c < channels; ++c) {
+      const T* src = x + c * il;
+      for (int64_t m = 0; m < mult; ++m) {
+        const T wv = w[(c * mult + m) * kl + q];
+        T* dst = y + (c * mult + m) * gl;
+        if (s == 1) {
+          for (int64_t o = lo; o < hi; ++o) dst[o] += wv * src[o + off];
+        } else {
+          for (int64_t o = lo; o < hi; ++o) dst[o] += wv * src[o * s + off];
+        }
+      }
     }
   }
 }
@@ -151,8 +177,8 @@ void im2col(const Lattice& L, int64_t channels, int64_t row0, int64_t row1, cons
   const int64_t gl = L.grid[L.r - 1];
   const int64_t ld = (row1 - row0) * gl;
   for_each_col_row(L, channels, row0, row1,
-                   [&](int64_t cr, int64_t, int64_t, int64_t j0, int64_t base, int64_t lo, int64_t hi,
-                       int64_t first, int64_t step) {
+                   [&](int64_t cr, int64_t, int64_t, int64_t j0, int64_t base, int64_t lo,
+                       int64_t hi, int64_t first, int64_t step) {
                      T* dst = col + cr * ld + j0;
                      if (base < 0) {
                        std::fill(dst, dst + gl, T(0));
@@ -174,8 +200,8 @@ void col2im_add(const Lattice& L, int64_t channels, const T* col, T* image) {
   const int64_t rows = L.grid_size() / L.grid[L.r - 1];
   const int64_t ld = L.grid_size();
   for_each_col_row(L, channels, 0, rows,
-                   [&](int64_t cr, int64_t, int64_t, int64_t j0, int64_t base, int64_t lo, int64_t hi,
-                       int64_t first, int64_t step) {
+                   [&](int64_t cr, int64_t, int64_t, int64_t j0, int64_t base, int64_t lo,
+                       int64_t hi, int64_t first, int64_t step) {
                      if (base < 0) return;
                      const T* src = col + cr * ld + j0;
                      T* dst = image + base + first;
@@ -189,6 +215,7 @@ void col2im_add(const Lattice& L, int64_t channels, const T* col, T* image) {
 template <typename T>
 void depthwise_accumulate(const Lattice& L, int64_t channels, int64_t mult, const T* x,
                           const T* w, T* y) {
+  if (L.r == 1) return depthwise_1d(L, channels, mult, x, w, y);
   const int64_t rows = L.grid_size() / L.grid[L.r - 1];
   const int64_t ksize = L.kernel_size(), plane = L.grid_size();
   for_each_col_row(L, channels, 0, rows,

@@ -102,7 +102,7 @@ __attribute__((target("avx2"))) void sigmoid_avx2(float* x, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 neg = _mm256_xor_ps(_mm256_loadu_ps(x + i), sign);
-    const __m256 v = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-88.0f), neg));
+    const __m256 v = _mm256_min_ps(splat8(88.0f), _mm256_max_ps(splat8(-88.0f), neg));
     const __m256 one = _mm256_set1_ps(1.0f);
     _mm256_storeu_ps(x + i, _mm256_div_ps(one, _mm256_add_ps(one, exp_reduced8(v))));
   }
@@ -122,7 +122,8 @@ __attribute__((target("avx2"))) void tanh_avx2(float* x, int64_t n) {
     series = _mm256_sub_ps(_mm256_mul_ps(series, a2), splat8(1.0f / 3));
     series = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(series, a2), a), a);
     const __m256 e = exp_reduced8(_mm256_mul_ps(splat8(-2.0f), a));
-    const __m256 big = _mm256_div_ps(_mm256_sub_ps(splat8(1.0f), e), _mm256_add_ps(splat8(1.0f), e));
+    const __m256 one = splat8(1.0f);
+    const __m256 big = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
     const __m256 mag = _mm256_blendv_ps(big, series, _mm256_cmp_ps(a, splat8(0.25f), _CMP_LT_OQ));
     const __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
     _mm256_storeu_ps(x + i, _mm256_blendv_ps(mag, _mm256_xor_ps(mag, sign), neg));
@@ -272,82 +273,13 @@ void product_nt(int64_t m, int64_t n, int64_t k, const double* x, const double* 
   gemm::gemm_simple<double>(false, true, m, n, k, 1.0, x, k, w, k, 1.0, out, n);
 }
 
-// double: the per-step product h * R^T reads R^T in column panels of kPanel, each stored k-major
-// and contiguous: walking R^T's rows directly would stride by the gate width (often a
-// multiple of 4 KiB) and thrash the L1 sets. Columns past the last full panel follow as
-// a plain [k x tail] block.
-constexpr int64_t kPanel = 16;
-
-// Columns [col0, col0 + width) of R^T for one direction, packed as described above.
-struct Segment {
-  int64_t col0 = 0, width = 0, offset = 0;
-};
-
-template <typename C>
-struct PackedR {
-  std::vector<C> data;
-  std::vector<Segment> segments;
-  int64_t k = 0;
-};
-
-// r is [n x k] row-major (one direction of the R input).
-template <typename T, typename C>
-void pack_segments(const T* r, int64_t k, const std::vector<std::pair<int64_t, int64_t>>& cols,
-                   PackedR<C>& out) {
-  out.k = k;
-  out.segments.clear();
-  int64_t total = 0;
-  for (const auto& [col0, width] : cols) {
-    out.segments.push_back({col0, width, total});
-    total += width * k;
-  }
-  out.data.assign(size_t(total), C(0));
-  for (const Segment& seg : out.segments) {
-    C* dst = out.data.data() + seg.offset;
-    const int64_t panels = seg.width / kPanel, tail = seg.width % kPanel;
-    for (int64_t q = 0; q < panels; ++q)
-      for (int64_t j = 0; j < kPanel; ++j) {
-        const T* src = r + (seg.col0 + q * kPanel + j) * k;
-        for (int64_t p = 0; p < k; ++p) dst[(q * k + p) * kPanel + j] = C(src[p]);
-      }
-    C* tail_dst = dst + panels * kPanel * k;
-    for (int64_t j = 0; j < tail; ++j) {
-      const T* src = r + (seg.col0 + panels * kPanel + j) * k;
-      for (int64_t p = 0; p < k; ++p) tail_dst[p * tail + j] = C(src[p]);
-    }
-  }
-}
-
-// c[m x w] (ldc) = a[m x k] (lda) * packed segment; the portable version.
-template <typename C>
-void panel_product_simple(int64_t m, int64_t w, int64_t k, const C* a, int64_t lda,
-                          const C* packed, C* c, int64_t ldc) {
-  const int64_t panels = w / kPanel, tail = w % kPanel;
-  for (int64_t i = 0; i < m; ++i) {
-    const C* ai = a + i * lda;
-    C* ci = c + i * ldc;
-    for (int64_t q = 0; q < panels; ++q) {
-      C acc[kPanel] = {};
-      const C* bq = packed + q * k * kPanel;
-      for (int64_t p = 0; p < k; ++p) {
-        const C av = ai[p];
-        for (int64_t j = 0; j < kPanel; ++j) acc[j] += av * bq[p * kPanel + j];
-      }
-      std::copy_n(acc, kPanel, ci + q * kPanel);
-    }
-    if (tail) {
-      C* ct = ci + panels * kPanel;
-      std::fill_n(ct, tail, C(0));
-      const C* bt = packed + panels * kPanel * k;
-      for (int64_t p = 0; p < k; ++p)
-        for (int64_t j = 0; j < tail; ++j) ct[j] += ai[p] * bt[p * tail + j];
-    }
-  }
-}
-
-void panel_product(int64_t m, int64_t w, int64_t k, const double* a, int64_t lda,
-                   const double* packed, double* c, int64_t ldc) {
-  panel_product_simple(m, w, k, a, lda, packed, c, ldc);
+// double: R^T ([h x n]) for one direction's R ([n x h]), so the per-step product streams
+// its rows (walking R's columns would stride by the gate width and thrash L1 sets).
+std::vector<double> transpose_r(const double* r, int64_t n, int64_t h) {
+  std::vector<double> out(size_t(n * h));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t p = 0; p < h; ++p) out[size_t(p * n + j)] = r[j * h + p];
+  return out;
 }
 
 // Column segments of R^T a cell multiplies separately: GRU without linear_before_reset
@@ -376,11 +308,10 @@ std::vector<gemm::PackedMatrix> pack_r_f(const float* r, int64_t h,
 }
 
 // What prepare packed for one direction (null: pack per run).
-template <typename C>
 struct Prepared {
   const gemm::PackedMatrix* w = nullptr;             // float only
   const std::vector<gemm::PackedMatrix>* r = nullptr;  // float only
-  const PackedR<C>* r_panels = nullptr;              // double only
+  const double* rt = nullptr;                        // double only: R^T
 };
 
 // ------------------------------------------------------------------------ the kernel
@@ -411,7 +342,7 @@ struct Operands {
 };
 
 template <typename C>
-void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Prepared<C>& prep) {
+void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Prepared& prep) {
   const int64_t S = op.seq, B = op.batch, I = op.input, H = op.hidden;
   const int64_t n = gate_count(cfg.cell) * H;
   const bool backward = cfg.reverse_only || d == 1;
@@ -449,7 +380,8 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pr
 
   // Input projection with biases folded in, rows in X's own order.
   if (bias && S * B > 0) {
-    for (int64_t j = 0; j < n; ++j) xw[size_t(j)] = bias[j] + (gru_lbr && j >= 2 * H ? C(0) : bias[n + j]);
+    for (int64_t j = 0; j < n; ++j)
+      xw[size_t(j)] = bias[j] + (gru_lbr && j >= 2 * H ? C(0) : bias[n + j]);
     for (int64_t i = 1; i < S * B; ++i) std::copy_n(xw.begin(), n, xw.begin() + i * n);
   } else {
     std::fill(xw.begin(), xw.end(), C(0));
@@ -460,9 +392,9 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pr
 
   // recur(a, segment, out, ldc): out (B rows, stride ldc) = a (B x H) * that segment of R^T.
   PackedF local_f;
-  PackedR<C> local_panels;
+  std::vector<double> local_rt;
   const std::vector<gemm::PackedMatrix>* r_f = prep.r;
-  const PackedR<C>* r_panels = prep.r_panels;
+  const double* rt = prep.rt;
   if constexpr (std::is_same_v<C, float>) {
     if (S * B > 0 && I > 0) {
       if (!prep.w) local_f.w = pack_w_f(w, n, I);
@@ -475,17 +407,18 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pr
     }
   } else {
     product_nt(S * B, n, I, op.x, w, xw.data());
-    if (!r_panels) {
-      pack_segments(r, H, segments_for(cfg.cell, cfg.linear_before_reset, H), local_panels);
-      r_panels = &local_panels;
+    if (!rt) {
+      local_rt = transpose_r(r, n, H);
+      rt = local_rt.data();
     }
   }
   auto recur = [&](const C* a, size_t seg, C* out, int64_t ldc) {
     if constexpr (std::is_same_v<C, float>) {
       gemm::sgemm_packed_right(false, B, 1.0f, a, H, (*r_f)[seg], 0.0f, out, ldc);
     } else {
-      const Segment& sg = r_panels->segments[seg];
-      panel_product(B, sg.width, H, a, H, r_panels->data.data() + sg.offset, out, ldc);
+      // Segments as in segments_for(): GRU without linear_before_reset has two.
+      const int64_t col0 = seg == 0 ? 0 : 2 * H, width = seg == 1 ? H : gru_split ? 2 * H : n;
+      gemm::gemm_simple<double>(false, false, B, width, H, 1.0, a, H, rt + col0, n, 0.0, out, ldc);
     }
   };
 
@@ -616,7 +549,7 @@ std::vector<float> widen(const Tensor* t) {
 
 class RecurrentKernel final : public Kernel {
  public:
-  RecurrentKernel(Config cfg, std::vector<PackedF> packed_f, std::vector<PackedR<double>> rt_d,
+  RecurrentKernel(Config cfg, std::vector<PackedF> packed_f, std::vector<std::vector<double>> rt_d,
                   Tensor w_source, Tensor r_source)
       : cfg_(std::move(cfg)), packed_f_(std::move(packed_f)), rt_d_(std::move(rt_d)),
         w_source_(std::move(w_source)), r_source_(std::move(r_source)) {}
@@ -694,7 +627,7 @@ class RecurrentKernel final : public Kernel {
     const bool w_ok = w_source_.defined() && w.raw() == w_source_.raw();
     const bool r_ok = r_source_.defined() && r.raw() == r_source_.raw();
     for (int64_t d = 0; d < cfg_.dirs; ++d) {
-      Prepared<C> prep;
+      Prepared prep;
       if constexpr (std::is_same_v<C, float>) {
         if (!packed_f_.empty()) {
           const PackedF& pf = packed_f_[size_t(d)];
@@ -702,7 +635,7 @@ class RecurrentKernel final : public Kernel {
           if (r_ok && !pf.r.empty()) prep.r = &pf.r;
         }
       } else {
-        if (r_ok && !rt_d_.empty()) prep.r_panels = &rt_d_[size_t(d)];
+        if (r_ok && !rt_d_.empty()) prep.rt = rt_d_[size_t(d)].data();
       }
       run_direction(cfg_, op, d, prep);
     }
@@ -763,19 +696,9 @@ class RecurrentKernel final : public Kernel {
 
   Config cfg_;
   std::vector<PackedF> packed_f_;      // float compute: per direction, W^T and/or R^T
-  std::vector<PackedR<double>> rt_d_;  // double compute: R^T panels per direction
+  std::vector<std::vector<double>> rt_d_;  // double compute: R^T per direction
   Tensor w_source_, r_source_;         // the constants packed (undefined when not)
 };
-
-// Packs a constant R once for every run (double compute).
-std::vector<PackedR<double>> pack_constant_r_d(const Tensor& r, const Config& cfg) {
-  const int64_t D = r.shape()[0], n = r.shape()[1], H = r.shape()[2];
-  std::vector<PackedR<double>> out(static_cast<size_t>(D));
-  for (int64_t d = 0; d < D; ++d)
-    pack_segments(r.data<double>() + d * n * H, H,
-                  segments_for(cfg.cell, cfg.linear_before_reset, H), out[size_t(d)]);
-  return out;
-}
 
 // Constant W and/or R as float, widened if stored as float16/bfloat16.
 std::vector<float> as_float(const Tensor& t) {
@@ -866,11 +789,13 @@ Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
                       w->shape()[1] % G == 0 && w->shape()[1] > 0 &&
                       (cfg.hidden < 0 || w->shape()[1] == G * cfg.hidden);
   std::vector<PackedF> packed_f;
-  std::vector<PackedR<double>> rt_d;
+  std::vector<std::vector<double>> rt_d;
   Tensor w_source, r_source;
   if (cfg.dtype == DataType::kDouble) {
     if (r_fits) {
-      rt_d = pack_constant_r_d(*r, cfg);
+      const int64_t n = r->shape()[1], H = r->shape()[2];
+      for (int64_t d = 0; d < cfg.dirs; ++d)
+        rt_d.push_back(transpose_r(r->data<double>() + d * n * H, n, H));
       r_source = *r;
     }
   } else if (r_fits || w_fits) {

@@ -1,0 +1,69 @@
+// nxrt: command line front end to the runtime (run a model, benchmark it, describe it).
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+
+namespace {
+
+void add_input_options(CLI::App* cmd, nxrt::cli::InputOptions& options) {
+  cmd->add_option("-i,--input", options.inputs,
+                  "Feed an input from a .npy file: NAME=FILE.npy (repeatable); inputs not given "
+                  "get random values of the declared dtype and shape");
+  cmd->add_option("-d,--dim", options.dims,
+                  "Size of a symbolic dimension for random inputs: SYMBOL=SIZE (repeatable; default 1)");
+  cmd->add_option("-s,--shape", options.shapes,
+                  "Shape of a generated input: NAME=D0,D1,... (NAME=scalar for rank 0; repeatable)");
+  cmd->add_option("-f,--fill", options.fills,
+                  "Fill a generated input with one value instead of random ones: NAME=NUMBER (repeatable)");
+  cmd->add_option("--seed", options.seed, "Seed for random inputs")->capture_default_str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"nxrt: run, benchmark and inspect ONNX models with the nxrt runtime"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "nxrt 0.1.0");
+
+  nxrt::cli::RunArgs run;
+  CLI::App* run_cmd = app.add_subcommand("run", "Run a model once and print its outputs");
+  run_cmd->add_option("model", run.model, "ONNX model file")->required();
+  add_input_options(run_cmd, run.inputs);
+  run_cmd->add_option("--save", run.save_dir, "Write every output to DIR/NAME.npy");
+  run_cmd->add_option("-t,--threads", run.threads, "Intra-op threads")->check(CLI::Range(1, 1024));
+
+  nxrt::cli::BenchArgs bench;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "Measure latency, throughput, heap allocations per run and memory");
+  bench_cmd->add_option("model", bench.model, "ONNX model file")->required();
+  add_input_options(bench_cmd, bench.inputs);
+  bench_cmd->add_option("-t,--threads", bench.threads, "Intra-op threads")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
+  bench_cmd->add_option("-r,--runs", bench.runs, "Measured runs")
+      ->check(CLI::Range(1, 100000000))->capture_default_str();
+  bench_cmd->add_option("-w,--warmup", bench.warmup, "Warm-up runs before measuring")
+      ->check(CLI::Range(0, 100000000))->capture_default_str();
+  bench_cmd->add_flag("!--no-bind", bench.bind_outputs,
+                      "Let the runtime allocate outputs instead of binding caller buffers");
+  bench_cmd->add_flag("!--no-progress", bench.progress, "Never draw the progress bar");
+
+  nxrt::cli::InfoArgs info;
+  CLI::App* info_cmd = app.add_subcommand(
+      "info", "Print inputs, outputs, opsets, producer, metadata and op counts");
+  info_cmd->add_option("model", info.model, "ONNX model file")->required();
+
+  CLI11_PARSE(app, argc, argv);
+
+  nxrt::Status status;
+  if (run_cmd->parsed()) status = nxrt::cli::run_command(run);
+  else if (bench_cmd->parsed()) status = nxrt::cli::bench_command(bench);
+  else status = nxrt::cli::info_command(info);
+  if (!status.ok()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "nxrt: error: %s\n", status.message().c_str());
+    return status.code() == nxrt::StatusCode::kNoSuchFile ? 2 : 1;
+  }
+  return 0;
+}
