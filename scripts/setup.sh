@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-for pkg in cmake ninja-build g++ libprotozero-dev libgtest-dev pkg-config; do
+for pkg in cmake ninja-build g++ libprotozero-dev libgtest-dev pkg-config libcli11-dev espeak-ng sox; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ! command -v python3 >/dev/null 2>&1; then need_apt+=(python3 python3-dev python3-venv); fi

@@ -37,8 +37,9 @@
  *   nxrt_session_create_from_file(env, "model.onnx", NULL, &s, err);
  *   nxrt_tensor* in;  int64_t shape[2] = {1, 512};
  *   nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, shape, 2, samples, sizeof samples, &in, err);
- *   const char* in_names[1] = {"input"};  nxrt_tensor* outs[1] = {NULL};
- *   if (nxrt_session_run(s, NULL, in_names, &in, 1, NULL, outs, 1, err) != NXRT_OK)
+ *   const char* in_names[1] = {"input"};  const nxrt_tensor* ins[1] = {in};
+ *   nxrt_tensor* outs[1] = {NULL};  (a model with one input and one output)
+ *   if (nxrt_session_run(s, NULL, in_names, ins, 1, NULL, outs, 1, err) != NXRT_OK)
  *     fprintf(stderr, "%s\n", nxrt_error_message(err));
  *   ... read nxrt_tensor_data(outs[0]) ...
  *   nxrt_tensor_destroy(outs[0]); nxrt_tensor_destroy(in);
@@ -387,37 +388,43 @@ NXRT_API nxrt_code nxrt_run_options_create(nxrt_run_options** out, nxrt_error* e
 NXRT_API void nxrt_run_options_destroy(nxrt_run_options* options);
 /* Sets (nonzero) or clears (0) the terminate flag. Runs using these options stop at the
  * next node boundary (loops also check it between iterations) and fail with NXRT_FAIL
- * ("terminate flag"); runs started while it is set fail at once. Thread-safe: meant to be called from another thread. */
+ * ("terminate flag"); runs started while it is set fail at once. Thread-safe: meant to
+ * be called from another thread. */
 NXRT_API void nxrt_run_options_set_terminate(nxrt_run_options* options, int terminate);
 
 /* Runs the model once.
  *
  * Inputs: `input_names[i]` is fed `inputs[i]` for i in [0, input_count). Every required
- * input must be fed; inputs with an initializer may be fed to override it. Each tensor's
- * dtype must equal the declared one and fixed dims must match (a declared scalar accepts
- * any shape, as in onnxruntime). Inputs are read, never written, and may be views.
+ * input must be fed; inputs with an initializer may be fed to override it. Each
+ * tensor's dtype must equal the declared one and fixed dims must match (a declared
+ * scalar accepts any shape, as in onnxruntime). Inputs are read, never written, and may
+ * be views. In C, declare the array as `const nxrt_tensor* inputs[N]`: C does not
+ * convert `nxrt_tensor**` to `const nxrt_tensor* const*` implicitly.
  *
  * Outputs: `output_names[i]` names the output that goes to `outputs[i]` for i in
- * [0, output_count); with `output_names` NULL, `output_count` must equal the number of
- * outputs and they come in graph order. For each i:
+ * [0, output_count), each name at most once; with `output_names` NULL, `output_count`
+ * must equal the number of outputs and they come in graph order. For each i:
  *   - outputs[i] == NULL: nxrt allocates the result and stores a new tensor in
- *     outputs[i] on success; the caller destroys it with nxrt_tensor_destroy.
+ *     outputs[i] on success; the caller destroys it with nxrt_tensor_destroy. (An
+ *     optional output the model leaves empty stays NULL.)
  *   - outputs[i] != NULL: a bound output. The result is written into that tensor's
  *     memory in place (typically a view over the caller's buffer), with no allocation.
  *     Its dtype and shape must equal what the model produces, else the run fails with
  *     NXRT_INVALID_ARGUMENT naming the output. Feeding back tensors nxrt returned by an
  *     earlier run works the same way, so a steady loop allocates nothing for outputs.
  * On failure no new tensor is stored (outputs[i] that were NULL stay NULL) and bound
- * outputs may be partly written.
+ * outputs may be partly written. Outputs that are sequences of tensors cannot be
+ * requested through the C API (NXRT_NOT_IMPLEMENTED).
  *
  * `run_options` may be NULL. Thread-safe: any number of threads may run one session at
  * once, provided they do not bind the same output tensor.
  *
  * Errors: NXRT_INVALID_ARGUMENT (unknown input or output name ("Invalid input name: x"),
- * an input fed twice, a missing required input, wrong dtype ("Unexpected input data
- * type"), wrong rank or dims ("Invalid rank for input", "Got invalid dimensions for
- * input"), a bound output of the wrong dtype or shape), NXRT_RUNTIME_EXCEPTION (a
- * kernel failed), NXRT_FAIL (the run was terminated, out of memory). */
+ * an input fed twice, a missing required input ("Required inputs ('sr') are missing"),
+ * wrong dtype ("Unexpected input data type"), wrong rank or dims ("Invalid rank for
+ * input", "Got invalid dimensions for input"), a bound output of the wrong dtype or
+ * shape, NULL arguments), NXRT_RUNTIME_EXCEPTION (a kernel failed), NXRT_FAIL (the run
+ * was terminated, out of memory). */
 NXRT_API nxrt_code nxrt_session_run(const nxrt_session* session,
                                     const nxrt_run_options* run_options,
                                     const char* const* input_names,

@@ -5,7 +5,8 @@
 
 namespace nxrt {
 
-Expected<size_t> tensor_bytes(DataType dtype, const Shape& shape, const std::string& what) {
+Expected<size_t> tensor_bytes(DataType dtype, const Shape& shape, const std::string& what,
+                              const Limits& limits) {
   const int64_t numel = checked_numel(shape.span());
   if (numel < 0)
     return invalid_argument(what, ": invalid shape ", shape.to_string(),
@@ -13,14 +14,19 @@ Expected<size_t> tensor_bytes(DataType dtype, const Shape& shape, const std::str
   const size_t elem = dtype == DataType::kString ? sizeof(std::string) : dtype_size(dtype);
   if (elem == 0) return not_implemented(what, ": element type ", dtype_name(dtype),
                                         " is not supported");
-  if (numel > kMaxTensorBytes / int64_t(elem))
+  if (numel > limits.max_tensor_elements)
+    return invalid_argument(what, ": shape ", shape.to_string(), " has ", numel,
+                            " elements, more than the ",
+                            limit_text(kLimitMaxTensorElements, limits.max_tensor_elements));
+  if (numel > limits.max_tensor_bytes / int64_t(elem))
     return invalid_argument(what, ": shape ", shape.to_string(), " of ", dtype_name(dtype),
-                            " needs more than the ", kMaxTensorBytes, "-byte tensor limit");
+                            " needs ", numel, " x ", elem, " bytes, more than the ",
+                            limit_text(kLimitMaxTensorBytes, limits.max_tensor_bytes));
   return size_t(numel) * elem;
 }
 
-Expected<Tensor> Tensor::allocate(DataType dtype, const Shape& shape) {
-  NXRT_ASSIGN_OR_RETURN(size_t bytes, tensor_bytes(dtype, shape, "tensor"));
+Expected<Tensor> Tensor::allocate(DataType dtype, const Shape& shape, const Limits& limits) {
+  NXRT_ASSIGN_OR_RETURN(size_t bytes, tensor_bytes(dtype, shape, "tensor", limits));
   if (dtype == DataType::kString) {
     const int64_t n = shape.numel();
     std::shared_ptr<std::string[]> strings(new (std::nothrow) std::string[size_t(n ? n : 1)]);

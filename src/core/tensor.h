@@ -8,14 +8,11 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "core/limits.h"
 #include "core/shape.h"
 #include "core/status.h"
 
 namespace nxrt {
-
-// Upper bound for one tensor's bytes; a model or input asking for more is refused
-// instead of letting the allocator fail or the process run out of memory.
-inline constexpr int64_t kMaxTensorBytes = int64_t(1) << 40;
 
 class Tensor {
  public:
@@ -24,7 +21,9 @@ class Tensor {
       : dtype_(dtype), shape_(std::move(shape)), data_(data), owner_(std::move(owner)) {}
 
   // Allocates an owning, 64-byte aligned, zero-filled tensor (strings default-constructed).
-  static Expected<Tensor> allocate(DataType dtype, const Shape& shape);
+  // Shapes beyond `limits` (max_tensor_bytes, max_tensor_elements) are refused.
+  static Expected<Tensor> allocate(DataType dtype, const Shape& shape,
+                                   const Limits& limits = default_limits());
 
   DataType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -50,8 +49,11 @@ class Tensor {
   std::shared_ptr<void> owner_;
 };
 
-// Bytes needed for `numel` elements of `dtype`, or an error naming `what` when absurd.
-Expected<size_t> tensor_bytes(DataType dtype, const Shape& shape, const std::string& what);
+// Bytes needed for a tensor of `shape` and `dtype`, or an InvalidArgument error naming
+// `what` when a dim is negative, the element count overflows int64 or the tensor is beyond
+// `limits` (max_tensor_bytes, max_tensor_elements).
+Expected<size_t> tensor_bytes(DataType dtype, const Shape& shape, const std::string& what,
+                              const Limits& limits = default_limits());
 
 // Copies elements (string-aware) from src to dst; both must have `count` elements.
 void copy_elements(DataType dtype, const void* src, void* dst, int64_t count);

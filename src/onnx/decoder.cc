@@ -1,6 +1,8 @@
 #include "onnx/decoder.h"
 
+#include <charconv>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <protozero/pbf_reader.hpp>
@@ -24,12 +26,16 @@ struct DecodeError : std::runtime_error {
   throw DecodeError(StatusCode::kInvalidProtobuf, what);
 }
 
-constexpr int kMaxGraphDepth = 64;
+[[noreturn]] void fail_limit(const std::string& what, const char* key, int64_t value) {
+  throw DecodeError(StatusCode::kInvalidArgument, what + ", over the " + limit_text(key, value));
+}
 
 struct Context {
   std::shared_ptr<void> storage;
   std::string model_dir;
   const char* base = nullptr;  // start of the mapped bytes, to find alignment
+  Limits limits;
+  mutable int64_t nodes = 0;  // nodes decoded so far, in all graphs and functions
 };
 
 void expect_wire(const pz::pbf_reader& r, pz::pbf_wire_type wire, const char* field) {
@@ -193,23 +199,33 @@ std::string resolve_external_path(const Context& ctx, const std::string& locatio
       throw DecodeError(StatusCode::kInvalidArgument,
                         "tensor '" + tensor_name + "': external data location '" + location +
                             "' leaves the model's folder");
+  // Symlinks are followed (in the folder path, the location's directories and the file
+  // itself) before comparing, so a link inside the folder cannot point outside it.
   std::error_code ec;
-  const fs::path dir = fs::weakly_canonical(fs::path(ctx.model_dir), ec);
-  const fs::path full = fs::weakly_canonical(dir / rel, ec);
+  const fs::path dir = fs::canonical(fs::path(ctx.model_dir), ec);
+  fs::path full;
+  if (!ec) full = fs::weakly_canonical(dir / rel, ec);
   const auto [dir_end, unused] = std::mismatch(dir.begin(), dir.end(), full.begin(), full.end());
   (void)unused;
-  if (ec || dir_end != dir.end())
+  if (ec || dir.empty() || dir_end != dir.end() || full == dir)
     throw DecodeError(StatusCode::kInvalidArgument,
                       "tensor '" + tensor_name + "': external data location '" + location +
-                          "' resolves outside the model's folder");
+                          "' resolves outside the model's folder (symlinks are followed)");
   return full.string();
 }
 
 // Bytes ONNX uses to serialize `numel` elements: packed for the sub-byte types.
+// `numel` is at most max_tensor_elements; the product is still checked so a raised limit
+// cannot wrap it around to a small size that matches short data.
 size_t serialized_bytes(DataType dtype, int64_t numel) {
   const int bits = dtype_packed_bits(dtype);
-  if (bits == 0) return size_t(numel) * dtype_size(dtype);
-  return (size_t(numel) * size_t(bits) + 7) / 8;
+  if (bits == 0) {
+    const size_t elem = dtype_size(dtype);
+    if (elem && size_t(numel) > SIZE_MAX / elem) fail("tensor size overflows");
+    return size_t(numel) * elem;
+  }
+  const size_t per_byte = size_t(8 / bits);
+  return size_t(numel) / per_byte + (size_t(numel) % per_byte != 0);
 }
 
 // Expands ONNX's packed sub-byte data (first element in the lowest bits of each byte) to
@@ -237,14 +253,19 @@ Tensor make_tensor(const RawTensor& raw, const Context& ctx) {
   const int64_t numel = checked_numel(raw.dims);
   if (numel < 0)
     throw DecodeError(StatusCode::kInvalidArgument,
-                      label + " has invalid dims " + shape.to_string());
+                      label + " has invalid dims " + shape.to_string() +
+                          " (negative dim or element count overflows int64)");
+  if (numel > ctx.limits.max_tensor_elements)
+    fail_limit(label + " has shape " + shape.to_string() + " of " + std::to_string(numel) +
+                   " elements",
+               kLimitMaxTensorElements, ctx.limits.max_tensor_elements);
   if (dtype != DataType::kString && dtype_size(dtype) == 0)
     throw DecodeError(StatusCode::kNotImplemented,
                       label + " has element type " + std::string(dtype_name(dtype)) +
                           ", which nxrt does not support yet");
 
   auto allocate = [&]() {
-    Expected<Tensor> t = Tensor::allocate(dtype, shape);
+    Expected<Tensor> t = Tensor::allocate(dtype, shape, ctx.limits);
     if (!t) throw DecodeError(t.status().code(), label + ": " + t.status().message());
     return std::move(t).value();
   };
@@ -284,11 +305,20 @@ Tensor make_tensor(const RawTensor& raw, const Context& ctx) {
   if (raw.is_external) {
     std::string location;
     int64_t offset = 0, length = -1;
+    auto number = [&](const std::string& key, const std::string& value) {
+      int64_t v = 0;
+      const char* end = value.data() + value.size();
+      const auto [ptr, ec] = std::from_chars(value.data(), end, v);
+      if (value.empty() || ec != std::errc() || ptr != end || v < 0)
+        throw DecodeError(StatusCode::kInvalidGraph,
+                          label + ": external data " + key + " '" + value +
+                              "' is not a non-negative integer");
+      return v;
+    };
     for (const auto& [key, value] : raw.external) {
-      char* end = nullptr;
       if (key == "location") location = value;
-      else if (key == "offset") offset = std::strtoll(value.c_str(), &end, 10);
-      else if (key == "length") length = std::strtoll(value.c_str(), &end, 10);
+      else if (key == "offset") offset = number(key, value);
+      else if (key == "length") length = number(key, value);
     }
     const std::string path = resolve_external_path(ctx, location, raw.name);
     auto file = MappedFile::open(path);
@@ -310,6 +340,31 @@ Tensor make_tensor(const RawTensor& raw, const Context& ctx) {
     return from_bytes(raw.raw.data(), raw.raw.size(), ctx.storage);
   }
 
+  // Counts are checked before allocating: dims must not make nxrt allocate memory the
+  // file does not back with data.
+  size_t have = 0;
+  switch (dtype) {
+    case DataType::kFloat: have = raw.floats.size(); break;
+    case DataType::kDouble: have = raw.doubles.size(); break;
+    case DataType::kInt64: have = raw.int64s.size(); break;
+    case DataType::kUint64: case DataType::kUint32: have = raw.uint64s.size(); break;
+    case DataType::kString: have = raw.strings.size(); break;
+    case DataType::kUint4: case DataType::kInt4: case DataType::kFloat4E2M1:
+    case DataType::kUint2: case DataType::kInt2: case DataType::kInt32: case DataType::kInt16:
+    case DataType::kInt8: case DataType::kUint16: case DataType::kUint8: case DataType::kBool:
+    case DataType::kFloat16: case DataType::kBFloat16: case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E4M3FNUZ: case DataType::kFloat8E5M2: case DataType::kFloat8E5M2FNUZ:
+    case DataType::kFloat8E8M0:
+      have = raw.int32s.size();
+      break;
+    default: have = packed ? serialized_bytes(dtype, numel) : size_t(numel); break;  // refused below
+  }
+  if (!packed && have != size_t(numel)) size_mismatch(have, "elements");
+  if (packed && have != serialized_bytes(dtype, numel))
+    throw DecodeError(StatusCode::kInvalidGraph,
+                      label + " has " + std::to_string(have) + " int32_data entries of packed " +
+                          std::string(dtype_name(dtype)) + " but its shape " + shape.to_string() +
+                          " needs " + std::to_string(serialized_bytes(dtype, numel)));
   Tensor out = allocate();
   auto check = [&](size_t have) {
     if (have != size_t(numel)) size_mismatch(have, "elements");
@@ -365,7 +420,7 @@ Tensor make_tensor(const RawTensor& raw, const Context& ctx) {
 
 // ---- types -----------------------------------------------------------------------
 
-ir::TypeInfo read_type(pz::pbf_reader msg, int depth);
+ir::TypeInfo read_type(pz::pbf_reader msg, const Context& ctx, int depth);
 
 void read_tensor_type(pz::pbf_reader msg, ir::TypeInfo& type) {
   while (msg.next()) {
@@ -401,14 +456,17 @@ void read_tensor_type(pz::pbf_reader msg, ir::TypeInfo& type) {
   }
 }
 
-ir::TypeInfo read_type(pz::pbf_reader msg, int depth) {
-  if (depth > kMaxGraphDepth) fail("type nesting deeper than " + std::to_string(kMaxGraphDepth));
+ir::TypeInfo read_type(pz::pbf_reader msg, const Context& ctx, int depth) {
+  if (depth > ctx.limits.max_graph_depth)
+    fail_limit("type nesting deeper than " + std::to_string(ctx.limits.max_graph_depth) +
+                   " levels",
+               kLimitMaxGraphDepth, ctx.limits.max_graph_depth);
   ir::TypeInfo type;
   auto read_inner = [&](pz::pbf_reader m) {
     while (m.next()) {
       if (m.tag() == 1) {
         type.inner = std::make_shared<ir::TypeInfo>(
-            read_type(read_message(m, "TypeProto.elem_type"), depth + 1));
+            read_type(read_message(m, "TypeProto.elem_type"), ctx, depth + 1));
       } else {
         m.skip();
       }
@@ -437,7 +495,7 @@ ir::TypeInfo read_type(pz::pbf_reader msg, int depth) {
             type.elem_type = dtype_is_known(int32_t(raw)) ? DataType(raw) : DataType::kUndefined;
           } else if (m.tag() == 2) {
             type.inner = std::make_shared<ir::TypeInfo>(
-                read_type(read_message(m, "Map.value_type"), depth + 1));
+                read_type(read_message(m, "Map.value_type"), ctx, depth + 1));
           } else {
             m.skip();
           }
@@ -454,12 +512,12 @@ ir::TypeInfo read_type(pz::pbf_reader msg, int depth) {
   return type;
 }
 
-ir::ValueInfo read_value_info(pz::pbf_reader msg) {
+ir::ValueInfo read_value_info(pz::pbf_reader msg, const Context& ctx) {
   ir::ValueInfo info;
   while (msg.next()) {
     switch (msg.tag()) {
       case 1: info.name = read_string(msg, "ValueInfoProto.name"); break;
-      case 2: info.type = read_type(read_message(msg, "ValueInfoProto.type"), 0); break;
+      case 2: info.type = read_type(read_message(msg, "ValueInfoProto.type"), ctx, 0); break;
       default: msg.skip();
     }
   }
@@ -494,7 +552,7 @@ ir::Attribute read_attribute(pz::pbf_reader msg, const Context& ctx, int depth) 
       case 11:
         a.graphs.push_back(read_graph(read_message(msg, "AttributeProto.graphs"), ctx, depth + 1));
         break;
-      case 14: a.tp = read_type(read_message(msg, "AttributeProto.tp"), 0); break;
+      case 14: a.tp = read_type(read_message(msg, "AttributeProto.tp"), ctx, 0); break;
       case 20: {
         const int64_t t = read_int64(msg, "AttributeProto.type");
         if (t < 0 || t > 14) fail("attribute '" + a.name + "' has unknown type " + std::to_string(t));
@@ -524,6 +582,10 @@ ir::Attribute read_attribute(pz::pbf_reader msg, const Context& ctx, int depth) 
 }
 
 ir::Node read_node(pz::pbf_reader msg, const Context& ctx, int depth) {
+  if (++ctx.nodes > ctx.limits.max_nodes)
+    fail_limit("model has more than " + std::to_string(ctx.limits.max_nodes) +
+                   " nodes (all graphs and functions)",
+               kLimitMaxNodes, ctx.limits.max_nodes);
   ir::Node node;
   while (msg.next()) {
     switch (msg.tag()) {
@@ -544,8 +606,10 @@ ir::Node read_node(pz::pbf_reader msg, const Context& ctx, int depth) {
 }
 
 std::shared_ptr<ir::Graph> read_graph(pz::pbf_reader msg, const Context& ctx, int depth) {
-  if (depth > kMaxGraphDepth)
-    fail("subgraphs nested deeper than " + std::to_string(kMaxGraphDepth) + " levels");
+  if (depth > ctx.limits.max_graph_depth)
+    fail_limit("subgraphs nested deeper than " + std::to_string(ctx.limits.max_graph_depth) +
+                   " levels",
+               kLimitMaxGraphDepth, ctx.limits.max_graph_depth);
   auto graph = std::make_shared<ir::Graph>();
   while (msg.next()) {
     switch (msg.tag()) {
@@ -557,10 +621,10 @@ std::shared_ptr<ir::Graph> read_graph(pz::pbf_reader msg, const Context& ctx, in
         graph->initializers.push_back({std::move(name), make_tensor(raw, ctx)});
         break;
       }
-      case 11: graph->inputs.push_back(read_value_info(read_message(msg, "GraphProto.input"))); break;
-      case 12: graph->outputs.push_back(read_value_info(read_message(msg, "GraphProto.output"))); break;
+      case 11: graph->inputs.push_back(read_value_info(read_message(msg, "GraphProto.input"), ctx)); break;
+      case 12: graph->outputs.push_back(read_value_info(read_message(msg, "GraphProto.output"), ctx)); break;
       case 13:
-        graph->value_info.push_back(read_value_info(read_message(msg, "GraphProto.value_info")));
+        graph->value_info.push_back(read_value_info(read_message(msg, "GraphProto.value_info"), ctx));
         break;
       case 15:
         msg.skip();
@@ -611,12 +675,16 @@ ir::Function read_function(pz::pbf_reader msg, const Context& ctx) {
 
 Expected<std::shared_ptr<ir::Model>> decode_model(const char* data, size_t size,
                                                   std::shared_ptr<void> storage,
-                                                  const std::string& model_dir) {
+                                                  const std::string& model_dir,
+                                                  const Limits& limits) {
   if (size == 0) return make_error(StatusCode::kInvalidProtobuf, "model is empty (0 bytes)");
+  if (size > uint64_t(limits.max_model_bytes))
+    return invalid_argument("model is ", size, " bytes, over the ",
+                            limit_text(kLimitMaxModelBytes, limits.max_model_bytes));
   auto model = std::make_shared<ir::Model>();
   model->storage = storage;
   model->model_dir = model_dir;
-  Context ctx{storage, model_dir, data};
+  Context ctx{storage, model_dir, data, limits};
   bool has_graph = false;
   try {
     pz::pbf_reader msg(data, size);
@@ -660,17 +728,19 @@ Expected<std::shared_ptr<ir::Model>> decode_model(const char* data, size_t size,
   return model;
 }
 
-Expected<std::shared_ptr<ir::Model>> load_model_file(const std::string& path) {
+Expected<std::shared_ptr<ir::Model>> load_model_file(const std::string& path,
+                                                     const Limits& limits) {
   NXRT_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  auto model = decode_model(file->data(), file->size(), file, dir.empty() ? "." : dir);
+  auto model = decode_model(file->data(), file->size(), file, dir.empty() ? "." : dir, limits);
   if (!model) return Status(model.status().code(), "Load model from " + path + " failed: " +
                                                          model.status().message());
   return model;
 }
 
-Expected<Tensor> decode_tensor(const char* data, size_t size, std::shared_ptr<void> storage) {
-  Context ctx{std::move(storage), "", data};
+Expected<Tensor> decode_tensor(const char* data, size_t size, std::shared_ptr<void> storage,
+                               const Limits& limits) {
+  Context ctx{std::move(storage), "", data, limits};
   try {
     return make_tensor(read_raw_tensor(pz::pbf_reader(data, size)), ctx);
   } catch (const DecodeError& e) {

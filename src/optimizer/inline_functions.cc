@@ -2,6 +2,8 @@
 
 #include <unordered_map>
 
+#include "core/limits.h"
+
 namespace nxrt::optimizer {
 namespace {
 
@@ -51,13 +53,25 @@ std::vector<ir::Attribute> bind_attributes(const ir::Node& body_node, const ir::
   return out;
 }
 
-Status inline_graph(ir::Graph& graph, const FunctionMap& functions, int depth, int& counter);
+struct Budget {
+  int64_t counter = 0;  // expansions so far, to name their internal values
+  int64_t nodes = 0;    // nodes created by expansions so far
+  int64_t max_nodes = 0;
+};
+
+Status inline_graph(ir::Graph& graph, const FunctionMap& functions, int depth, Budget& budget);
 
 Status expand_call(const ir::Node& call, const ir::Function& fn, const FunctionMap& functions,
-                   int depth, int& counter, std::vector<ir::Node>& out) {
+                   int depth, Budget& budget, std::vector<ir::Node>& out) {
   if (depth > kMaxInlineDepth)
     return invalid_graph("function '", fn.name, "' calls itself (or nests deeper than ",
                          kMaxInlineDepth, " levels)");
+  budget.nodes += int64_t(fn.nodes.size());
+  if (budget.nodes > budget.max_nodes)
+    return invalid_argument("inlining function '", fn.name, "' creates more than ",
+                            budget.max_nodes, " nodes, over the ",
+                            limit_text(kLimitMaxNodes, budget.max_nodes));
+  int64_t& counter = budget.counter;
   const std::string prefix = "__" + fn.name + "_" + std::to_string(counter++) + "/";
   std::unordered_map<std::string, std::string> names;
   for (size_t i = 0; i < fn.inputs.size(); ++i)
@@ -89,25 +103,25 @@ Status expand_call(const ir::Node& call, const ir::Function& fn, const FunctionM
     }
     body.nodes.push_back(std::move(copy));
   }
-  NXRT_RETURN_IF_ERROR(inline_graph(body, functions, depth + 1, counter));
+  NXRT_RETURN_IF_ERROR(inline_graph(body, functions, depth + 1, budget));
   for (ir::Node& n : body.nodes) out.push_back(std::move(n));
   return Status();
 }
 
-Status inline_graph(ir::Graph& graph, const FunctionMap& functions, int depth, int& counter) {
+Status inline_graph(ir::Graph& graph, const FunctionMap& functions, int depth, Budget& budget) {
   std::vector<ir::Node> nodes;
   nodes.reserve(graph.nodes.size());
   for (ir::Node& node : graph.nodes) {
     for (ir::Attribute& a : node.attributes) {
-      if (a.g) NXRT_RETURN_IF_ERROR(inline_graph(*a.g, functions, depth, counter));
-      for (auto& g : a.graphs) NXRT_RETURN_IF_ERROR(inline_graph(*g, functions, depth, counter));
+      if (a.g) NXRT_RETURN_IF_ERROR(inline_graph(*a.g, functions, depth, budget));
+      for (auto& g : a.graphs) NXRT_RETURN_IF_ERROR(inline_graph(*g, functions, depth, budget));
     }
     auto it = functions.find(function_key(node.domain, node.op_type));
     if (it == functions.end()) {
       nodes.push_back(std::move(node));
       continue;
     }
-    NXRT_RETURN_IF_ERROR(expand_call(node, *it->second, functions, depth, counter, nodes));
+    NXRT_RETURN_IF_ERROR(expand_call(node, *it->second, functions, depth, budget, nodes));
   }
   graph.nodes = std::move(nodes);
   return Status();
@@ -115,7 +129,7 @@ Status inline_graph(ir::Graph& graph, const FunctionMap& functions, int depth, i
 
 }  // namespace
 
-Status inline_functions(ir::Model& model) {
+Status inline_functions(ir::Model& model, int64_t max_nodes) {
   if (model.functions.empty()) return Status();
   FunctionMap functions;
   for (const ir::Function& fn : model.functions) {
@@ -123,8 +137,9 @@ Status inline_functions(ir::Model& model) {
     // A function body may use domains the model does not import; adopt its versions.
     for (const auto& [domain, version] : fn.opset_imports) model.opset_imports.emplace(domain, version);
   }
-  int counter = 0;
-  return inline_graph(model.graph, functions, 0, counter);
+  Budget budget;
+  budget.max_nodes = max_nodes;
+  return inline_graph(model.graph, functions, 0, budget);
 }
 
 }  // namespace nxrt::optimizer

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/limits.h"
 #include "ep/kernel.h"
 #include "ir/graph.h"
 
@@ -44,6 +45,8 @@ class ExecutableGraph {
   std::vector<int> output_index_of_slot;  // by slot: index into outputs, -1 if none
   std::vector<Step> steps;
   size_t max_step_inputs = 0;
+  // The session's limits: run-time allocations (tensor size, session memory) check them.
+  Limits limits;
 };
 
 struct PlanOptions {
@@ -52,6 +55,8 @@ struct PlanOptions {
   bool inputs_override_initializers = true;
   // Run nodes whose inputs are all constant once at plan time.
   bool fold_constants = true;
+  // max_nodes per graph; tensor limits for folded constants; copied to the plan.
+  Limits limits;
 };
 
 // Plans `graph`. `outer_names`/`outer_types` are values of enclosing scopes;

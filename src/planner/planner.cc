@@ -22,14 +22,15 @@ bool is_nondeterministic(const ir::Node& node) {
 // Runs a kernel at plan time on constant inputs; outputs become owned constants.
 class FoldContext final : public KernelContext {
  public:
-  FoldContext(std::span<const Tensor* const> inputs, const std::vector<DataType>& output_types)
-      : types_(output_types), results_(output_types.size()) {
+  FoldContext(std::span<const Tensor* const> inputs, const std::vector<DataType>& output_types,
+              const Limits& limits)
+      : types_(output_types), limits_(limits), results_(output_types.size()) {
     inputs_ = inputs;
     num_outputs_ = output_types.size();
   }
   Expected<Tensor*> output(size_t i, const Shape& shape) override {
     if (i >= results_.size()) return make_error(StatusCode::kEngineError, "bad output index");
-    NXRT_ASSIGN_OR_RETURN(results_[i], Tensor::allocate(types_[i], shape));
+    NXRT_ASSIGN_OR_RETURN(results_[i], Tensor::allocate(types_[i], shape, limits_));
     return &results_[i];
   }
   Status run_subgraph(const CompiledSubgraph&, std::span<const Tensor* const>,
@@ -41,6 +42,7 @@ class FoldContext final : public KernelContext {
 
  private:
   const std::vector<DataType>& types_;
+  const Limits& limits_;
   std::vector<Tensor> results_;
 };
 
@@ -132,8 +134,13 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     const ir::Graph& graph, const std::vector<std::string>& outer_names,
     const std::vector<DataType>& outer_types, const std::vector<DataType>& input_types,
     const std::vector<const Tensor*>& outer_constants, const std::vector<ValueKind>& outer_kinds) {
+  const std::string graph_label = graph.name.empty() ? "graph" : "graph '" + graph.name + "'";
+  if (int64_t(graph.nodes.size()) > options_.limits.max_nodes)
+    return invalid_argument(graph_label, " has ", graph.nodes.size(), " nodes, over the ",
+                            limit_text(kLimitMaxNodes, options_.limits.max_nodes));
   auto exe = std::make_shared<ExecutableGraph>();
   ExecutableGraph& g = *exe;
+  g.limits = options_.limits;
   // Kernel prepare receives pointers into g.constants: reserve every slot up front so
   // adding slots never moves them.
   size_t slot_count = outer_names.size() + graph.inputs.size() + graph.initializers.size();
@@ -141,7 +148,6 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
   g.slots.reserve(slot_count);
   g.constants.reserve(slot_count);
   std::unordered_map<std::string, int> slot_of;
-  const std::string graph_label = graph.name.empty() ? "graph" : "graph '" + graph.name + "'";
 
   for (size_t i = 0; i < outer_names.size(); ++i) {
     const int s = add_slot(g, outer_names[i], outer_types[i],
@@ -340,7 +346,7 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       fold_inputs.push_back(c);
     }
     if (foldable) {
-      FoldContext fold(fold_inputs, init.output_types);
+      FoldContext fold(fold_inputs, init.output_types, options_.limits);
       if (step.kernel->compute(fold).ok()) {
         bool complete = true;
         for (const Tensor& t : fold.results()) complete &= t.defined();

@@ -10,32 +10,42 @@ namespace nxrt {
 
 Expected<std::unique_ptr<Session>> Session::create_from_file(const std::string& path,
                                                              const SessionConfig& config) {
-  NXRT_ASSIGN_OR_RETURN(auto model, onnx::load_model_file(path));
-  return create(std::move(model), config);
+  NXRT_ASSIGN_OR_RETURN(Limits limits, parse_limits(config.config_entries));
+  NXRT_ASSIGN_OR_RETURN(auto model, onnx::load_model_file(path, limits));
+  return create(std::move(model), config, limits);
 }
 
 Expected<std::unique_ptr<Session>> Session::create_from_bytes(const void* data, size_t size,
                                                               const SessionConfig& config) {
+  NXRT_ASSIGN_OR_RETURN(Limits limits, parse_limits(config.config_entries));
+  // Checked before the copy, which would otherwise take the memory first.
+  if (size > uint64_t(limits.max_model_bytes))
+    return invalid_argument("model is ", size, " bytes, over the ",
+                            limit_text(kLimitMaxModelBytes, limits.max_model_bytes));
   auto copy = std::shared_ptr<char[]>(new char[size ? size : 1]);
   if (size) std::memcpy(copy.get(), data, size);
   const char* bytes = copy.get();
   NXRT_ASSIGN_OR_RETURN(auto model,
-                        onnx::decode_model(bytes, size, std::shared_ptr<void>(copy, copy.get()), ""));
-  return create(std::move(model), config);
+                        onnx::decode_model(bytes, size, std::shared_ptr<void>(copy, copy.get()), "",
+                                           limits));
+  return create(std::move(model), config, limits);
 }
 
 Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> model,
-                                                   const SessionConfig& config) {
-  NXRT_RETURN_IF_ERROR(optimizer::inline_functions(*model));
+                                                   const SessionConfig& config,
+                                                   const Limits& limits) {
+  NXRT_RETURN_IF_ERROR(optimizer::inline_functions(*model, limits.max_nodes));
   auto session = std::unique_ptr<Session>(new Session());
   session->model_ = model;
   session->config_ = config;
+  session->limits_ = limits;
   session->profile_origin_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                     std::chrono::steady_clock::now().time_since_epoch()).count();
   PlanOptions options;
   options.opset_imports = model->opset_imports;
   options.inputs_override_initializers = model->ir_version >= 4;
   options.fold_constants = config.graph_optimization_level > 0;
+  options.limits = limits;
   auto graph = plan_graph(model->graph, options, {}, {}, {});
   if (!graph) return std::move(graph).status();
   session->graph_ = std::move(graph).value();

@@ -20,6 +20,8 @@ struct SessionConfig {
   int intra_op_num_threads = 0;
   int inter_op_num_threads = 0;
   int graph_optimization_level = 99;
+  // onnxruntime-style key/value entries; "nxrt.limits.*" keys set the Limits (see
+  // core/limits.h and docs/SECURITY.md), an unknown or malformed one fails creation.
   std::map<std::string, std::string> config_entries;
 };
 
@@ -37,6 +39,7 @@ class Session {
   const std::vector<ir::ValueInfo>& outputs() const { return graph_->outputs; }
   const std::vector<ir::ValueInfo>& overridable_initializers() const { return overridable_; }
   const SessionConfig& config() const { return config_; }
+  const Limits& limits() const { return limits_; }
 
   // Profiling (SessionConfig::enable_profiling): every run's per-node times, as a Chrome
   // trace JSON array like onnxruntime's profile files; taking them clears the record.
@@ -49,7 +52,8 @@ class Session {
 
  private:
   static Expected<std::unique_ptr<Session>> create(std::shared_ptr<ir::Model> model,
-                                                   const SessionConfig& config);
+                                                   const SessionConfig& config,
+                                                   const Limits& limits);
   Status check_feed(size_t input_index, const Value& value) const;
   void record_profile(const std::vector<NodeTiming>& timings) const;
 
@@ -58,6 +62,7 @@ class Session {
   std::vector<ir::ValueInfo> inputs_;
   std::vector<ir::ValueInfo> overridable_;
   SessionConfig config_;
+  Limits limits_;
   mutable RunStateCache states_;
   mutable std::mutex profile_mutex_;
   mutable std::string profile_events_;  // comma-separated JSON objects

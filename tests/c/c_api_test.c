@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
 
 #include "nxrt/nxrt.h"
 
@@ -348,6 +349,78 @@ static void test_session_errors(void) {
   nxrt_session_options_destroy(o);
 }
 
+/* ---- concurrency: one session run from two threads at once, each its own stream ---- */
+
+enum { kSteps = 40 };
+
+typedef struct {
+  const nxrt_session* session;
+  double freq;
+  float probs[kSteps];
+  int ok;
+} Stream;
+
+/* Runs one audio stream frame by frame, the state ping-ponging between two caller
+ * buffers through bound outputs. */
+static int run_stream(void* arg) {
+  Stream* st = (Stream*)arg;
+  float samples[512], state[2][256], prob = 0;
+  int64_t sr = 16000;
+  const int64_t in_shape[2] = {1, 512}, st_shape[3] = {2, 1, 128}, p_shape[2] = {1, 1};
+  nxrt_tensor *in = NULL, *state_t[2] = {NULL, NULL}, *sr_t = NULL, *prob_t = NULL;
+  memset(state, 0, sizeof state);
+  st->ok = 0;
+  if (nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, in_shape, 2, samples, sizeof samples, &in, NULL) ||
+      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, st_shape, 3, state[0], sizeof state[0], &state_t[0], NULL) ||
+      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, st_shape, 3, state[1], sizeof state[1], &state_t[1], NULL) ||
+      nxrt_tensor_create_view(NXRT_DTYPE_INT64, NULL, 0, &sr, sizeof sr, &sr_t, NULL) ||
+      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, p_shape, 2, &prob, sizeof prob, &prob_t, NULL))
+    return 1;
+  int ok = 1;
+  for (int step = 0; step < kSteps && ok; ++step) {
+    for (int i = 0; i < 512; ++i) {
+      const double t = (step * 512 + i) / 16000.0;
+      samples[i] = (float)(0.4 * sin(2 * 3.14159265358979 * st->freq * t) * (step % 8 < 4 ? 1.0 : 0.05));
+    }
+    const nxrt_tensor* inputs[3] = {in, state_t[step % 2], sr_t};
+    nxrt_tensor* outs[2] = {prob_t, state_t[(step + 1) % 2]};
+    ok = nxrt_session_run(st->session, NULL, kInputNames, inputs, 3, NULL, outs, 2, NULL) == NXRT_OK;
+    st->probs[step] = prob;
+  }
+  nxrt_tensor_destroy(in);
+  nxrt_tensor_destroy(state_t[0]);
+  nxrt_tensor_destroy(state_t[1]);
+  nxrt_tensor_destroy(sr_t);
+  nxrt_tensor_destroy(prob_t);
+  st->ok = ok;
+  return 0;
+}
+
+static void test_concurrency(const nxrt_session* shared, const nxrt_session* other) {
+  /* Sequential references; `other` is planned differently (no constant folding), so
+   * its stream gets its own reference. */
+  Stream expected[3] = {{shared, 300.0, {0}, 0}, {shared, 700.0, {0}, 0}, {other, 700.0, {0}, 0}};
+  for (int k = 0; k < 3; ++k) {
+    run_stream(&expected[k]);
+    CHECK(expected[k].ok);
+  }
+  CHECK(memcmp(expected[0].probs, expected[1].probs, sizeof expected[0].probs) != 0);
+  for (int step = 0; step < kSteps; ++step)
+    CHECK(fabsf(expected[1].probs[step] - expected[2].probs[step]) < 1e-4f);
+  /* Same session from two threads, then two sessions from two threads. */
+  for (int round = 0; round < 2; ++round) {
+    Stream streams[2] = {{shared, 300.0, {0}, 0}, {round ? other : shared, 700.0, {0}, 0}};
+    thrd_t threads[2];
+    for (int k = 0; k < 2; ++k) CHECK(thrd_create(&threads[k], run_stream, &streams[k]) == thrd_success);
+    for (int k = 0; k < 2; ++k) CHECK(thrd_join(threads[k], NULL) == thrd_success);
+    for (int k = 0; k < 2; ++k) {
+      const Stream* want = &expected[round && k == 1 ? 2 : k];
+      CHECK(streams[k].ok);
+      CHECK(memcmp(streams[k].probs, want->probs, sizeof want->probs) == 0);
+    }
+  }
+}
+
 /* A caller thread pool that runs every task inline. */
 static int g_pool_calls = 0;
 static void inline_parallel_for(void* user, void (*fn)(void*, size_t), void* ctx, size_t n) {
@@ -412,6 +485,7 @@ int main(void) {
   test_metadata(s2);
   test_run(s2);
 
+  test_concurrency(s, s2);
   test_tensor_errors();
   test_session_errors();
 

@@ -130,8 +130,9 @@ std::string numeric_summary(const Tensor& t) {
     lo = std::min(lo, v);
     hi = std::max(hi, v);
   }
-  std::string out = "min " + (nan == n ? "nan" : one(T(lo))) + " max " + (nan == n ? "nan" : one(T(hi)));
-  if (kFloat) out = "min " + fmt_g(lo) + " max " + fmt_g(hi);
+  if (nan == n) return "all nan  " + values;
+  // Integers print exactly; floats through %g (lo/hi are +-inf or nan-free by now).
+  std::string out = kFloat ? "min " + fmt_g(lo) + " max " + fmt_g(hi) : "min " + one(T(lo)) + " max " + one(T(hi));
   out += " mean " + (finite ? fmt_g(sum / double(finite)) : std::string("nan"));
   if (nan) out += " nan " + std::to_string(nan);
   if (inf) out += " inf " + std::to_string(inf);

@@ -209,8 +209,11 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
                      kc, pa);
           as = pa;
         }
-        for (int64_t jr = 0; jr < nc; jr += NR * kPanelGroup) {
-          const int64_t nr = std::min<int64_t>(NR * kPanelGroup, nc - jr);
+        // One A panel: hand the kernel several B panels (thin tiles run them together).
+        // Several: one B panel at a time, so it stays in L1 while all A panels pass.
+        const int64_t width = NR * (mc <= MR ? kPanelGroup : 1);
+        for (int64_t jr = 0; jr < nc; jr += width) {
+          const int64_t nr = std::min<int64_t>(width, nc - jr);
           const float* bp = bs + jr * kc;
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int64_t mr = std::min<int64_t>(MR, mc - ir);

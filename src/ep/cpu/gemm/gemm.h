@@ -1,7 +1,8 @@
 // Single-precision GEMM for the CPU kernels: C = alpha * op(A) * op(B) + beta * C with
 // row-major operands. The fast path packs panels of A and B into cache-sized blocks and
-// runs a register-tiled micro-kernel (AVX2+FMA when the CPU has it, else a portable one
-// the compiler vectorizes for the baseline ISA).
+// runs a register-tiled micro-kernel picked at run time: AVX-512F (12 x 32) or AVX2+FMA
+// (6 x 16) when the CPU has them, else a portable one the compiler vectorizes for the
+// baseline ISA. Constant operands can be packed once (PackedMatrix).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,8 @@ bool has_avx2_fma();
 bool has_avx512f();
 // Whether `kernel` runs here (kAuto and kPortable always do).
 bool kernel_available(MicroKernel kernel);
-// The kernel kAuto stands for on this CPU.
+// The kernel kAuto stands for on this CPU. The environment variable NXRT_GEMM_KERNEL=avx2
+// or =portable caps it (read once), to compare kernels on whole models.
 MicroKernel best_kernel();
 
 // One operand of a product, packed once into a micro-kernel's panel layout (constant
@@ -60,11 +62,11 @@ class PackedMatrix {
   MicroKernel kernel_ = MicroKernel::kPortable;
 };
 
-// C = alpha * A * op(B) + beta * C with A packed as a left operand (M x K).
+// C = alpha * A * op(B) + beta * C with A from pack_left (M x K).
 void sgemm_packed_left(const PackedMatrix& A, bool trans_b, int64_t N, float alpha,
                        const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
-// C = alpha * op(A) * B + beta * C with B packed as a right operand (K x N). With trans_c,
+// C = alpha * op(A) * B + beta * C with B from pack_right (K x N). With trans_c,
 // C is stored transposed: element (i, j) at C[j * ldc + i] (a weight W packed as W^T
 // then computes W * X into row-major C with the wide, vectorized side along W's rows).
 void sgemm_packed_right(bool trans_a, int64_t M, float alpha, const float* A, int64_t lda,

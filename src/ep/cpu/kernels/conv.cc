@@ -222,14 +222,15 @@ void depthwise_accumulate(const Lattice& L, int64_t channels, int64_t mult, cons
                    [&](int64_t, int64_t c, int64_t tap, int64_t j0, int64_t base, int64_t lo,
                        int64_t hi, int64_t first, int64_t step) {
                      if (base < 0) return;
-                     const T* src = x + base + first - lo * step;
+                     const T* src = x + base + first;  // the element of position lo
                      for (int64_t m = 0; m < mult; ++m) {
                        const T wv = w[(c * mult + m) * ksize + tap];
-                       T* dst = y + (c * mult + m) * plane + j0;
+                       T* dst = y + (c * mult + m) * plane + j0 + lo;
+                       const int64_t count = hi - lo;
                        if (step == 1) {
-                         for (int64_t o = lo; o < hi; ++o) dst[o] += wv * src[o];
+                         for (int64_t o = 0; o < count; ++o) dst[o] += wv * src[o];
                        } else {
-                         for (int64_t o = lo; o < hi; ++o) dst[o] += wv * src[o * step];
+                         for (int64_t o = 0; o < count; ++o) dst[o] += wv * src[o * step];
                        }
                      }
                    });
@@ -270,6 +271,17 @@ Status check_bias(const Tensor* b, int64_t channels) {
 
 std::vector<int64_t> spatial(const Shape& s) { return {s.begin() + 2, s.end()}; }
 
+// A constant weight as float: its own data, or widened into `wide` (float16/bfloat16);
+// nullptr for other types.
+const float* float_weights(const Tensor& w, std::vector<float>& wide) {
+  switch (w.dtype()) {
+    case DataType::kFloat: return w.data<float>();
+    case DataType::kFloat16: wide = widen(w.data<Float16>(), w.numel()); return wide.data();
+    case DataType::kBFloat16: wide = widen(w.data<BFloat16>(), w.numel()); return wide.data();
+    default: return nullptr;
+  }
+}
+
 // Weights packed once as right operands (per group: W_g^T, K x M/G) for the thin-output
 // path, plus the constant they came from: compute uses them only for that very tensor.
 struct PackedWeights {
@@ -289,14 +301,8 @@ class ConvKernel final : public Kernel {
     if (w.rank() < 3 || w.shape()[0] % group_ != 0 || w.numel() == 0) return;
     const int64_t M = w.shape()[0], Mg = M / group_, K = w.numel() / M;
     std::vector<float> wide;
-    const float* pw = nullptr;
-    switch (w.dtype()) {
-      case DataType::kFloat: pw = w.data<float>(); break;
-      case DataType::kFloat16: wide = widen(w.data<Float16>(), w.numel()); break;
-      case DataType::kBFloat16: wide = widen(w.data<BFloat16>(), w.numel()); break;
-      default: return;
-    }
-    if (!pw) pw = wide.data();
+    const float* pw = float_weights(w, wide);
+    if (!pw) return;
     for (int64_t g = 0; g < group_; ++g)
       packed_.groups.push_back(gemm::PackedMatrix::pack_right(true, K, Mg, pw + g * Mg * K, K));
     packed_.source = w;
@@ -564,16 +570,16 @@ class ConvTransposeKernel final : public Kernel {
         const T* wg = w + g * Cg * rows;  // [Cg, Mg * kernel]
         // col = Wg^T * Xg, then every column entry is added into the output position
         // its (input position, kernel offset) pair maps to.
+        bool done = false;
         if constexpr (std::is_same_v<T, float>) {
           if (packed) {
             gemm::sgemm_packed_left(packed->groups[size_t(g)], false, in_size, 1.0f, xg, in_size,
                                     0.0f, col, in_size);
-          } else {
-            gemm_any<T>(true, false, rows, in_size, Cg, wg, rows, xg, in_size, T(0), col, in_size);
+            done = true;
           }
-        } else {
-          gemm_any<T>(true, false, rows, in_size, Cg, wg, rows, xg, in_size, T(0), col, in_size);
         }
+        if (!done)
+          gemm_any<T>(true, false, rows, in_size, Cg, wg, rows, xg, in_size, T(0), col, in_size);
         col2im_add(L, Mg, col, y + (n * M + g * Mg) * out_size);
       }
     if (bias) add_bias(y, bias, N, M, out_size);
@@ -585,14 +591,8 @@ class ConvTransposeKernel final : public Kernel {
     if (w.rank() < 3 || w.shape()[0] % group_ != 0 || w.numel() == 0) return;
     const int64_t Cg = w.shape()[0] / group_, rows = w.numel() / w.shape()[0];
     std::vector<float> wide;
-    const float* pw = nullptr;
-    switch (w.dtype()) {
-      case DataType::kFloat: pw = w.data<float>(); break;
-      case DataType::kFloat16: wide = widen(w.data<Float16>(), w.numel()); break;
-      case DataType::kBFloat16: wide = widen(w.data<BFloat16>(), w.numel()); break;
-      default: return;
-    }
-    if (!pw) pw = wide.data();
+    const float* pw = float_weights(w, wide);
+    if (!pw) return;
     for (int64_t g = 0; g < group_; ++g)
       packed_.groups.push_back(
           gemm::PackedMatrix::pack_left(true, rows, Cg, pw + g * Cg * rows, rows));
