@@ -198,22 +198,6 @@ IoInfo describe(const nxrt::ir::ValueInfo& value) {
   return info;
 }
 
-// Bytes of every weight a graph holds: initializers and tensor attributes (Constant
-// nodes), subgraphs included (Silero keeps its weights inside If branches).
-uint64_t weight_bytes(const nxrt::ir::Graph& graph) {
-  uint64_t total = 0;
-  for (const auto& init : graph.initializers) total += init.tensor.nbytes();
-  for (const nxrt::ir::Node& node : graph.nodes)
-    for (const nxrt::ir::Attribute& a : node.attributes) {
-      if (a.t.defined()) total += a.t.nbytes();
-      for (const nxrt::Tensor& t : a.tensors) total += t.nbytes();
-      if (a.g) total += weight_bytes(*a.g);
-      for (const auto& g : a.graphs)
-        if (g) total += weight_bytes(*g);
-    }
-  return total;
-}
-
 nxrt_code finish_session(nxrt_env* env, const nxrt_session_options* options,
                          nxrt::Expected<std::unique_ptr<nxrt::Session>> created,
                          uint64_t extra_bytes, nxrt_session** out, nxrt_error* err) {
@@ -227,7 +211,7 @@ nxrt_code finish_session(nxrt_env* env, const nxrt_session_options* options,
   }
   if (wrapper->memory_limit) {
     uint64_t held = extra_bytes;
-    held += weight_bytes(wrapper->session->model().graph);
+    held += wrapper->session->weight_bytes();
     if (held > wrapper->memory_limit)
       return fail(err, NXRT_FAIL,
                   nxrt::str_cat("the model needs ", held, " bytes for its weights, above the memory limit of ",

@@ -333,6 +333,16 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       step.outputs.push_back(s);
     }
 
+    // A Constant node's tensor attribute becomes the slot's value as is: it already views
+    // the mapped model (or owns its decoded copy), so folding it would copy the weights.
+    if (node.op_type == "Constant" && node.domain.empty() && step.outputs.size() == 1) {
+      const ir::Attribute* value = node.find_attribute("value");
+      if (value && value->type == ir::Attribute::Type::kTensor && value->t.defined()) {
+        g.constants[size_t(step.outputs[0])] = value->t;
+        continue;
+      }
+    }
+
     // Constant folding: a deterministic node whose inputs are all constants runs now,
     // once, and its outputs become constants (Constant nodes, shape arithmetic on
     // initializers, weight transposes). A failure here is left for run time to report.
@@ -369,6 +379,20 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     g.output_slots.push_back(it->second);
     g.slots[size_t(it->second)].is_graph_output = true;
   }
+  // Constants that only fed folded nodes are dead now: drop them so a session holds one
+  // copy of its weights, not every intermediate of their folding.
+  std::vector<bool> live(g.slots.size(), false);
+  for (const Step& step : g.steps) {
+    for (int s : step.inputs)
+      if (s >= 0) live[size_t(s)] = true;
+    for (int s : step.implicit_inputs) live[size_t(s)] = true;
+  }
+  for (int s : g.output_slots) live[size_t(s)] = true;
+  for (int s : g.input_slots) live[size_t(s)] = true;
+  for (int s : g.outer_slots) live[size_t(s)] = true;
+  for (size_t s = 0; s < g.slots.size(); ++s)
+    if (!live[s]) g.constants[s] = Tensor();
+
   g.output_index_of_slot.assign(g.slots.size(), -1);
   for (size_t i = g.output_slots.size(); i-- > 0;) g.output_index_of_slot[size_t(g.output_slots[i])] = int(i);
 

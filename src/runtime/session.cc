@@ -2,11 +2,47 @@
 
 #include <chrono>
 #include <cstring>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "onnx/decoder.h"
 #include "optimizer/inline_functions.h"
 
 namespace nxrt {
+
+namespace {
+
+// After planning, the plan holds every tensor it needs (shared, not copied); the IR's own
+// references to initializers and Constant/attribute tensors only keep dead data alive,
+// such as weights that were sliced or transposed by constant folding. Node structure and
+// other attributes stay: steps point at their nodes for names and error messages.
+uint64_t count_weight_bytes(const ir::Graph& graph) {
+  uint64_t total = 0;
+  for (const ir::Initializer& init : graph.initializers) total += init.tensor.nbytes();
+  for (const ir::Node& node : graph.nodes) {
+    for (const ir::Attribute& a : node.attributes) {
+      if (a.t.defined()) total += a.t.nbytes();
+      for (const Tensor& t : a.tensors) total += t.nbytes();
+      if (a.g) total += count_weight_bytes(*a.g);
+      for (const auto& g : a.graphs) total += count_weight_bytes(*g);
+    }
+  }
+  return total;
+}
+
+void release_weights(ir::Graph& graph) {
+  for (ir::Initializer& init : graph.initializers) init.tensor = Tensor();
+  for (ir::Node& node : graph.nodes) {
+    for (ir::Attribute& a : node.attributes) {
+      if (a.type == ir::Attribute::Type::kTensor) a.t = Tensor();
+      if (a.g) release_weights(*a.g);
+      for (auto& g : a.graphs) release_weights(*g);
+    }
+  }
+}
+
+}  // namespace
 
 Expected<std::unique_ptr<Session>> Session::create_from_file(const std::string& path,
                                                              const SessionConfig& config) {
@@ -49,6 +85,13 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   auto graph = plan_graph(model->graph, options, {}, {}, {});
   if (!graph) return std::move(graph).status();
   session->graph_ = std::move(graph).value();
+  session->weight_bytes_ = count_weight_bytes(session->model_->graph);
+  release_weights(session->model_->graph);
+#ifdef __GLIBC__
+  // Planning and folding leave freed temporaries in the heap; hand them back to the OS
+  // so a long-lived session's resident memory is what it holds, not its peak.
+  malloc_trim(0);
+#endif
   // Outputs the model leaves untyped get the planned type, so get_outputs() is complete.
   ExecutableGraph& planned = *session->graph_;
   for (size_t i = 0; i < planned.outputs.size(); ++i) {
@@ -158,7 +201,19 @@ Status Session::run(std::span<const std::string> input_names,
                     std::span<const std::string> output_names, std::vector<Value>& outputs,
                     const RunFlags& flags) const {
   const ExecutableGraph& g = *graph_;
-  std::vector<const Value*> feeds(g.input_slots.size(), nullptr);
+  // The state's scratch vectors keep their capacity, so a warm run allocates nothing here.
+  auto state = states_.acquire();
+  struct Release {
+    RunStateCache& cache;
+    std::unique_ptr<RunState>& state;
+    ~Release() {
+      state->feeds.clear();
+      state->results.clear();
+      cache.release(std::move(state));
+    }
+  } release{states_, state};
+  std::vector<const Value*>& feeds = state->feeds;
+  feeds.assign(g.input_slots.size(), nullptr);
   for (size_t i = 0; i < input_names.size(); ++i) {
     size_t index = g.inputs.size();
     for (size_t k = 0; k < g.inputs.size(); ++k)
@@ -172,30 +227,29 @@ Status Session::run(std::span<const std::string> input_names,
   for (size_t k = 0; k < g.inputs.size(); ++k)
     if (!feeds[k] && g.input_required[k]) missing += (missing.empty() ? "'" : ", '") + g.inputs[k].name + "'";
   if (!missing.empty()) return invalid_argument("Required inputs (", missing, ") are missing from the feed");
-
-  std::vector<size_t> selected;
   for (const std::string& name : output_names) {
-    size_t index = g.outputs.size();
-    for (size_t k = 0; k < g.outputs.size(); ++k)
-      if (g.outputs[k].name == name) index = k;
-    if (index == g.outputs.size()) return invalid_argument("Invalid output name: ", name);
-    selected.push_back(index);
+    bool known = false;
+    for (size_t k = 0; k < g.outputs.size() && !known; ++k) known = g.outputs[k].name == name;
+    if (!known) return invalid_argument("Invalid output name: ", name);
   }
 
-  auto state = states_.acquire();
-  std::vector<Value> all;
+  std::vector<Value>& all = state->results;
   std::vector<NodeTiming> timings;
   RunFlags run_flags = flags;
   if (config_.enable_profiling) run_flags.timings = &timings;
   Status status = execute_graph(g, *state, feeds, {}, all, run_flags);
-  states_.release(std::move(state));
   if (config_.enable_profiling) record_profile(timings);
   NXRT_RETURN_IF_ERROR(status);
+  outputs.clear();
   if (output_names.empty()) {
-    outputs = std::move(all);
+    for (Value& v : all) outputs.push_back(std::move(v));
   } else {
-    outputs.clear();
-    for (size_t index : selected) outputs.push_back(all[index]);
+    for (const std::string& name : output_names)
+      for (size_t k = 0; k < g.outputs.size(); ++k)
+        if (g.outputs[k].name == name) {
+          outputs.push_back(all[k]);
+          break;
+        }
   }
   return Status();
 }

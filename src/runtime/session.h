@@ -33,7 +33,11 @@ class Session {
   static Expected<std::unique_ptr<Session>> create_from_bytes(const void* data, size_t size,
                                                               const SessionConfig& config);
 
+  // The model's structure and metadata. Weights are released from it once planned (the
+  // plan holds what it uses), so tensor attributes and initializers read as empty here.
   const ir::Model& model() const { return *model_; }
+  // Bytes of initializers and tensor attributes (subgraphs included) in the loaded model.
+  uint64_t weight_bytes() const { return weight_bytes_; }
   // Inputs a caller must or may feed, graph order, without overridable initializers.
   const std::vector<ir::ValueInfo>& inputs() const { return inputs_; }
   const std::vector<ir::ValueInfo>& outputs() const { return graph_->outputs; }
@@ -62,6 +66,7 @@ class Session {
   std::vector<ir::ValueInfo> inputs_;
   std::vector<ir::ValueInfo> overridable_;
   SessionConfig config_;
+  uint64_t weight_bytes_ = 0;
   Limits limits_;
   mutable RunStateCache states_;
   mutable std::mutex profile_mutex_;
