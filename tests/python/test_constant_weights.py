@@ -1,0 +1,97 @@
+"""Kernels whose weights are initializers take pre-packed paths (the backend cases feed
+weights as inputs, so they never reach them). Each case runs nxrt and onnxruntime on the
+same constant-weight model."""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import nxrt
+
+ort = pytest.importorskip("onnxruntime")
+rng = np.random.default_rng(0)
+
+
+def _f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _compare(node, feeds, weights, n_out=1, opset=17, rtol=1e-4, atol=1e-5):
+    types = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16}
+    inputs = [helper.make_tensor_value_info(k, types[v.dtype], None) for k, v in feeds.items()]
+    elem = types[next(iter(feeds.values())).dtype]
+    outputs = [helper.make_tensor_value_info(o, elem, None) for o in node.output[:n_out]]
+    graph = helper.make_graph([node], "g", inputs, outputs,
+                              [numpy_helper.from_array(v, k) for k, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    got = nxrt.InferenceSession(data).run(None, feeds)
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol)
+
+
+# (in channels, out channels, length, kernel, stride, pad, dilation, group): Silero-like
+# short outputs, the STFT conv, depthwise, and longer sequences.
+CONV1D = [(129, 128, 4, 3, 1, 1, 1, 1), (1, 258, 640, 256, 128, 0, 1, 1), (128, 64, 4, 3, 2, 1, 1, 1),
+          (258, 258, 9, 5, 1, 2, 1, 258), (16, 32, 30, 5, 1, 2, 1, 16), (8, 12, 200, 3, 1, 1, 2, 2),
+          (64, 1, 1, 1, 1, 0, 1, 1), (3, 70, 50, 3, 2, 1, 1, 1)]
+
+
+@pytest.mark.parametrize("c,m,length,k,s,p,d,g", CONV1D)
+def test_conv1d(c, m, length, k, s, p, d, g):
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[k], strides=[s], pads=[p, p],
+                            dilations=[d], group=g)
+    _compare(node, {"x": _f32(1, c, length)}, {"w": _f32(m, c // g, k), "b": _f32(m)})
+
+
+@pytest.mark.parametrize("c,m,h,k,s,g", [(3, 16, 8, 3, 1, 1), (8, 8, 6, 3, 2, 8), (16, 8, 20, 1, 1, 1),
+                                         (4, 6, 9, 3, 1, 2)])
+def test_conv2d(c, m, h, k, s, g):
+    pads = [1, 1, 1, 1] if k == 3 else [0, 0, 0, 0]
+    node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[k, k], strides=[s, s], pads=pads, group=g)
+    _compare(node, {"x": _f32(2, c, h, h)}, {"w": _f32(m, c // g, k, k)})
+
+
+@pytest.mark.parametrize("c,m,h,k,s,g", [(8, 4, 5, 3, 2, 1), (6, 6, 4, 2, 1, 2)])
+def test_conv_transpose(c, m, h, k, s, g):
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[k, k], strides=[s, s], group=g)
+    _compare(node, {"x": _f32(2, c, h, h)}, {"w": _f32(c, m // g, k, k), "b": _f32(m)})
+
+
+@pytest.mark.parametrize("a,b", [((5, 257), (257, 32)), ((1, 64), (64, 300)), ((2, 3, 7, 40), (40, 9)),
+                                 ((40,), (40, 9)), ((3, 40), (40,))])
+def test_matmul(a, b):
+    _compare(helper.make_node("MatMul", ["a", "b"], ["y"]), {"a": _f32(*a)}, {"b": _f32(*b)})
+
+
+def test_matmul_float16():
+    _compare(helper.make_node("MatMul", ["a", "b"], ["y"]), {"a": _f32(3, 20).astype(np.float16)},
+             {"b": _f32(20, 7).astype(np.float16)}, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("ta,tb", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_gemm(ta, tb):
+    m, k, n = 6, 33, 19
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], transA=ta, transB=tb, alpha=0.7, beta=1.3)
+    _compare(node, {"a": _f32(*((k, m) if ta else (m, k)))},
+             {"b": _f32(*((n, k) if tb else (k, n))), "c": _f32(n)})
+
+
+@pytest.mark.parametrize("op,gates", [("LSTM", 4), ("GRU", 3), ("RNN", 1)])
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+@pytest.mark.parametrize("seq,batch,hidden", [(1, 1, 128), (5, 3, 16)])
+def test_recurrent(op, gates, direction, seq, batch, hidden):
+    dirs = 2 if direction == "bidirectional" else 1
+    inp = 24
+    node = helper.make_node(op, ["x", "w", "r", "b"], ["y", "y_h"], hidden_size=hidden, direction=direction)
+    weights = {"w": _f32(dirs, gates * hidden, inp) * 0.3, "r": _f32(dirs, gates * hidden, hidden) * 0.3,
+               "b": _f32(dirs, 2 * gates * hidden) * 0.1}
+    _compare(node, {"x": _f32(seq, batch, inp)}, weights, n_out=2, opset=14)
+
+
+@pytest.mark.parametrize("exponent", [2.0, 0.5, 1.0, 3.0])
+def test_pow_constant_exponent(exponent):
+    x = np.abs(_f32(4, 33)) if exponent == 0.5 else _f32(4, 33)
+    _compare(helper.make_node("Pow", ["x", "e"], ["y"]), {"x": x}, {"e": np.array(exponent, np.float32)})
