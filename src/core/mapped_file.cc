@@ -15,7 +15,9 @@ MappedFile::~MappedFile() {
 }
 
 Expected<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO (a hostile external data "file") must not wait for a writer;
+  // it has no effect on regular files, and anything else is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     const StatusCode code = err == ENOENT ? StatusCode::kNoSuchFile : StatusCode::kFail;

@@ -138,6 +138,31 @@ class KernelContext {
     return not_implemented("this context cannot run subgraphs");
   }
 
+  // Runs a subgraph whose outputs become this node's outputs, in order (If branches).
+  // The executor has the subgraph write its tensor outputs straight into this node's
+  // output buffers, so a warm run neither copies nor allocates; this fallback runs the
+  // subgraph and copies. Sequences are shared and an empty optional leaves the output
+  // unset.
+  virtual Status run_subgraph_into_outputs(const CompiledSubgraph& graph,
+                                           std::span<const Value> inputs) {
+    std::vector<Value> outs;
+    NXRT_RETURN_IF_ERROR(run_subgraph_values(graph, inputs, outs));
+    for (size_t i = 0; i < outs.size() && i < num_outputs_; ++i) {
+      if (outs[i].is_sequence()) {
+        NXRT_RETURN_IF_ERROR(set_output_sequence(i, *outs[i].sequence));
+      } else if (!outs[i].is_none()) {
+        const Tensor& value = outs[i].tensor;
+        NXRT_ASSIGN_OR_RETURN(Tensor * out, output(i, value.shape()));
+        if (out->dtype() != value.dtype())
+          return make_error(StatusCode::kEngineError, "output ", i, " has type ",
+                            tensor_type_name(value.dtype()), " but was planned as ",
+                            tensor_type_name(out->dtype()));
+        copy_elements(value.dtype(), value.raw(), out->raw(), value.numel());
+      }
+    }
+    return Status();
+  }
+
   // True when the caller asked the run to stop (RunOptions.terminate).
   virtual bool terminate_requested() const = 0;
 

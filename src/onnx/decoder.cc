@@ -221,7 +221,10 @@ size_t serialized_bytes(DataType dtype, int64_t numel) {
   const int bits = dtype_packed_bits(dtype);
   if (bits == 0) {
     const size_t elem = dtype_size(dtype);
-    if (elem && size_t(numel) > SIZE_MAX / elem) fail("tensor size overflows");
+    if (elem && size_t(numel) > SIZE_MAX / elem)
+      throw DecodeError(StatusCode::kInvalidArgument,
+                        std::to_string(numel) + " elements of " + std::string(dtype_name(dtype)) +
+                            ": tensor size overflows");
     return size_t(numel) * elem;
   }
   const size_t per_byte = size_t(8 / bits);
@@ -269,11 +272,11 @@ Tensor make_tensor(const RawTensor& raw, const Context& ctx) {
     if (!t) throw DecodeError(t.status().code(), label + ": " + t.status().message());
     return std::move(t).value();
   };
-  auto size_mismatch = [&](size_t have, const char* unit) {
+  auto size_mismatch = [&](size_t have, const char* unit, size_t need) {
     throw DecodeError(StatusCode::kInvalidGraph,
                       label + " has " + std::to_string(have) + " " + unit + " of data but " +
                           "its shape " + shape.to_string() + " of " +
-                          std::string(dtype_name(dtype)) + " needs " + std::to_string(numel));
+                          std::string(dtype_name(dtype)) + " needs " + std::to_string(need));
   };
 
   const bool packed = dtype_packed_bits(dtype) != 0;
@@ -282,7 +285,7 @@ Tensor make_tensor(const RawTensor& raw, const Context& ctx) {
   auto from_bytes = [&](const char* bytes, size_t size, std::shared_ptr<void> owner) {
     const size_t need = serialized_bytes(dtype, numel);
     if (size != need) {
-      if (!packed) size_mismatch(size, "bytes");
+      if (!packed) size_mismatch(size, "bytes", need);
       throw DecodeError(StatusCode::kInvalidGraph,
                         label + " has " + std::to_string(size) + " bytes of packed " +
                             std::string(dtype_name(dtype)) + " data but its shape " +
@@ -359,7 +362,7 @@ Tensor make_tensor(const RawTensor& raw, const Context& ctx) {
       break;
     default: have = packed ? serialized_bytes(dtype, numel) : size_t(numel); break;  // refused below
   }
-  if (!packed && have != size_t(numel)) size_mismatch(have, "elements");
+  if (!packed && have != size_t(numel)) size_mismatch(have, "elements", size_t(numel));
   if (packed && have != serialized_bytes(dtype, numel))
     throw DecodeError(StatusCode::kInvalidGraph,
                       label + " has " + std::to_string(have) + " int32_data entries of packed " +
@@ -367,7 +370,7 @@ Tensor make_tensor(const RawTensor& raw, const Context& ctx) {
                           " needs " + std::to_string(serialized_bytes(dtype, numel)));
   Tensor out = allocate();
   auto check = [&](size_t have) {
-    if (have != size_t(numel)) size_mismatch(have, "elements");
+    if (have != size_t(numel)) size_mismatch(have, "elements", size_t(numel));
   };
   switch (dtype) {
     case DataType::kFloat: check(raw.floats.size()); fill_from<float>(out, raw.floats); break;

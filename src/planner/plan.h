@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 #include "ir/graph.h"
 
 namespace nxrt {
+
+class RunStateCache;  // runtime/executor.h
 
 struct ValueSlot {
   std::string name;
@@ -47,6 +50,10 @@ class ExecutableGraph {
   size_t max_step_inputs = 0;
   // The session's limits: run-time allocations (tensor size, session memory) check them.
   Limits limits;
+  // Run states for this graph when it runs as a subgraph (If branch, Loop body), made by
+  // the executor on first use and freed with the graph.
+  mutable std::once_flag subgraph_states_once;
+  mutable std::shared_ptr<RunStateCache> subgraph_states;
 };
 
 struct PlanOptions {

@@ -1,7 +1,6 @@
 #include "runtime/executor.h"
 
 #include <chrono>
-#include <map>
 
 namespace nxrt {
 
@@ -24,14 +23,13 @@ void RunStateCache::release(std::unique_ptr<RunState> state) {
 
 namespace {
 
-// Subgraphs keep their own RunState caches, created on first use.
+// Subgraphs keep their own RunState caches, created on first use and owned by the graph,
+// so runs of different sessions never contend for one lock and the states go away with
+// their session.
 RunStateCache& subgraph_cache(const ExecutableGraph& graph) {
-  static std::mutex mutex;
-  static std::map<const ExecutableGraph*, std::unique_ptr<RunStateCache>> caches;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& cache = caches[&graph];
-  if (!cache) cache = std::make_unique<RunStateCache>();
-  return *cache;
+  std::call_once(graph.subgraph_states_once,
+                 [&] { graph.subgraph_states = std::make_shared<RunStateCache>(); });
+  return *graph.subgraph_states;
 }
 
 // Drops a slot's value; its pool block returns when no alias of it is left.
@@ -83,14 +81,30 @@ class StepContext final : public KernelContext {
         value = Tensor(bound.dtype(), bound.shape(), const_cast<void*>(bound.raw()));
         return &value;
       }
+      if (index >= 0 && flags_.output_sink) {
+        // The enclosing node's output buffer: the value stays a borrowed view (root -1),
+        // so this run never hands the memory to its own pool.
+        NXRT_ASSIGN_OR_RETURN(Tensor * out, flags_.output_sink->output(size_t(index), shape));
+        if (out->dtype() != info.dtype)
+          return make_error(StatusCode::kEngineError, "output '", info.name, "' is ",
+                            tensor_type_name(info.dtype), " but the enclosing node planned ",
+                            tensor_type_name(out->dtype()));
+        value = view_of(*out);
+        state_.sunk[size_t(index)] = out->raw();
+        return &value;
+      }
     }
     if (info.is_graph_output || info.dtype == DataType::kString) {
-      auto t = Tensor::allocate(info.dtype, shape);
+      auto t = Tensor::allocate(info.dtype, shape, graph_.limits);
       if (!t) return std::move(t).status();
       value = std::move(t).value();
       return &value;
     }
-    NXRT_ASSIGN_OR_RETURN(size_t bytes, tensor_bytes(info.dtype, shape, "output '" + info.name + "'"));
+    // The message names the output only on failure: building it would allocate per call.
+    auto size = tensor_bytes(info.dtype, shape, std::string(), graph_.limits);
+    if (!size)
+      return tensor_bytes(info.dtype, shape, "output '" + info.name + "'", graph_.limits).status();
+    const size_t bytes = size.value();
     void* data = state_.pool.acquire(bytes);
     if (!data) return runtime_error("out of memory allocating ", bytes, " bytes for '", info.name, "'");
     value = Tensor(info.dtype, shape, data);
@@ -131,38 +145,37 @@ class StepContext final : public KernelContext {
 
   Status run_subgraph_values(const CompiledSubgraph& subgraph, std::span<const Value> inputs,
                              std::vector<Value>& outputs) override {
-    const ExecutableGraph& graph = *subgraph.graph;
-    std::vector<const Value*> feeds(inputs.size(), nullptr);
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (!inputs[i].is_none()) feeds[i] = &inputs[i];
-    // The subgraph's outer slots were compiled from this node's implicit inputs, in order.
-    std::vector<const TensorSequence*> outer_sequences(step_.implicit_inputs.size());
-    for (size_t i = 0; i < outer_sequences.size(); ++i)
-      outer_sequences[i] = state_.sequences[size_t(step_.implicit_inputs[i])].get();
-    RunStateCache& cache = subgraph_cache(graph);
-    auto state = cache.acquire();
-    // Subgraph nodes are timed too; in the trace they nest inside the enclosing node.
-    RunFlags sub_flags = flags_;
-    sub_flags.bound_outputs = {};  // bindings belong to the top-level graph's outputs
-    Status status = execute_graph(graph, *state, feeds, implicit_inputs(), outputs, sub_flags,
-                                  outer_sequences);
-    cache.release(std::move(state));
-    return status;
+    return run_body(subgraph, inputs, outputs, nullptr);
+  }
+
+  Status run_subgraph_into_outputs(const CompiledSubgraph& subgraph,
+                                   std::span<const Value> inputs) override {
+    for (ValueKind kind : subgraph.output_kinds)
+      if (kind != ValueKind::kTensor) return KernelContext::run_subgraph_into_outputs(subgraph, inputs);
+    return run_body(subgraph, inputs, state_.sub_results, this);
   }
 
   Status run_subgraph(const CompiledSubgraph& subgraph, std::span<const Tensor* const> inputs,
                       std::vector<Tensor>& outputs) override {
-    std::vector<Value> feed_values(inputs.size());
+    // Scratch of this state: kernels call this sequentially, and a nested subgraph runs
+    // on its own state, so the vectors are never in use twice at once.
+    std::vector<Value>& feed_values = state_.sub_values;
+    std::vector<Value>& results = state_.sub_results;
+    feed_values.resize(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i]) feed_values[i] = Value(view_of(*inputs[i]));
-    std::vector<Value> results;
-    NXRT_RETURN_IF_ERROR(run_subgraph_values(subgraph, feed_values, results));
+      feed_values[i] = inputs[i] ? Value(view_of(*inputs[i])) : Value();
+    Status status = run_body(subgraph, feed_values, results, nullptr);
+    for (Value& v : feed_values) v = Value();
+    NXRT_RETURN_IF_ERROR(status);
     outputs.clear();
     for (Value& v : results) {
-      if (v.is_sequence())
+      if (v.is_sequence()) {
+        results.clear();
         return not_implemented("subgraph outputs that are sequences are not supported yet");
+      }
       outputs.push_back(std::move(v.tensor));
     }
+    results.clear();
     return Status();
   }
 
@@ -175,7 +188,52 @@ class StepContext final : public KernelContext {
   const Step& step_;
   RunState& state_;
   const RunFlags& flags_;
+
+  Status run_body(const CompiledSubgraph& subgraph, std::span<const Value> inputs,
+                  std::vector<Value>& outputs, KernelContext* sink) {
+    const ExecutableGraph& graph = *subgraph.graph;
+    std::vector<const Value*>& feeds = state_.sub_feeds;
+    feeds.assign(inputs.size(), nullptr);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!inputs[i].is_none()) feeds[i] = &inputs[i];
+    // The subgraph's outer slots were compiled from this node's implicit inputs, in order.
+    std::vector<const TensorSequence*>& outer_sequences = state_.sub_outer_sequences;
+    outer_sequences.resize(step_.implicit_inputs.size());
+    for (size_t i = 0; i < outer_sequences.size(); ++i)
+      outer_sequences[i] = state_.sequences[size_t(step_.implicit_inputs[i])].get();
+    RunStateCache& cache = subgraph_cache(graph);
+    auto state = cache.acquire();
+    // Subgraph nodes are timed too; in the trace they nest inside the enclosing node.
+    RunFlags sub_flags = flags_;
+    sub_flags.bound_outputs = {};  // bindings belong to the top-level graph's outputs
+    sub_flags.output_sink = sink;
+    Status status = execute_graph(graph, *state, feeds, implicit_inputs(), outputs, sub_flags,
+                                  outer_sequences);
+    cache.release(std::move(state));
+    return status;
+  }
 };
+
+// With an output sink, outputs the steps did not write into it (inputs, constants or
+// outer values passed through, a value listed twice) are copied there now.
+Status finish_sink_outputs(const ExecutableGraph& graph, RunState& state, KernelContext& sink) {
+  for (size_t i = 0; i < graph.output_slots.size(); ++i) {
+    const Tensor& value = state.values[size_t(graph.output_slots[i])];
+    if (!value.defined()) {
+      if (graph.outputs[i].type.kind == ir::TypeInfo::Kind::kOptional) continue;
+      return make_error(StatusCode::kEngineError, "output '", graph.outputs[i].name,
+                        "' was not computed");
+    }
+    if (state.sunk[i] && state.sunk[i] == value.raw()) continue;
+    NXRT_ASSIGN_OR_RETURN(Tensor * out, sink.output(i, value.shape()));
+    if (out->dtype() != value.dtype())
+      return make_error(StatusCode::kEngineError, "output '", graph.outputs[i].name, "' is ",
+                        tensor_type_name(value.dtype()), " but the enclosing node planned ",
+                        tensor_type_name(out->dtype()));
+    copy_elements(value.dtype(), value.raw(), out->raw(), value.numel());
+  }
+  return Status();
+}
 
 void release_all(RunState& state) {
   for (size_t s = 0; s < state.values.size(); ++s) {
@@ -199,6 +257,7 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
   state.block.assign(num_slots, nullptr);
   state.step_inputs.resize(graph.max_step_inputs);
   state.step_sequences.resize(graph.max_step_inputs);
+  if (flags.output_sink) state.sunk.assign(graph.output_slots.size(), nullptr);
 
   for (size_t s = 0; s < num_slots; ++s)
     if (graph.constants[s].defined()) state.values[s] = view_of(graph.constants[s]);
@@ -253,7 +312,10 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
     }
   }
 
-  if (status.ok()) {
+  if (status.ok() && flags.output_sink) {
+    outputs.clear();
+    status = finish_sink_outputs(graph, state, *flags.output_sink);
+  } else if (status.ok()) {
     outputs.clear();
     outputs.reserve(graph.output_slots.size());
     for (size_t i = 0; i < graph.output_slots.size(); ++i) {

@@ -28,6 +28,10 @@ struct RunFlags {
   // undefined tensor leaves that output to the runtime. A bound output must match the
   // produced dtype and shape exactly; the run then writes into it and allocates nothing.
   std::span<const Tensor> bound_outputs;
+  // Set when a subgraph's outputs are the enclosing node's outputs (If): the subgraph
+  // asks this context for its graph outputs' buffers, so results land in the enclosing
+  // run's memory (or the caller's bound buffers) with no copy and no allocation.
+  KernelContext* output_sink = nullptr;
 };
 
 struct RunState {
@@ -42,6 +46,16 @@ struct RunState {
   std::vector<const Tensor*> step_inputs;
   std::vector<const TensorSequence*> step_sequences;
   std::vector<const Tensor*> step_implicit;
+  // Scratch kept across runs so a warm run does not allocate: Session::run's feeds and
+  // results, and the feeds of the subgraphs the steps of this state run.
+  std::vector<const Value*> feeds;
+  std::vector<Value> results;
+  std::vector<const Value*> sub_feeds;
+  std::vector<const TensorSequence*> sub_outer_sequences;
+  std::vector<Value> sub_values;
+  std::vector<Value> sub_results;
+  // With RunFlags::output_sink: by graph output, the data the sink handed out for it.
+  std::vector<const void*> sunk;
   BufferPool pool;
 };
 

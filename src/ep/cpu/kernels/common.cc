@@ -31,43 +31,41 @@ bool broadcast_shapes(std::span<const Shape* const> shapes, Shape& out) {
 BroadcastPlan make_broadcast_plan(const Shape& out, std::span<const Shape* const> inputs) {
   const size_t rank = out.size();
   const size_t n_in = inputs.size();
-  // Full-rank strides per input (0 where broadcast).
-  std::vector<std::vector<int64_t>> full(n_in, std::vector<int64_t>(rank, 0));
+  // Full-rank strides per input (0 where broadcast), full[k * rank + d].
+  SmallVec<int64_t, 24> full(n_in * rank, 0);
   for (size_t k = 0; k < n_in; ++k) {
     const Shape& s = *inputs[k];
     const size_t offset = rank - s.size();
     int64_t stride = 1;
     for (size_t d = rank; d-- > offset;) {
       const int64_t dim = s[d - offset];
-      full[k][d] = dim == 1 ? 0 : stride;
+      full[k * rank + d] = dim == 1 ? 0 : stride;
       stride *= dim;
     }
   }
   BroadcastPlan plan;
   plan.numel = out.numel();
-  plan.strides.assign(n_in, {});
+  plan.inputs = n_in;
   // Merge dim d into the run after it when every input is contiguous across the pair.
   for (size_t d = 0; d < rank; ++d) {
     if (out[d] == 1) continue;  // size-1 dims do not affect iteration
     bool merge = !plan.dims.empty();
+    const size_t last = plan.dims.size() - 1;  // meaningful only when merging
     if (merge) {
-      for (size_t k = 0; k < n_in; ++k) {
-        const int64_t prev = plan.strides[k].back();
-        const int64_t cur = full[k][d];
-        if (!(prev == cur * out[d])) merge = false;
-      }
+      for (size_t k = 0; k < n_in; ++k)
+        if (plan.stride(k, last) != full[k * rank + d] * out[d]) merge = false;
     }
     if (merge) {
       plan.dims.back() *= out[d];
-      for (size_t k = 0; k < n_in; ++k) plan.strides[k].back() = full[k][d];
+      for (size_t k = 0; k < n_in; ++k) plan.strides[last * n_in + k] = full[k * rank + d];
     } else {
       plan.dims.push_back(out[d]);
-      for (size_t k = 0; k < n_in; ++k) plan.strides[k].push_back(full[k][d]);
+      for (size_t k = 0; k < n_in; ++k) plan.strides.push_back(full[k * rank + d]);
     }
   }
   if (plan.dims.empty()) {
     plan.dims.push_back(1);
-    for (size_t k = 0; k < n_in; ++k) plan.strides[k].push_back(0);
+    for (size_t k = 0; k < n_in; ++k) plan.strides.push_back(0);
   }
   return plan;
 }

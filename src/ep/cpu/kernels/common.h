@@ -1,23 +1,118 @@
 // Helpers shared by CPU kernels: broadcasting, reading shape-like inputs, factories.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "ep/kernel.h"
 
 namespace nxrt::cpu {
 
+// A vector whose first N elements live inline, for the per-call index lists of compute()
+// (axes, starts, strides, per-dim counters): ranks real models use fit, so a warm run
+// does not touch the heap; longer lists spill to it. Trivially copyable elements only.
+template <typename T, size_t N = 8>
+class SmallVec {
+  static_assert(std::is_trivially_copyable_v<T>, "SmallVec holds plain values");
+
+ public:
+  SmallVec() = default;
+  explicit SmallVec(size_t n, const T& fill = T()) { resize(n, fill); }
+  SmallVec(std::initializer_list<T> list) { assign(list.begin(), list.end()); }
+  SmallVec(const std::vector<T>& v) { assign(v.begin(), v.end()); }  // NOLINT: a copy
+  SmallVec(const SmallVec& other) { assign(other.begin(), other.end()); }
+  SmallVec& operator=(const SmallVec& other) {
+    if (this != &other) assign(other.begin(), other.end());
+    return *this;
+  }
+  SmallVec& operator=(const std::vector<T>& v) {
+    assign(v.begin(), v.end());
+    return *this;
+  }
+
+  template <typename It>
+  void assign(It first, It last) {
+    size_ = 0;
+    reserve(size_t(std::distance(first, last)));
+    for (; first != last; ++first) data()[size_++] = *first;
+  }
+  void assign(size_t n, const T& value) {
+    size_ = 0;
+    resize(n, value);
+  }
+  void reserve(size_t n) {
+    if (n <= capacity()) return;
+    auto grown = std::make_unique<T[]>(n);
+    std::copy(data(), data() + size_, grown.get());
+    heap_ = std::move(grown);
+    heap_capacity_ = n;
+  }
+  void resize(size_t n, const T& fill = T()) {
+    reserve(n);
+    for (size_t i = size_; i < n; ++i) data()[i] = fill;
+    size_ = n;
+  }
+  void push_back(const T& value) {
+    if (size_ == capacity()) reserve(size_ * 2);
+    data()[size_++] = value;
+  }
+  void clear() { size_ = 0; }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  size_t capacity() const { return heap_ ? heap_capacity_ : N; }
+  T* data() { return heap_ ? heap_.get() : inline_; }
+  const T* data() const { return heap_ ? heap_.get() : inline_; }
+  T& operator[](size_t i) { return data()[i]; }
+  const T& operator[](size_t i) const { return data()[i]; }
+  T& back() { return data()[size_ - 1]; }
+  const T& back() const { return data()[size_ - 1]; }
+  T* begin() { return data(); }
+  T* end() { return data() + size_; }
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size_; }
+  operator std::span<const T>() const { return {data(), size_}; }  // NOLINT
+
+ private:
+  T inline_[N] = {};
+  size_t size_ = 0;
+  size_t heap_capacity_ = 0;
+  std::unique_ptr<T[]> heap_;
+};
+
+// Per-thread scratch that grows and stays: for compute() buffers whose size follows the
+// data (coordinate maps, index tables), so a warm run reuses the last run's memory. `slot`
+// (0..3) tells apart buffers needed at the same time. The memory is the thread's until
+// its next call with the same slot, so only leaf code (no subgraphs, no other kernels
+// while it is in use) may hold it. Elements are not initialized.
+template <typename T>
+T* thread_scratch(size_t count, size_t slot = 0) {
+  static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= alignof(std::max_align_t));
+  thread_local std::vector<std::max_align_t> buffers[4];
+  std::vector<std::max_align_t>& buffer = buffers[slot & 3];
+  const size_t words = (count * sizeof(T) + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+  if (buffer.size() < words) buffer.resize(words);
+  return reinterpret_cast<T*>(buffer.data());
+}
+
 // numpy broadcasting of several shapes; false when they are incompatible.
 bool broadcast_shapes(std::span<const Shape* const> shapes, Shape& out);
 
 // Iteration plan for an elementwise op over broadcast inputs. Adjacent dims that
-// broadcast the same way are merged so the inner loop is as long as possible.
+// broadcast the same way are merged so the inner loop is as long as possible. The lists
+// are inline for the ranks and input counts real models use, so planning per run does
+// not allocate.
 struct BroadcastPlan {
-  std::vector<int64_t> dims;                  // collapsed output dims (at least one)
-  std::vector<std::vector<int64_t>> strides;  // per input, element strides per dim (0 = bcast)
+  SmallVec<int64_t> dims;         // collapsed output dims (at least one)
+  SmallVec<int64_t, 24> strides;  // [d * inputs + k]: input k's element stride on dim d (0 = bcast)
+  size_t inputs = 0;
   int64_t numel = 0;
+  int64_t stride(size_t k, size_t d) const { return strides[d * inputs + k]; }
 };
 BroadcastPlan make_broadcast_plan(const Shape& out, std::span<const Shape* const> inputs);
 
@@ -26,20 +121,20 @@ BroadcastPlan make_broadcast_plan(const Shape& out, std::span<const Shape* const
 template <typename Body>
 void for_each_broadcast_run(const BroadcastPlan& plan, Body&& body) {
   const size_t rank = plan.dims.size();
-  const size_t n_in = plan.strides.size();
+  const size_t n_in = plan.inputs;
   if (plan.numel == 0) return;
   const int64_t inner = plan.dims[rank - 1];
-  std::vector<int64_t> offsets(n_in, 0), steps(n_in), index(rank, 0);
-  for (size_t k = 0; k < n_in; ++k) steps[k] = plan.strides[k][rank - 1];
+  SmallVec<int64_t> offsets(n_in, 0), steps(n_in), index(rank, 0);
+  for (size_t k = 0; k < n_in; ++k) steps[k] = plan.stride(k, rank - 1);
   for (int64_t out = 0; out < plan.numel; out += inner) {
     body(offsets.data(), out, inner, steps.data());
     // advance the odometer over the outer dims
     for (size_t d = rank - 1; d-- > 0;) {
       if (++index[d] < plan.dims[d]) {
-        for (size_t k = 0; k < n_in; ++k) offsets[k] += plan.strides[k][d];
+        for (size_t k = 0; k < n_in; ++k) offsets[k] += plan.stride(k, d);
         break;
       }
-      for (size_t k = 0; k < n_in; ++k) offsets[k] -= plan.strides[k][d] * (plan.dims[d] - 1);
+      for (size_t k = 0; k < n_in; ++k) offsets[k] -= plan.stride(k, d) * (plan.dims[d] - 1);
       index[d] = 0;
     }
   }
@@ -47,6 +142,20 @@ void for_each_broadcast_run(const BroadcastPlan& plan, Body&& body) {
 
 // Reads a 1-D (or scalar) int32/int64 tensor such as a shape, axes or pads input.
 Status read_int_list(const Tensor& t, std::vector<int64_t>& out, const char* what);
+template <size_t N>
+Status read_int_list(const Tensor& t, SmallVec<int64_t, N>& out, const char* what) {
+  if (t.rank() > 1) return invalid_argument(what, " must be a 1-D tensor, got shape ", t.shape().to_string());
+  const int64_t n = t.numel();
+  out.resize(size_t(n));
+  if (t.dtype() == DataType::kInt64) {
+    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = t.data<int64_t>()[i];
+  } else if (t.dtype() == DataType::kInt32) {
+    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = t.data<int32_t>()[i];
+  } else {
+    return invalid_argument(what, " must be int64 or int32, got ", dtype_name(t.dtype()));
+  }
+  return Status();
+}
 
 // Makes a kernel object, boxed as the factory's result.
 template <typename K, typename... Args>

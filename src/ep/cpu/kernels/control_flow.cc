@@ -95,13 +95,11 @@ class IfKernel final : public Kernel {
                               cond.shape().to_string());
     const bool take_then = cond.data<bool>()[0];
     const CompiledSubgraph& branch = take_then ? then_ : else_;
-    std::vector<Value> outs;
-    NXRT_RETURN_IF_ERROR(ctx.run_subgraph_values(branch, {}, outs));
-    if (outs.size() != ctx.num_outputs())
-      return invalid_argument(take_then ? "then" : "else", "_branch produced ", outs.size(),
-                              " outputs, the node has ", ctx.num_outputs());
-    for (size_t i = 0; i < outs.size(); ++i) NXRT_RETURN_IF_ERROR(value_out(ctx, i, outs[i]));
-    return Status();
+    if (branch.outputs.size() != ctx.num_outputs())
+      return invalid_argument(take_then ? "then" : "else", "_branch produced ",
+                              branch.outputs.size(), " outputs, the node has ", ctx.num_outputs());
+    // The branch writes its results straight into this node's outputs.
+    return ctx.run_subgraph_into_outputs(branch, {});
   }
 
  private:

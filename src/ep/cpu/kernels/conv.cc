@@ -48,7 +48,7 @@ constexpr int64_t kPackedMaxPositions = 64;
 // window positions (Conv output, ConvTranspose input); image = grid*stride - pad + k*dilation.
 struct Lattice {
   size_t r;
-  std::vector<int64_t> image, grid, kernel, stride, dilation, pad;
+  SmallVec<int64_t> image, grid, kernel, stride, dilation, pad;
   int64_t image_size() const { return Window::product(image); }
   int64_t grid_size() const { return Window::product(grid); }
   int64_t kernel_size() const { return Window::product(kernel); }
@@ -269,7 +269,7 @@ Status check_bias(const Tensor* b, int64_t channels) {
   return Status();
 }
 
-std::vector<int64_t> spatial(const Shape& s) { return {s.begin() + 2, s.end()}; }
+std::span<const int64_t> spatial(const Shape& s) { return s.span().subspan(2); }
 
 // A constant weight as float: its own data, or widened into `wide` (float16/bfloat16);
 // nullptr for other types.
@@ -341,8 +341,9 @@ class ConvKernel final : public Kernel {
       return invalid_argument("X ", x.shape().to_string(), " and W ", w.shape().to_string(),
                               " do not match group=", group_);
     NXRT_RETURN_IF_ERROR(check_bias(b, M));
-    const std::vector<int64_t> kernel = spatial(w.shape());
-    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
+    const std::span<const int64_t> kernel = spatial(w.shape());
+    if (!attrs_.kernel_shape.empty() &&
+        !std::equal(attrs_.kernel_shape.begin(), attrs_.kernel_shape.end(), kernel.begin(), kernel.end()))
       return invalid_argument("kernel_shape does not match W ", w.shape().to_string());
     Window win;
     NXRT_RETURN_IF_ERROR(resolve_window(attrs_, spatial(x.shape()), kernel, win));
@@ -500,14 +501,15 @@ class ConvTransposeKernel final : public Kernel {
   }
 
  private:
-  Status geometry(const std::vector<int64_t>& in, const std::vector<int64_t>& kernel,
+  Status geometry(std::span<const int64_t> in, std::span<const int64_t> kernel,
                   Lattice& L) const {
     const size_t r = in.size();
     const WindowAttrs& a = attrs_;
-    if (!a.kernel_shape.empty() && a.kernel_shape != kernel)
+    if (!a.kernel_shape.empty() &&
+        !std::equal(a.kernel_shape.begin(), a.kernel_shape.end(), kernel.begin(), kernel.end()))
       return invalid_argument("kernel_shape does not match W");
     auto sized = [&](const std::vector<int64_t>& v, size_t n, int64_t fill,
-                     const char* what, std::vector<int64_t>& dst) -> Status {
+                     const char* what, SmallVec<int64_t>& dst) -> Status {
       if (v.empty()) {
         dst.assign(n, fill);
         return Status();
@@ -516,19 +518,18 @@ class ConvTransposeKernel final : public Kernel {
       dst = v;
       return Status();
     };
-    std::vector<int64_t> pads, out_pad, out_shape;
+    SmallVec<int64_t> pads, out_pad, out_shape;
     L.r = r;
-    L.grid = in;
-    L.kernel = kernel;
+    L.grid.assign(in.begin(), in.end());
+    L.kernel.assign(kernel.begin(), kernel.end());
     NXRT_RETURN_IF_ERROR(sized(a.strides, r, 1, "strides", L.stride));
     NXRT_RETURN_IF_ERROR(sized(a.dilations, r, 1, "dilations", L.dilation));
     NXRT_RETURN_IF_ERROR(sized(a.pads, 2 * r, 0, "pads", pads));
     NXRT_RETURN_IF_ERROR(sized(output_padding_, r, 0, "output_padding", out_pad));
     if (!output_shape_.empty()) {
       // output_shape may list only the spatial dims or the full shape
-      out_shape = output_shape_.size() == r + 2
-                      ? std::vector<int64_t>(output_shape_.begin() + 2, output_shape_.end())
-                      : output_shape_;
+      if (output_shape_.size() == r + 2) out_shape.assign(output_shape_.begin() + 2, output_shape_.end());
+      else out_shape = output_shape_;
       if (out_shape.size() != r)
         return invalid_argument("output_shape has ", output_shape_.size(), " values for ", r,
                                 " spatial dims");

@@ -28,10 +28,10 @@ Status read_window_attrs(AttrReader& attrs, bool with_ceil_mode, WindowAttrs& ou
   return Status();
 }
 
-Status resolve_window(const WindowAttrs& a, const std::vector<int64_t>& in,
-                      const std::vector<int64_t>& kernel, Window& w) {
+Status resolve_window(const WindowAttrs& a, std::span<const int64_t> in,
+                      std::span<const int64_t> kernel, Window& w) {
   const size_t r = in.size();
-  auto check = [&](const std::vector<int64_t>& v, size_t n, const char* what) -> Status {
+  auto check = [&](std::span<const int64_t> v, size_t n, const char* what) -> Status {
     if (!v.empty() && v.size() != n)
       return invalid_argument(what, " has ", v.size(), " values; the input has ", r,
                               " spatial dims");
@@ -42,10 +42,12 @@ Status resolve_window(const WindowAttrs& a, const std::vector<int64_t>& in,
   NXRT_RETURN_IF_ERROR(check(a.dilations, r, "dilations"));
   NXRT_RETURN_IF_ERROR(check(a.pads, 2 * r, "pads"));
   w.rank = r;
-  w.in = in;
-  w.kernel = kernel;
-  w.stride = a.strides.empty() ? std::vector<int64_t>(r, 1) : a.strides;
-  w.dilation = a.dilations.empty() ? std::vector<int64_t>(r, 1) : a.dilations;
+  w.in.assign(in.begin(), in.end());
+  w.kernel.assign(kernel.begin(), kernel.end());
+  if (a.strides.empty()) w.stride.assign(r, 1);
+  else w.stride = a.strides;
+  if (a.dilations.empty()) w.dilation.assign(r, 1);
+  else w.dilation = a.dilations;
   w.pad_begin.assign(r, 0);
   w.pad_end.assign(r, 0);
   w.out.assign(r, 0);

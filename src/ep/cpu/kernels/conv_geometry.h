@@ -22,14 +22,14 @@ struct WindowAttrs {
 Status read_window_attrs(AttrReader& attrs, bool with_ceil_mode, WindowAttrs& out);
 
 // Resolved geometry for one input: per spatial dim kernel, stride, dilation, pads and
-// output size.
+// output size. Inline lists: resolving a window per run does not allocate.
 struct Window {
   size_t rank = 0;
-  std::vector<int64_t> in, kernel, stride, dilation, pad_begin, pad_end, out;
+  SmallVec<int64_t> in, kernel, stride, dilation, pad_begin, pad_end, out;
   int64_t in_size() const { return product(in); }
   int64_t out_size() const { return product(out); }
   int64_t kernel_size() const { return product(kernel); }
-  static int64_t product(const std::vector<int64_t>& v) {
+  static int64_t product(std::span<const int64_t> v) {
     int64_t n = 1;
     for (int64_t d : v) n *= d;
     return n;
@@ -37,8 +37,8 @@ struct Window {
 };
 
 // Forward windows (Conv, pools): `in` are the input's spatial dims.
-Status resolve_window(const WindowAttrs& a, const std::vector<int64_t>& in,
-                      const std::vector<int64_t>& kernel, Window& w);
+Status resolve_window(const WindowAttrs& a, std::span<const int64_t> in,
+                      std::span<const int64_t> kernel, Window& w);
 
 // Fills each output position's valid kernel index range along one dim: the k with
 // 0 <= o*stride - pad_begin + k*dilation < in.

@@ -18,9 +18,8 @@ Status visit_index_type(DataType t, Fn&& fn) {
 }
 
 // Normalizes every index into [0, dim); the first bad one is an error.
-template <typename I>
-Status normalize_indices(const I* idx, int64_t n, int64_t dim, const char* what,
-                         std::vector<int64_t>& out) {
+template <typename I, typename Out>
+Status normalize_indices(const I* idx, int64_t n, int64_t dim, const char* what, Out& out) {
   out.resize(size_t(n));
   for (int64_t i = 0; i < n; ++i) {
     int64_t v = int64_t(idx[i]);
@@ -46,7 +45,7 @@ class GatherKernel final : public Kernel {
     const Shape& ds = data.shape();
     const int64_t dim = ds[size_t(axis)];
     const int64_t n_idx = indices.numel();
-    std::vector<int64_t> idx;
+    SmallVec<int64_t, 16> idx;
     NXRT_RETURN_IF_ERROR(visit_index_type(indices.dtype(), [&](auto tag) {
       using I = typename decltype(tag)::type;
       return normalize_indices(indices.data<I>(), n_idx, dim, "the gathered axis", idx);

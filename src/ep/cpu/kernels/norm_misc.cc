@@ -303,7 +303,7 @@ class MvnKernel final : public Kernel {
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
-    std::vector<bool> reduced;
+    SmallVec<bool> reduced;
     NXRT_RETURN_IF_ERROR(mark_axes(axes_, int64_t(x.rank()), reduced));
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
     const ReducePlan plan = make_reduce_plan(x.shape(), reduced);

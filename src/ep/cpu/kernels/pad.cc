@@ -47,17 +47,17 @@ class PadKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     const int64_t rank = int64_t(x.rank());
-    std::vector<int64_t> pads = attr_pads_;
+    SmallVec<int64_t, 16> pads = attr_pads_;
     if (from_inputs_) NXRT_RETURN_IF_ERROR(read_int_list(*ctx.input(1), pads, "pads input"));
     // Expand pads given for `axes` to every dim: [begins..., ends...].
-    std::vector<int64_t> full(size_t(2 * rank), 0);
+    SmallVec<int64_t, 16> full(size_t(2 * rank), 0);
     const Tensor* axes_t = from_inputs_ ? ctx.input(3) : nullptr;
     if (axes_t) {
-      std::vector<int64_t> axes;
+      SmallVec<int64_t> axes;
       NXRT_RETURN_IF_ERROR(read_int_list(*axes_t, axes, "axes input"));
       if (pads.size() != 2 * axes.size())
         return invalid_argument("pads has ", pads.size(), " values, expected 2 * ", axes.size(), " (axes)");
-      std::vector<bool> seen(size_t(rank), false);
+      SmallVec<bool> seen(size_t(rank), false);
       for (size_t k = 0; k < axes.size(); ++k) {
         int64_t a = axes[k];
         if (!normalize_axis(a, rank)) return invalid_argument("axis ", axes[k], " is out of range for rank ", rank);
@@ -88,13 +88,20 @@ class PadKernel final : public Kernel {
     }
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
     if (y->numel() == 0) return Status();
-    // Per-axis coordinate maps make every mode one gather loop.
-    std::vector<std::vector<int64_t>> maps(static_cast<size_t>(rank));
+    // Per-axis coordinate maps make every mode one gather loop. They live one after the
+    // other in per-thread scratch, so a warm run does not allocate them.
+    CoordMaps maps;
+    size_t total = 0;
     for (int64_t d = 0; d < rank; ++d) {
-      auto& m = maps[size_t(d)];
-      m.resize(size_t(out[size_t(d)]));
+      maps.start.push_back(total);
+      total += size_t(out[size_t(d)]);
+    }
+    int64_t* coords = thread_scratch<int64_t>(total);
+    maps.coords = coords;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t* m = coords + maps.start[size_t(d)];
       for (int64_t o = 0; o < out[size_t(d)]; ++o)
-        m[size_t(o)] = map_coord(o, full[size_t(d)], in[size_t(d)], mode_);
+        m[o] = map_coord(o, full[size_t(d)], in[size_t(d)], mode_);
     }
     const Tensor* cv = from_inputs_ ? ctx.input(2) : nullptr;
     if (cv && cv->numel() > 1)
@@ -113,28 +120,37 @@ class PadKernel final : public Kernel {
   }
 
  private:
+  // Output coordinate -> input coordinate (-1: padding) per axis, axis d's map starting
+  // at coords + start[d].
+  struct CoordMaps {
+    const int64_t* coords = nullptr;
+    SmallVec<size_t> start;
+    const int64_t* axis(size_t d) const { return coords + start[d]; }
+  };
+
   template <typename T>
-  static void gather(const Tensor& x, Tensor& y, const std::vector<std::vector<int64_t>>& maps, const T& fill) {
+  static void gather(const Tensor& x, Tensor& y, const CoordMaps& maps, const T& fill) {
     const T* src = x.data<T>();
     T* dst = y.data<T>();
-    const size_t rank = maps.size();
+    const size_t rank = maps.start.size();
     if (rank == 0) {
       dst[0] = src[0];
       return;
     }
     const Shape& in = x.shape();
-    std::vector<int64_t> in_stride(rank, 1);
+    const Shape& out = y.shape();
+    SmallVec<int64_t> in_stride(rank, 1);
     for (size_t d = rank - 1; d-- > 0;) in_stride[d] = in_stride[d + 1] * in[d + 1];
-    const std::vector<int64_t>& last = maps[rank - 1];
-    const int64_t row = int64_t(last.size());
+    const int64_t* last = maps.axis(rank - 1);
+    const int64_t row = out[rank - 1];
     const int64_t rows = y.numel() / row;
-    std::vector<int64_t> idx(rank - 1, 0);
+    SmallVec<int64_t> idx(rank - 1, 0);
     for (int64_t r = 0; r < rows; ++r) {
       T* out_row = dst + r * row;
       bool inside = true;
       int64_t base = 0;
       for (size_t d = 0; d + 1 < rank; ++d) {
-        const int64_t m = maps[d][size_t(idx[d])];
+        const int64_t m = maps.axis(d)[idx[d]];
         if (m < 0) { inside = false; break; }
         base += m * in_stride[d];
       }
@@ -143,12 +159,12 @@ class PadKernel final : public Kernel {
       } else {
         const T* in_row = src + base;
         for (int64_t j = 0; j < row; ++j) {
-          const int64_t m = last[size_t(j)];
+          const int64_t m = last[j];
           out_row[j] = m >= 0 ? in_row[m] : fill;
         }
       }
       for (size_t d = rank - 1; d-- > 0;) {
-        if (++idx[d] < int64_t(maps[d].size())) break;
+        if (++idx[d] < out[d]) break;
         idx[d] = 0;
       }
     }

@@ -154,22 +154,21 @@ void fold_into(const ReducePlan& p, const T* x, A* acc, Map map) {
 template <ReduceOp Op, typename T>
 void reduce_typed(const ReducePlan& p, const T* x, T* y) {
   using A = typename AccOf<Op, T>::type;
-  std::vector<A> scratch;
   A* acc;
   if constexpr (std::is_same_v<A, T>) {
     acc = y;  // accumulate in place
   } else {
-    scratch.resize(size_t(p.out_numel));
-    acc = scratch.data();
+    acc = thread_scratch<A>(size_t(p.out_numel), 0);
   }
   if constexpr (Op == ReduceOp::kLogSumExp) {
     // log(sum(exp(x - m))) + m with m the max of each output's inputs: no overflow.
-    std::vector<A> shift(size_t(p.out_numel), Fold<ReduceOp::kMax, A>::identity());
-    fold_into<Fold<ReduceOp::kMax, A>>(p, x, shift.data(), [](A v, int64_t) { return v; });
-    for (A& s : shift)
-      if (!std::isfinite(s)) s = A(0);  // all -inf (or empty), or +inf: no shift needed
+    A* shift = thread_scratch<A>(size_t(p.out_numel), 1);
+    std::fill(shift, shift + p.out_numel, Fold<ReduceOp::kMax, A>::identity());
+    fold_into<Fold<ReduceOp::kMax, A>>(p, x, shift, [](A v, int64_t) { return v; });
+    for (int64_t o = 0; o < p.out_numel; ++o)
+      if (!std::isfinite(shift[o])) shift[o] = A(0);  // all -inf (or empty), or +inf: no shift
     std::fill(acc, acc + p.out_numel, A(0));
-    const A* m = shift.data();
+    const A* m = shift;
     fold_into<Fold<ReduceOp::kSum, A>>(p, x, acc, [m](A v, int64_t o) { return std::exp(v - m[o]); });
     for (int64_t o = 0; o < p.out_numel; ++o) y[o] = store<T>(std::log(acc[o]) + m[o]);
   } else {
@@ -189,12 +188,12 @@ class ReduceKernel final : public Kernel {
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
-    std::vector<int64_t> axes = axes_;
+    SmallVec<int64_t> axes = axes_;
     if (axes_input_) {
       if (const Tensor* a = ctx.input(1)) NXRT_RETURN_IF_ERROR(read_int_list(*a, axes, "axes input"));
     }
     const int64_t rank = int64_t(x.rank());
-    std::vector<bool> reduced;
+    SmallVec<bool> reduced;
     if (axes.empty()) {
       reduced.assign(size_t(rank), !noop_);
     } else {

@@ -12,12 +12,13 @@
 
 #include "core/shape.h"
 #include "core/status.h"
+#include "ep/cpu/kernels/common.h"
 
 namespace nxrt::cpu {
 
 struct ReducePlan {
-  std::vector<int64_t> dims;         // collapsed input dims (at least one)
-  std::vector<int64_t> out_strides;  // output element stride per collapsed dim, 0 if reduced
+  SmallVec<int64_t> dims;         // collapsed input dims (at least one)
+  SmallVec<int64_t> out_strides;  // output element stride per collapsed dim, 0 if reduced
   bool inner_reduced = true;         // the last collapsed dim is reduced
   int64_t inner = 1;                 // run length: the last collapsed dim
   int64_t in_numel = 0;
@@ -26,11 +27,12 @@ struct ReducePlan {
 };
 
 // `reduced[d]` marks the reduced axes of `in`.
-inline ReducePlan make_reduce_plan(const Shape& in, const std::vector<bool>& reduced) {
+template <typename Marks>
+ReducePlan make_reduce_plan(const Shape& in, const Marks& reduced) {
   ReducePlan p;
   p.in_numel = in.numel();
-  std::vector<int64_t> dims;
-  std::vector<bool> red;
+  SmallVec<int64_t> dims;
+  SmallVec<bool> red;
   for (size_t d = 0; d < in.size(); ++d) {
     if (reduced[d]) p.reduce_count *= in[d];
     else p.out_numel *= in[d];
@@ -64,7 +66,7 @@ template <typename Body>
 void for_each_reduce_run(const ReducePlan& p, Body&& body) {
   if (p.in_numel == 0) return;
   const size_t outer_rank = p.dims.size() - 1;
-  std::vector<int64_t> index(outer_rank, 0);
+  SmallVec<int64_t> index(outer_rank, 0);
   int64_t out = 0;
   for (int64_t in = 0; in < p.in_numel; in += p.inner) {
     body(in, out);
@@ -81,7 +83,8 @@ void for_each_reduce_run(const ReducePlan& p, Body&& body) {
 
 // Marks `axes` (possibly negative) of a rank-`rank` tensor; errors on out-of-range or
 // repeated axes.
-inline Status mark_axes(const std::vector<int64_t>& axes, int64_t rank, std::vector<bool>& marked) {
+template <typename Axes, typename Marks>
+Status mark_axes(const Axes& axes, int64_t rank, Marks& marked) {
   marked.assign(size_t(rank), false);
   for (int64_t a : axes) {
     int64_t axis = a;

@@ -28,7 +28,7 @@ class ReshapeKernel final : public Kernel {
   explicit ReshapeKernel(bool allow_zero) : allow_zero_(allow_zero) {}
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
-    std::vector<int64_t> target;
+    SmallVec<int64_t> target;
     NXRT_RETURN_IF_ERROR(read_int_list(*ctx.input(1), target, "shape input"));
     Shape out;
     out.resize(target.size());
@@ -42,23 +42,23 @@ class ReshapeKernel final : public Kernel {
         d = x.shape()[i];
       }
       if (d == -1) {
-        if (infer >= 0) return invalid_argument("shape ", Shape(target).to_string(), " has more than one -1");
+        if (infer >= 0) return invalid_argument("shape ", Shape(std::span<const int64_t>(target)).to_string(), " has more than one -1");
         infer = int(i);
         out[i] = 1;
         continue;
       }
-      if (d < 0) return invalid_argument("shape ", Shape(target).to_string(), " has a negative dim");
+      if (d < 0) return invalid_argument("shape ", Shape(std::span<const int64_t>(target)).to_string(), " has a negative dim");
       out[i] = d;
       if (checked_numel(out.span().subspan(i, 1)) < 0) return invalid_argument("bad dim");
       known = checked_numel(std::span<const int64_t>(&d, 1)) < 0 ? -1 : known * d;
     }
     const int64_t total = x.numel();
     if (checked_numel(out.span()) < 0)
-      return invalid_argument("shape ", Shape(target).to_string(), " is too large");
+      return invalid_argument("shape ", Shape(std::span<const int64_t>(target)).to_string(), " is too large");
     if (infer >= 0) {
       if (known == 0 || total % known != 0)
         return invalid_argument("cannot reshape ", x.shape().to_string(), " to ",
-                                Shape(target).to_string());
+                                Shape(std::span<const int64_t>(target)).to_string());
       out[size_t(infer)] = total / known;
     }
     if (out.numel() != total)
@@ -96,7 +96,7 @@ class AxesKernel final : public Kernel {
       : squeeze_(squeeze), axes_(std::move(axes)), has_axes_(has_axes) {}
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
-    std::vector<int64_t> axes = axes_;
+    SmallVec<int64_t> axes = axes_;
     bool has_axes = has_axes_;
     if (const Tensor* a = ctx.input(1)) {
       NXRT_RETURN_IF_ERROR(read_int_list(*a, axes, "axes input"));
@@ -106,7 +106,7 @@ class AxesKernel final : public Kernel {
     Shape out;
     if (squeeze_) {
       const int64_t rank = int64_t(in.size());
-      std::vector<bool> drop(in.size(), false);
+      SmallVec<bool> drop(in.size(), false);
       if (!has_axes) {
         for (size_t d = 0; d < in.size(); ++d) drop[d] = in[d] == 1;
       }
@@ -120,7 +120,7 @@ class AxesKernel final : public Kernel {
         if (!drop[d]) out.push_back(in[d]);
     } else {
       const int64_t rank = int64_t(in.size() + axes.size());
-      std::vector<bool> insert(size_t(rank), false);
+      SmallVec<bool> insert(size_t(rank), false);
       for (int64_t a : axes) {
         if (!normalize_axis(a, rank)) return invalid_argument("axis ", a, " out of range for rank ", rank);
         if (insert[size_t(a)]) return invalid_argument("axis ", a, " appears twice");

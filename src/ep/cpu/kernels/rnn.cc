@@ -337,7 +337,7 @@ struct Operands {
   int64_t seq = 0, batch = 0, input = 0, hidden = 0;
   const C *x = nullptr, *w = nullptr, *r = nullptr, *b = nullptr;
   const C *h0 = nullptr, *c0 = nullptr, *p = nullptr;
-  std::vector<int64_t> lens;
+  SmallVec<int64_t, 16> lens;  // per batch entry; inline so a run does not allocate
   C *y = nullptr, *yh = nullptr, *yc = nullptr;
 };
 
@@ -585,7 +585,7 @@ class RecurrentKernel final : public Kernel {
     if (c0) NXRT_RETURN_IF_ERROR(expect(*c0, state_shape, "initial_c"));
     if (p) NXRT_RETURN_IF_ERROR(expect(*p, Shape{D, 3 * H}, "P"));
 
-    std::vector<int64_t> lens(size_t(B), S);
+    SmallVec<int64_t, 16> lens(size_t(B), S);
     if (lens_t) {
       NXRT_RETURN_IF_ERROR(expect(*lens_t, Shape{B}, "sequence_lens"));
       NXRT_RETURN_IF_ERROR(read_int_list(*lens_t, lens, "sequence_lens"));
@@ -643,7 +643,7 @@ class RecurrentKernel final : public Kernel {
 
   template <typename C>
   Status run_native(int64_t S, int64_t B, int64_t I, int64_t H, const Tensor& x, const Tensor& w,
-                    const Tensor& r, const Tensor* bias, std::vector<int64_t>& lens,
+                    const Tensor& r, const Tensor* bias, SmallVec<int64_t, 16>& lens,
                     const Tensor* h0, const Tensor* c0, const Tensor* p, Tensor* y, Tensor* yh,
                     Tensor* yc, bool padded) const {
     Operands<C> op;
@@ -653,7 +653,7 @@ class RecurrentKernel final : public Kernel {
     op.h0 = h0 ? h0->data<C>() : nullptr;
     op.c0 = c0 ? c0->data<C>() : nullptr;
     op.p = p ? p->data<C>() : nullptr;
-    op.lens = std::move(lens);
+    op.lens = lens;
     op.y = y ? y->data<C>() : nullptr;
     op.yh = yh ? yh->data<C>() : nullptr;
     op.yc = yc ? yc->data<C>() : nullptr;
@@ -664,7 +664,7 @@ class RecurrentKernel final : public Kernel {
   template <typename T>
   Status run_widened(int64_t S, int64_t B, int64_t I, int64_t H, const Tensor& x,
                      const Tensor& w, const Tensor& r, const Tensor* bias,
-                     std::vector<int64_t>& lens, const Tensor* h0, const Tensor* c0,
+                     SmallVec<int64_t, 16>& lens, const Tensor* h0, const Tensor* c0,
                      const Tensor* p, Tensor* y, Tensor* yh, Tensor* yc, bool padded) const {
     const std::vector<float> xf = widen<T>(&x), wf = widen<T>(&w), rf = widen<T>(&r),
                              bf = widen<T>(bias), h0f = widen<T>(h0), c0f = widen<T>(c0),
@@ -678,7 +678,7 @@ class RecurrentKernel final : public Kernel {
     op.h0 = h0 ? h0f.data() : nullptr;
     op.c0 = c0 ? c0f.data() : nullptr;
     op.p = p ? pf.data() : nullptr;
-    op.lens = std::move(lens);
+    op.lens = lens;
     op.y = y ? yf.data() : nullptr;
     op.yh = yh ? yhf.data() : nullptr;
     op.yc = yc ? ycf.data() : nullptr;

@@ -38,9 +38,9 @@ AxisSlice resolve(int64_t start, int64_t end, int64_t step, int64_t dim) {
 }
 
 template <typename T>
-void slice_copy(const T* src, T* dst, const Shape& in, const std::vector<AxisSlice>& sl) {
+void slice_copy(const T* src, T* dst, const Shape& in, const SmallVec<AxisSlice>& sl) {
   const size_t rank = in.size();
-  std::vector<int64_t> stride(rank, 1);
+  SmallVec<int64_t> stride(rank, 1);
   for (size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * in[d];
   int64_t base = 0;
   for (size_t d = 0; d < rank; ++d) base += sl[d].start * stride[d];
@@ -57,7 +57,7 @@ void slice_copy(const T* src, T* dst, const Shape& in, const std::vector<AxisSli
     strided_step = sl[k].step * stride[k];
   }
   const int64_t inner = strided_len > 0 ? strided_len : run;
-  std::vector<int64_t> index(k, 0);
+  SmallVec<int64_t> index(k, 0);
   int64_t total = 1;
   for (size_t d = 0; d < rank; ++d) total *= sl[d].count;
   int64_t offset = base;
@@ -89,7 +89,7 @@ class SliceKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     const int64_t rank = int64_t(x.rank());
-    std::vector<int64_t> starts = starts_, ends = ends_, axes = axes_, steps;
+    SmallVec<int64_t> starts = starts_, ends = ends_, axes = axes_, steps;
     bool has_axes = has_axes_;
     if (from_inputs_) {
       if (!ctx.input(1) || !ctx.input(2)) return invalid_argument("starts and ends are required");
@@ -108,9 +108,9 @@ class SliceKernel final : public Kernel {
       return invalid_argument("steps has ", steps.size(), " entries, expected ", n);
     if (!has_axes && int64_t(n) > rank)
       return invalid_argument("starts has ", n, " entries but the input has rank ", rank);
-    std::vector<AxisSlice> sl(static_cast<size_t>(rank));
+    SmallVec<AxisSlice> sl(static_cast<size_t>(rank));
     for (int64_t d = 0; d < rank; ++d) sl[size_t(d)].count = x.shape()[size_t(d)];
-    std::vector<bool> seen(size_t(rank), false);
+    SmallVec<bool> seen(size_t(rank), false);
     for (size_t i = 0; i < n; ++i) {
       int64_t axis = has_axes ? axes[i] : int64_t(i);
       if (!normalize_axis(axis, rank))

@@ -1,0 +1,204 @@
+/* Measured bars about threads and many sessions, through the C API:
+ *   - a session created with 1 intra-op and 1 inter-op thread creates no thread (the
+ *     entries of /proc/self/task are counted before creation and after runs);
+ *   - 100 Silero sessions, one per simulated audio stream, run concurrently from 2
+ *     threads, and every stream's probabilities equal those of the same stream run alone
+ *     on one session. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <threads.h>
+
+#include "nxrt/nxrt.h"
+
+#ifndef NXRT_SHARED_DIR
+#error "NXRT_SHARED_DIR must point at the shared data folder"
+#endif
+#define SILERO NXRT_SHARED_DIR "/models/silero_vad_v5.onnx"
+
+#define CHECK(cond)                                                                  \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, \
+              #cond, nxrt_last_error_message());                                     \
+      exit(1);                                                                       \
+    }                                                                                \
+  } while (0)
+
+#define CHECK_OK(call) CHECK((call) == NXRT_OK)
+
+enum { kStreams = 100, kSteps = 24, kWorkers = 2 };
+
+static const char* const kInputNames[3] = {"input", "state", "sr"};
+
+static int count_threads(void) {
+  DIR* dir = opendir("/proc/self/task");
+  CHECK(dir != NULL);
+  int n = 0;
+  for (struct dirent* e = readdir(dir); e; e = readdir(dir))
+    if (e->d_name[0] != '.') ++n;
+  closedir(dir);
+  return n;
+}
+
+static nxrt_session* create_session(nxrt_env* env) {
+  nxrt_session_options* o = NULL;
+  nxrt_session* s = NULL;
+  CHECK_OK(nxrt_session_options_create(&o, NULL));
+  CHECK_OK(nxrt_session_options_set_intra_op_threads(o, 1, NULL));
+  CHECK_OK(nxrt_session_options_set_inter_op_threads(o, 1, NULL));
+  CHECK_OK(nxrt_session_create_from_file(env, SILERO, o, &s, NULL));
+  nxrt_session_options_destroy(o);
+  return s;
+}
+
+/* One audio stream: its own samples, state (ping-ponging between two buffers through
+ * bound outputs) and results. Each stream hears a different tone and gating pattern. */
+typedef struct {
+  nxrt_session* session;
+  int id;
+  float samples[512];
+  float state[2][256];
+  float prob;
+  int64_t sr;
+  nxrt_tensor *in, *state_t[2], *sr_t, *prob_t;
+  float probs[kSteps];
+} Stream;
+
+static void stream_init(Stream* st, nxrt_session* session, int id) {
+  const int64_t in_shape[2] = {1, 512}, st_shape[3] = {2, 1, 128}, p_shape[2] = {1, 1};
+  memset(st, 0, sizeof *st);
+  st->session = session;
+  st->id = id;
+  st->sr = 16000;
+  CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, in_shape, 2, st->samples, sizeof st->samples,
+                                   &st->in, NULL));
+  for (int k = 0; k < 2; ++k)
+    CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, st_shape, 3, st->state[k],
+                                     sizeof st->state[k], &st->state_t[k], NULL));
+  CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_INT64, NULL, 0, &st->sr, sizeof st->sr, &st->sr_t, NULL));
+  CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, p_shape, 2, &st->prob, sizeof st->prob,
+                                   &st->prob_t, NULL));
+}
+
+static void stream_free(Stream* st) {
+  nxrt_tensor_destroy(st->in);
+  nxrt_tensor_destroy(st->state_t[0]);
+  nxrt_tensor_destroy(st->state_t[1]);
+  nxrt_tensor_destroy(st->sr_t);
+  nxrt_tensor_destroy(st->prob_t);
+}
+
+/* Runs frame `step` of the stream; 0 on success. */
+static int stream_step(Stream* st, int step) {
+  const double freq = 150.0 + 37.0 * st->id;
+  for (int i = 0; i < 512; ++i) {
+    const double t = (step * 512 + i) / 16000.0;
+    const int voiced = ((step + st->id) % 10) < 6;
+    st->samples[i] = (float)(0.4 * sin(2 * 3.14159265358979 * freq * t) * (voiced ? 1.0 : 0.03));
+  }
+  const nxrt_tensor* inputs[3] = {st->in, st->state_t[step % 2], st->sr_t};
+  nxrt_tensor* outs[2] = {st->prob_t, st->state_t[(step + 1) % 2]};
+  if (nxrt_session_run(st->session, NULL, kInputNames, inputs, 3, NULL, outs, 2, NULL) != NXRT_OK)
+    return 1;
+  st->probs[step] = st->prob;
+  return 0;
+}
+
+typedef struct {
+  Stream* streams;
+  int first;  /* this worker serves streams first, first + kWorkers, ... */
+  int failed;
+} Worker;
+
+/* Like a server thread: every 32 ms frame period, one frame for each of its streams. */
+static int worker_main(void* arg) {
+  Worker* w = (Worker*)arg;
+  for (int step = 0; step < kSteps && !w->failed; ++step)
+    for (int k = w->first; k < kStreams && !w->failed; k += kWorkers)
+      w->failed = stream_step(&w->streams[k], step);
+  return 0;
+}
+
+static void test_no_threads(nxrt_env* env) {
+  const int before = count_threads();
+  nxrt_session* s = create_session(env);
+  Stream* st = malloc(sizeof *st);
+  CHECK(st != NULL);
+  stream_init(st, s, 0);
+  for (int step = 0; step < kSteps; ++step) CHECK(stream_step(st, step) == 0);
+  const int after = count_threads();
+  printf("sessions_test: %d thread(s) before creating a session with 1 intra-op and 1 "
+         "inter-op thread, %d after %d runs\n", before, after, kSteps);
+  CHECK(after == before);
+  stream_free(st);
+  free(st);
+  nxrt_session_destroy(s);
+  CHECK(count_threads() == before);
+}
+
+static void test_many_sessions(nxrt_env* env) {
+  Stream* alone = calloc(kStreams, sizeof(Stream));
+  Stream* together = calloc(kStreams, sizeof(Stream));
+  nxrt_session** sessions = calloc(kStreams, sizeof(nxrt_session*));
+  CHECK(alone && together && sessions);
+
+  /* Reference: every stream on its own, one after the other, on a single session. */
+  nxrt_session* single = create_session(env);
+  for (int k = 0; k < kStreams; ++k) {
+    stream_init(&alone[k], single, k);
+    for (int step = 0; step < kSteps; ++step) CHECK(stream_step(&alone[k], step) == 0);
+  }
+
+  /* One session per stream, two threads each serving half of the streams. */
+  for (int k = 0; k < kStreams; ++k) {
+    sessions[k] = create_session(env);
+    stream_init(&together[k], sessions[k], k);
+  }
+  thrd_t threads[kWorkers];
+  Worker workers[kWorkers];
+  for (int w = 0; w < kWorkers; ++w) {
+    workers[w].streams = together;
+    workers[w].first = w;
+    workers[w].failed = 0;
+    CHECK(thrd_create(&threads[w], worker_main, &workers[w]) == thrd_success);
+  }
+  for (int w = 0; w < kWorkers; ++w) {
+    CHECK(thrd_join(threads[w], NULL) == thrd_success);
+    CHECK(!workers[w].failed);
+  }
+
+  int distinct = 0;
+  for (int k = 0; k < kStreams; ++k) {
+    if (memcmp(together[k].probs, alone[k].probs, sizeof alone[k].probs) != 0) {
+      fprintf(stderr, "stream %d differs from its single-session run\n", k);
+      exit(1);
+    }
+    distinct += memcmp(alone[k].probs, alone[0].probs, sizeof alone[0].probs) != 0;
+  }
+  CHECK(distinct > kStreams / 2); /* the streams really are different */
+  printf("sessions_test: %d sessions on %d threads, %d frames each, equal to the "
+         "single-session results\n", kStreams, kWorkers, kSteps);
+
+  for (int k = 0; k < kStreams; ++k) {
+    stream_free(&alone[k]);
+    stream_free(&together[k]);
+    nxrt_session_destroy(sessions[k]);
+  }
+  nxrt_session_destroy(single);
+  free(alone);
+  free(together);
+  free(sessions);
+}
+
+int main(void) {
+  nxrt_env* env = NULL;
+  CHECK_OK(nxrt_env_create(NXRT_API_VERSION, &env, NULL));
+  test_no_threads(env);
+  test_many_sessions(env);
+  nxrt_env_destroy(env);
+  return 0;
+}
