@@ -87,6 +87,13 @@ NXRT_DTYPE_TRAIT(kString, std::string)
 template <typename T>
 inline constexpr DataType kDTypeOf = dtype_of(static_cast<const T*>(nullptr));
 
+// The type arithmetic on T happens in: float for the 16-bit float storage types, T itself
+// otherwise. Kernels load as wide_t<T>, compute, and convert back on store.
+template <typename T> struct Wide { using type = T; };
+template <> struct Wide<Float16> { using type = float; };
+template <> struct Wide<BFloat16> { using type = float; };
+template <typename T> using wide_t = typename Wide<T>::type;
+
 }  // namespace nxrt
 
 // Dispatch helpers: call FN<T>(args) for the runtime dtype. Each expands a switch;

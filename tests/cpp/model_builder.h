@@ -9,9 +9,9 @@ namespace nxrt::testing {
 
 struct NodeSpec {
   std::string op;
-  std::vector<std::string> inputs;
-  std::vector<std::string> outputs;
-  std::string name;
+  std::vector<std::string> inputs = {};
+  std::vector<std::string> outputs = {};
+  std::string name = {};
   std::vector<std::pair<std::string, int64_t>> int_attrs = {};
 };
 

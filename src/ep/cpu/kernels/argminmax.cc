@@ -9,9 +9,6 @@
 namespace nxrt::cpu {
 namespace {
 
-template <typename T> struct Wide { using type = T; };
-template <> struct Wide<Float16> { using type = float; };
-template <> struct Wide<BFloat16> { using type = float; };
 
 // Does candidate v replace the current best b?
 template <bool kMax, bool kLast, typename A>

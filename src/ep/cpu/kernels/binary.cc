@@ -8,10 +8,6 @@
 namespace nxrt::cpu {
 namespace {
 
-template <typename T> struct Wide { using type = T; };
-template <> struct Wide<Float16> { using type = float; };
-template <> struct Wide<BFloat16> { using type = float; };
-template <typename T> using wide_t = typename Wide<T>::type;
 
 template <typename T, typename W>
 T narrow(W v) {
@@ -65,43 +61,6 @@ struct BitOrOp { static constexpr Family family = Family::kBitwise;
 struct BitXorOp { static constexpr Family family = Family::kBitwise;
   template <typename T> static T apply(T a, T b) { return T(a ^ b); } };
 
-// Runs `fn(a, b) -> out` over broadcast inputs.
-template <typename In, typename Out, typename Fn>
-Status broadcast_apply(KernelContext& ctx, const Tensor& a, const Tensor& b, Fn fn) {
-  const Shape* shapes[] = {&a.shape(), &b.shape()};
-  Shape out_shape;
-  if (!broadcast_shapes(shapes, out_shape))
-    return invalid_argument("shapes ", a.shape().to_string(), " and ", b.shape().to_string(),
-                            " cannot be broadcast together");
-  NXRT_ASSIGN_OR_RETURN(Tensor * out, ctx.output(0, out_shape));
-  const In* pa = a.data<In>();
-  const In* pb = b.data<In>();
-  Out* po = out->data<Out>();
-  if (a.shape() == b.shape()) {
-    const int64_t n = out->numel();
-    for (int64_t i = 0; i < n; ++i) po[i] = fn(pa[i], pb[i]);
-    return Status();
-  }
-  const BroadcastPlan plan = make_broadcast_plan(out_shape, shapes);
-  for_each_broadcast_run(plan, [&](const int64_t* off, int64_t o, int64_t count, const int64_t* step) {
-    const In* x = pa + off[0];
-    const In* y = pb + off[1];
-    Out* z = po + o;
-    if (step[0] == 1 && step[1] == 1) {
-      for (int64_t i = 0; i < count; ++i) z[i] = fn(x[i], y[i]);
-    } else if (step[0] == 1 && step[1] == 0) {
-      const In yv = *y;
-      for (int64_t i = 0; i < count; ++i) z[i] = fn(x[i], yv);
-    } else if (step[0] == 0 && step[1] == 1) {
-      const In xv = *x;
-      for (int64_t i = 0; i < count; ++i) z[i] = fn(xv, y[i]);
-    } else {
-      for (int64_t i = 0; i < count; ++i) z[i] = fn(x[i * step[0]], y[i * step[1]]);
-    }
-  });
-  return Status();
-}
-
 template <typename Op>
 class BinaryKernel final : public Kernel {
  public:
@@ -116,18 +75,18 @@ class BinaryKernel final : public Kernel {
   // Shared with the variadic kernel: out = op(a, b).
   Status dispatch(KernelContext& ctx, const Tensor& a, const Tensor& b) const {
     if constexpr (Op::family == Family::kLogic) {
-      return broadcast_apply<bool, bool>(ctx, a, b, [](bool x, bool y) { return Op::apply(x, y); });
+      return broadcast_binary<bool, bool, bool>(ctx, a, b, [](bool x, bool y) { return Op::apply(x, y); });
     } else if constexpr (Op::family == Family::kBitwise) {
       switch (dtype_) {
-        NXRT_CASES_INT(return broadcast_apply<T, T>(ctx, a, b, [](T x, T y) { return Op::apply(x, y); }))
+        NXRT_CASES_INT(return broadcast_binary<T, T, T>(ctx, a, b, [](T x, T y) { return Op::apply(x, y); }))
         default: break;
       }
     } else if constexpr (Op::family == Family::kCompare) {
       switch (dtype_) {
-        NXRT_CASES_NUMERIC(return broadcast_apply<T, bool>(ctx, a, b, [](T x, T y) {
+        NXRT_CASES_NUMERIC(return broadcast_binary<T, T, bool>(ctx, a, b, [](T x, T y) {
           return Op::apply(wide_t<T>(x), wide_t<T>(y)); }))
-        NXRT_CASE(kBool, return broadcast_apply<T, bool>(ctx, a, b, [](T x, T y) { return Op::apply(x, y); }))
-        NXRT_CASE(kString, return broadcast_apply<T, bool>(ctx, a, b, [](const T& x, const T& y) { return Op::apply(x, y); }))
+        NXRT_CASE(kBool, return broadcast_binary<T, T, bool>(ctx, a, b, [](T x, T y) { return Op::apply(x, y); }))
+        NXRT_CASE(kString, return broadcast_binary<T, T, bool>(ctx, a, b, [](const T& x, const T& y) { return Op::apply(x, y); }))
         default: break;
       }
     } else {
@@ -135,7 +94,7 @@ class BinaryKernel final : public Kernel {
         if (is_integer_type(dtype_)) NXRT_RETURN_IF_ERROR(check_no_zero(b));
       }
       switch (dtype_) {
-        NXRT_CASES_NUMERIC(return broadcast_apply<T, T>(ctx, a, b, [](T x, T y) {
+        NXRT_CASES_NUMERIC(return broadcast_binary<T, T, T>(ctx, a, b, [](T x, T y) {
           return narrow<T>(Op::apply(wide_t<T>(x), wide_t<T>(y))); }))
         default: break;
       }

@@ -140,6 +140,48 @@ void for_each_broadcast_run(const BroadcastPlan& plan, Body&& body) {
   }
 }
 
+// out = fn(a, b) elementwise over numpy-broadcast inputs, written to output 0. `expect`,
+// when given, is the output shape the op requires (PRelu: the first input's shape).
+template <typename A, typename B, typename Out, typename Fn>
+Status broadcast_binary(KernelContext& ctx, const Tensor& a, const Tensor& b, Fn fn,
+                        const Shape* expect = nullptr) {
+  const Shape* shapes[] = {&a.shape(), &b.shape()};
+  Shape out_shape;
+  if (!broadcast_shapes(shapes, out_shape) || (expect && !(out_shape == *expect)))
+    return invalid_argument("shapes ", a.shape().to_string(), " and ", b.shape().to_string(),
+                            expect ? " do not broadcast to the first input's shape"
+                                   : " cannot be broadcast together");
+  NXRT_ASSIGN_OR_RETURN(Tensor * out, ctx.output(0, out_shape));
+  const A* pa = a.data<A>();
+  const B* pb = b.data<B>();
+  Out* po = out->data<Out>();
+  if (a.shape() == b.shape()) {
+    const int64_t n = out->numel();
+    for (int64_t i = 0; i < n; ++i) po[i] = fn(pa[i], pb[i]);
+    return Status();
+  }
+  const BroadcastPlan plan = make_broadcast_plan(out_shape, shapes);
+  for_each_broadcast_run(plan, [&](const int64_t* off, int64_t o, int64_t count, const int64_t* step) {
+    const A* x = pa + off[0];
+    const B* y = pb + off[1];
+    Out* z = po + o;
+    // The common runs (both contiguous, or one side a broadcast scalar) get loops the
+    // compiler can vectorize; anything else walks with strides.
+    if (step[0] == 1 && step[1] == 1) {
+      for (int64_t i = 0; i < count; ++i) z[i] = fn(x[i], y[i]);
+    } else if (step[0] == 1 && step[1] == 0) {
+      const B yv = *y;
+      for (int64_t i = 0; i < count; ++i) z[i] = fn(x[i], yv);
+    } else if (step[0] == 0 && step[1] == 1) {
+      const A xv = *x;
+      for (int64_t i = 0; i < count; ++i) z[i] = fn(xv, y[i]);
+    } else {
+      for (int64_t i = 0; i < count; ++i) z[i] = fn(x[i * step[0]], y[i * step[1]]);
+    }
+  });
+  return Status();
+}
+
 // Reads a 1-D (or scalar) int32/int64 tensor such as a shape, axes or pads input.
 Status read_int_list(const Tensor& t, std::vector<int64_t>& out, const char* what);
 template <size_t N>

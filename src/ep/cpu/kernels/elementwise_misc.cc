@@ -13,10 +13,6 @@ namespace nxrt::cpu {
 namespace {
 
 // float16/bfloat16 are storage only; arithmetic happens in float.
-template <typename T> struct Wide { using type = T; };
-template <> struct Wide<Float16> { using type = float; };
-template <> struct Wide<BFloat16> { using type = float; };
-template <typename T> using wide_t = typename Wide<T>::type;
 
 template <typename T> constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
 
@@ -33,40 +29,6 @@ T from_double(double v) {
   } else {
     return T(v);
   }
-}
-
-// out = fn(a, b) over numpy-broadcast inputs; `expect` (if set) is the required output shape.
-template <typename A, typename B, typename Out, typename Fn>
-Status broadcast2(KernelContext& ctx, const Tensor& a, const Tensor& b, Fn fn,
-                  const Shape* expect = nullptr) {
-  const Shape* shapes[] = {&a.shape(), &b.shape()};
-  Shape out_shape;
-  if (!broadcast_shapes(shapes, out_shape) || (expect && !(out_shape == *expect)))
-    return invalid_argument("shapes ", a.shape().to_string(), " and ", b.shape().to_string(),
-                            expect ? " do not broadcast to the first input's shape"
-                                   : " cannot be broadcast together");
-  NXRT_ASSIGN_OR_RETURN(Tensor * out, ctx.output(0, out_shape));
-  const A* pa = a.data<A>();
-  const B* pb = b.data<B>();
-  Out* po = out->data<Out>();
-  if (a.shape() == b.shape()) {
-    const int64_t n = out->numel();
-    for (int64_t i = 0; i < n; ++i) po[i] = fn(pa[i], pb[i]);
-    return Status();
-  }
-  const BroadcastPlan plan = make_broadcast_plan(out_shape, shapes);
-  for_each_broadcast_run(plan, [&](const int64_t* off, int64_t o, int64_t count, const int64_t* step) {
-    const A* x = pa + off[0];
-    const B* y = pb + off[1];
-    Out* z = po + o;
-    if (step[0] == 1 && step[1] == 0) {
-      const B yv = *y;
-      for (int64_t i = 0; i < count; ++i) z[i] = fn(x[i], yv);
-    } else {
-      for (int64_t i = 0; i < count; ++i) z[i] = fn(x[i * step[0]], y[i * step[1]]);
-    }
-  });
-  return Status();
 }
 
 // ---- Pow ----
@@ -104,7 +66,7 @@ X pow_one(X x, Y y) {
 template <typename X>
 Status pow_with_base(KernelContext& ctx, const Tensor& a, const Tensor& b) {
   switch (b.dtype()) {
-    NXRT_CASES_NUMERIC(return broadcast2<X, T, X>(ctx, a, b, [](X x, T y) { return pow_one(x, y); }))
+    NXRT_CASES_NUMERIC(return broadcast_binary<X, T, X>(ctx, a, b, [](X x, T y) { return pow_one(x, y); }))
     default: break;
   }
   return not_implemented("exponent type ", tensor_type_name(b.dtype()), " is not supported");
@@ -200,9 +162,9 @@ class ModKernel final : public Kernel {
         const T* pb = b.data<T>();
         for (int64_t i = 0; i < b.numel(); ++i)
           if (pb[i] == T(0)) return invalid_argument("integer modulo by zero");
-        return broadcast2<T, T, T>(ctx, a, b, [fmod](T x, T y) { return int_mod(x, y, fmod); });
+        return broadcast_binary<T, T, T>(ctx, a, b, [fmod](T x, T y) { return int_mod(x, y, fmod); });
       })
-      NXRT_CASES_FLOAT(return broadcast2<T, T, T>(ctx, a, b, [](T x, T y) {
+      NXRT_CASES_FLOAT(return broadcast_binary<T, T, T>(ctx, a, b, [](T x, T y) {
         return T(std::fmod(wide_t<T>(x), wide_t<T>(y)));
       }))
       default: break;
@@ -239,7 +201,7 @@ class BitShiftKernel final : public Kernel {
   static Status shift(KernelContext& ctx, const Tensor& a, const Tensor& b, bool left) {
     constexpr T kBits = T(sizeof(T) * 8);
     // Shifting by the bit width or more is UB in C++; every bit is shifted out instead.
-    return broadcast2<T, T, T>(ctx, a, b, [left](T x, T s) {
+    return broadcast_binary<T, T, T>(ctx, a, b, [left](T x, T s) {
       if (s >= kBits) return T(0);
       return left ? T(x << s) : T(x >> s);
     });
@@ -329,7 +291,7 @@ class PReluKernel final : public Kernel {
       slope.mutable_shape() = s;
     }
     switch (dtype_) {
-      NXRT_CASES_NUMERIC(return broadcast2<T, T, T>(ctx, x, slope, prelu_one<T>, &x.shape()))
+      NXRT_CASES_NUMERIC(return broadcast_binary<T, T, T>(ctx, x, slope, prelu_one<T>, &x.shape()))
       default: break;
     }
     return not_implemented("type ", tensor_type_name(dtype_), " is not supported");

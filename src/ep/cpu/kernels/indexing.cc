@@ -10,10 +10,6 @@
 namespace nxrt::cpu {
 namespace {
 
-template <typename T> struct Wide { using type = T; };
-template <> struct Wide<Float16> { using type = float; };
-template <> struct Wide<BFloat16> { using type = float; };
-template <typename T> using wide_t = typename Wide<T>::type;
 
 // A strict total order on values: NaN sorts after everything and equals itself, so
 // sorting and grouping stay well defined for floats.

@@ -20,9 +20,6 @@ Expected<Reduction> parse_reduction(const std::string& s) {
   return invalid_graph("unknown reduction '", s, "'");
 }
 
-template <typename T> struct Wide { using type = T; };
-template <> struct Wide<Float16> { using type = float; };
-template <> struct Wide<BFloat16> { using type = float; };
 
 template <typename T>
 void apply(T& dst, const T& src, Reduction r) {
