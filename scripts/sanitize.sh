@@ -34,6 +34,8 @@ for pair in fuzz_model:model fuzz_run:run fuzz_tensor:tensor; do
   corpus=${pair##*:}
   mkdir -p "$work/$corpus" "$work/artifacts-$target"
   cp tests/fuzz/corpus/"$corpus"/* "$work/$corpus/"
+  # Inputs that once crashed a target (each fixed; replayed first as part of the corpus).
+  find tests/fuzz/regressions/"$corpus" -type f ! -name '.*' -exec cp {} "$work/$corpus/" \;
   echo "-- $target on corpus/$corpus"
   rc=0
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -275,6 +275,9 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     if (opset_it == options_.opset_imports.end())
       return invalid_graph(step.context, "domain '", node.domain,
                            "' is not imported by the model (no opset_import for it)");
+    // Every ONNX op has at least one output, and kernels rely on output 0 existing.
+    if (node.outputs.empty())
+      return invalid_graph(step.context, "has no outputs (every ONNX op has at least one)");
     KernelInit init(node);
     init.opset = opset_it->second;
     init.subgraphs = this;

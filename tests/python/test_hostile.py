@@ -495,3 +495,29 @@ def test_tensor_limit_at_run_time():
     with pytest.raises(nxrt.InvalidArgument, match="cos.*nxrt.limits.max_tensor_bytes = 4096"):
         s.run(None, {"s": np.array([2048], np.int64)})
     assert s.run(None, {"s": np.array([1024], np.int64)})[0].shape == (1024,)
+
+
+# ---- regressions from the fuzzers (tests/fuzz/regressions holds the raw inputs) --------
+
+FUZZ_REGRESSIONS = os.path.join(os.path.dirname(__file__), "..", "fuzz", "regressions")
+
+
+def test_fuzz_node_without_outputs():
+    # fuzz_model: a Binarizer whose output field was flipped away; prepare indexed output 0.
+    with open(os.path.join(FUZZ_REGRESSIONS, "model", "binarizer_without_outputs"), "rb") as f:
+        data = f.read()
+    with pytest.raises(nxrt.InvalidGraph, match="has no outputs"):
+        nxrt.InferenceSession(data)
+    with pytest.raises(nxrt.InvalidGraph, match="Relu.*has no outputs"):
+        nxrt.InferenceSession(_model([helper.make_node("Relu", ["x"], [])], [_vi("x")], []))
+
+
+def test_fuzz_softmax_nan_input():
+    # fuzz_run: NaN reached softmax's exp, whose float-to-int conversion was undefined.
+    x = np.array([[1.0, np.nan, 2.0], [1.0, 2.0, 3.0], [np.inf, 0.0, 1.0]], np.float32)
+    s, feeds = _run_one("Softmax", [x], {"axis": 1})
+    out = s.run(None, feeds)[0]
+    assert np.isnan(out[0]).all()
+    np.testing.assert_allclose(out[1], np.exp([1, 2, 3]) / np.exp([1, 2, 3]).sum(), rtol=1e-5)
+    s, feeds = _run_one("Softmax", [x[1:2]], {"axis": 1})
+    np.testing.assert_allclose(s.run(None, feeds)[0][0], out[1], rtol=1e-6)

@@ -18,7 +18,9 @@ def _params():
         case_id = f"{suite}/{name}"
         marks = []
         if case_id in KNOWN:
-            marks.append(pytest.mark.xfail(reason=KNOWN[case_id], strict=True))
+            # A random op without a seed can match its expected data by chance: not strict.
+            strict = not KNOWN[case_id].startswith("why: nondeterministic")
+            marks.append(pytest.mark.xfail(reason=KNOWN[case_id], strict=strict))
         yield pytest.param(suite, name, path, id=case_id, marks=marks)
 
 

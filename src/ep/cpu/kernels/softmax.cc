@@ -41,7 +41,8 @@ inline T narrow(A v) {
 // degree-6 Taylor polynomial (about 2 ulp). Inputs below -87 give 0 and above 88 give
 // inf; softmax only feeds it x - max <= 0.
 NXRT_NO_TRAPPING_MATH inline float exp_vectorizable(float x) {
-  const float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  // NaN clamps to -87 so int32_t(n) below stays defined behaviour; it is restored at the end.
+  const float xc = x > 88.0f ? 88.0f : (x >= -87.0f ? x : -87.0f);
   const float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;  // 1.5 * 2^23 rounds
   const float r = (xc - n * 0.693359375f) + n * 2.12194440e-4f;    // ln 2 split in two parts
   float p = 1.0f / 720;
@@ -56,6 +57,7 @@ NXRT_NO_TRAPPING_MATH inline float exp_vectorizable(float x) {
   std::memcpy(&scale, &bits, sizeof(scale));
   float result = p * scale;
   result = x < -87.0f ? 0.0f : result;
+  result = x != x ? x : result;
   return x > 88.0f ? std::numeric_limits<float>::infinity() : result;
 }
 

@@ -135,7 +135,7 @@ T signed_apply(SignedOp op, T x) {
       break;
     case SignedOp::kNeg: r = W(-v); break;
     case SignedOp::kSign: r = v > W(0) ? W(1) : (v < W(0) ? W(-1) : W(0)); break;
-    case SignedOp::kRelu: r = v > W(0) ? v : W(0); break;
+    case SignedOp::kRelu: r = v < W(0) ? W(0) : v; break;  // NaN passes through, as in numpy and torch
   }
   if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return T(float(r));
   else return T(r);
