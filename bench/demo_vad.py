@@ -40,6 +40,28 @@ def fetch_model():
     return target
 
 
+def spoken(sr=16000):
+    """A sentence spoken by espeak-ng (Debian; scripts/setup.sh installs it) with a second
+    of silence before and after, resampled to 16 kHz; None when espeak-ng is missing."""
+    import shutil
+    import tempfile
+    import wave
+
+    if not shutil.which("espeak-ng"):
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "speech.wav")
+        text = "Voice activity detection finds the parts of a recording where someone speaks."
+        subprocess.run(["espeak-ng", "-w", path, text], check=True, capture_output=True)
+        with wave.open(path) as w:
+            rate = w.getframerate()
+            pcm = np.frombuffer(w.readframes(w.getnframes()), np.int16).astype(np.float32) / 32768
+    t = np.arange(int(len(pcm) * sr / rate)) / sr
+    speech = np.interp(t, np.arange(len(pcm)) / rate, pcm).astype(np.float32)
+    silence = np.zeros(sr, np.float32)
+    return np.concatenate([silence, speech, silence])
+
+
 def utterance(sr=16000, seconds=4.0, seed=0):
     """Silence, a vowel-like voiced stretch with syllable rhythm, then silence again."""
     rng = np.random.default_rng(seed)
@@ -63,16 +85,24 @@ def main():
 
     sess = nxrt.InferenceSession(path)
     print("inputs: " + ", ".join(f"{i.name} {i.type} {i.shape}" for i in sess.get_inputs()))
-    audio = utterance()
-    frame = 512
+    audio = spoken()
+    if audio is None:
+        audio, what = utterance(), "a synthetic voiced signal from 1.0 s to 3.0 s"
+    else:
+        what = f"espeak-ng speech from 1.0 s to {len(audio) / 16000 - 1:.1f} s"
+    frame, context = 512, 64
     sr = np.array(16000, np.int64)
     state = np.zeros((2, 1, 128), np.float32)
+    # Like Silero's own wrapper, each 512-sample frame is fed with the previous frame's
+    # last 64 samples in front.
+    padded = np.concatenate([np.zeros(context, np.float32), audio])
+    frames = [padded[s:s + context + frame][None] for s in range(0, len(audio) - frame + 1, frame)]
     probs = []
-    for start in range(0, len(audio) - frame + 1, frame):
-        prob, state = sess.run(None, {"input": audio[start:start + frame][None], "state": state, "sr": sr})
+    for x in frames:
+        prob, state = sess.run(None, {"input": x, "state": state, "sr": sr})
         probs.append(float(prob[0, 0]))
 
-    print("\nspeech probability per 32 ms frame (| = 0.1), speech is 1.0 s to 3.0 s:")
+    print(f"\nspeech probability per 128 ms (max of 4 frames of 32 ms, | = 0.1); {what}:")
     for i in range(0, len(probs), 4):
         p = max(probs[i:i + 4])
         print(f"  {i * frame / 16000:5.2f} s  {p:5.3f} {'|' * int(round(p * 10))}")
@@ -93,14 +123,13 @@ def main():
     state_rt = np.zeros((2, 1, 128), np.float32)
     worst = 0.0
     state_nx = state_rt
-    for start in range(0, len(audio) - frame + 1, frame):
-        feed = audio[start:start + frame][None]
+    for feed in frames:
         a = nx.run(None, {"input": feed, "state": state_nx, "sr": sr})
         b = rt.run(None, {"input": feed, "state": state_rt, "sr": sr})
         worst = max(worst, float(np.max(np.abs(a[0] - b[0]))))
         state_nx, state_rt = a[1], b[1]
     print(f"  largest probability difference over {len(probs)} frames: {worst:.2e}")
-    feeds = {"input": audio[16000:16512][None], "state": state_rt, "sr": sr}
+    feeds = {"input": frames[len(frames) // 2], "state": state_rt, "sr": sr}
     result = harness.compare(lambda: nx.run(None, feeds), lambda: rt.run(None, feeds),
                              rounds=40, block=25)
     print("  " + harness.format_row("silero_vad 512-sample frame", 1, result))
