@@ -172,7 +172,10 @@ typedef enum nxrt_dtype {
   NXRT_DTYPE_FLOAT4E2M1 = 23,
   NXRT_DTYPE_FLOAT8E8M0 = 24,
   NXRT_DTYPE_UINT2 = 25,
-  NXRT_DTYPE_INT2 = 26
+  NXRT_DTYPE_INT2 = 26,
+  /* Not a type: makes the enum int-sized in C and C++ alike, so any int a caller passes
+     is a valid value to check (and reject) rather than undefined behaviour in C++. */
+  NXRT_DTYPE_FORCE_INT32_ = 0x7fffffff
 } nxrt_dtype;
 
 /* Bytes per element of `dtype` (1 for the unpacked sub-byte types); 0 for
