@@ -86,64 +86,50 @@ float* scratch(AlignedBuf& buf, size_t& cap, size_t n) {
   return buf.get();
 }
 
-// Packs rows [0, mc) x depth [0, kc) of op(A) (already offset) into MR-row panels,
-// zero-padding the last panel.
-template <int MR>
-void pack_a(bool trans, const float* A, int64_t lda, int64_t mc, int64_t kc, float* out) {
-  const int64_t full = mc / MR * MR;
-  if (trans) {
-    // op(A)(i, k) = A[k][i]: walk the rows of A so the source streams.
+// Packs `count` panel lines x depth [0, kc) into W-wide panels (line i of panel p at
+// out[p * kc * W + k * W + i]), zero-padding the last panel. `lines_contiguous`: the
+// source holds element (line i, depth k) at src[k * ld + i] (rows stream), otherwise at
+// src[i * ld + k]. A and B panels differ only in which layout is which.
+template <int W>
+void pack_panels(bool lines_contiguous, const float* src, int64_t ld, int64_t count, int64_t kc,
+                 float* out) {
+  const int64_t full = count / W * W;
+  if (lines_contiguous) {
+    // Walk the source rows so it streams; the panels being written stay in cache.
     for (int64_t k = 0; k < kc; ++k) {
-      const float* src = A + k * lda;
-      float* dst = out + k * MR;
-      for (int64_t i0 = 0; i0 < full; i0 += MR, dst += kc * MR)
-        for (int64_t i = 0; i < MR; ++i) dst[i] = src[i0 + i];
-      if (full < mc) {
-        for (int64_t i = 0; i < mc - full; ++i) dst[i] = src[full + i];
-        for (int64_t i = mc - full; i < MR; ++i) dst[i] = 0.0f;
+      const float* row = src + k * ld;
+      float* dst = out + k * W;
+      for (int64_t i0 = 0; i0 < full; i0 += W, dst += kc * W)
+        std::memcpy(dst, row + i0, W * sizeof(float));
+      if (full < count) {
+        for (int64_t i = 0; i < count - full; ++i) dst[i] = row[full + i];
+        for (int64_t i = count - full; i < W; ++i) dst[i] = 0.0f;
       }
     }
     return;
   }
-  for (int64_t i0 = 0; i0 < mc; i0 += MR) {
-    const int64_t rows = std::min<int64_t>(MR, mc - i0);
-    for (int64_t i = 0; i < rows; ++i) {
-      const float* src = A + (i0 + i) * lda;
-      for (int64_t k = 0; k < kc; ++k) out[k * MR + i] = src[k];
+  for (int64_t i0 = 0; i0 < count; i0 += W) {
+    const int64_t lines = std::min<int64_t>(W, count - i0);
+    for (int64_t i = 0; i < lines; ++i) {
+      const float* line = src + (i0 + i) * ld;
+      for (int64_t k = 0; k < kc; ++k) out[k * W + i] = line[k];
     }
-    for (int64_t i = rows; i < MR; ++i)
-      for (int64_t k = 0; k < kc; ++k) out[k * MR + i] = 0.0f;
-    out += kc * MR;
+    for (int64_t i = lines; i < W; ++i)
+      for (int64_t k = 0; k < kc; ++k) out[k * W + i] = 0.0f;
+    out += kc * W;
   }
 }
 
+// Rows [0, mc) x depth [0, kc) of op(A) (already offset) into MR-row panels.
+template <int MR>
+void pack_a(bool trans, const float* A, int64_t lda, int64_t mc, int64_t kc, float* out) {
+  pack_panels<MR>(trans, A, lda, mc, kc, out);  // op(A)(i, k) = A[k][i] when transposed
+}
+
+// Depth [0, kc) x columns [0, nc) of op(B) (already offset) into NR-column panels.
 template <int NR>
 void pack_b(bool trans, const float* B, int64_t ldb, int64_t kc, int64_t nc, float* out) {
-  const int64_t full = nc / NR * NR;
-  if (!trans) {
-    // Row by row so the source streams; the panels being written stay in cache.
-    for (int64_t k = 0; k < kc; ++k) {
-      const float* src = B + k * ldb;
-      float* dst = out + k * NR;
-      for (int64_t j0 = 0; j0 < full; j0 += NR, dst += kc * NR)
-        std::memcpy(dst, src + j0, NR * sizeof(float));
-      if (full < nc) {
-        for (int64_t j = 0; j < nc - full; ++j) dst[j] = src[full + j];
-        for (int64_t j = nc - full; j < NR; ++j) dst[j] = 0.0f;
-      }
-    }
-    return;
-  }
-  for (int64_t j0 = 0; j0 < nc; j0 += NR) {
-    const int64_t cols = std::min<int64_t>(NR, nc - j0);
-    for (int64_t j = 0; j < cols; ++j) {
-      const float* src = B + (j0 + j) * ldb;
-      for (int64_t k = 0; k < kc; ++k) out[k * NR + j] = src[k];
-    }
-    for (int64_t j = cols; j < NR; ++j)
-      for (int64_t k = 0; k < kc; ++k) out[k * NR + j] = 0.0f;
-    out += kc * NR;
-  }
+  pack_panels<NR>(!trans, B, ldb, nc, kc, out);  // op(B)(k, j) = B[k][j] when not transposed
 }
 
 // One operand: a plain matrix (packed per call) or a PackedMatrix.
