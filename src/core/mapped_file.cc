@@ -14,6 +14,10 @@ MappedFile::~MappedFile() {
   if (size_ > 0) munmap(const_cast<char*>(data_), size_);
 }
 
+void MappedFile::release_resident_pages() const {
+  if (size_ > 0) madvise(const_cast<char*>(data_), size_, MADV_DONTNEED);
+}
+
 Expected<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   // O_NONBLOCK: opening a FIFO (a hostile external data "file") must not wait for a writer;
   // it has no effect on regular files, and anything else is refused below.

@@ -61,6 +61,16 @@ struct KernelInit {
   std::vector<DataType> implicit_types;
   std::vector<ValueKind> implicit_kinds;
   SubgraphCompiler* subgraphs = nullptr;
+  // Constant inputs the kernel copied into its own form (packed weights) and whose data it
+  // never reads at run time, only the shape: the planner may then free the data. Set
+  // through absorb_constant().
+  std::vector<bool> absorbed_inputs;
+
+  void absorb_constant(size_t i) {
+    if (absorbed_inputs.size() <= i) absorbed_inputs.resize(i + 1, false);
+    absorbed_inputs[i] = true;
+  }
+  bool absorbed(size_t i) const { return i < absorbed_inputs.size() && absorbed_inputs[i]; }
 
   size_t num_inputs() const { return input_types.size(); }
   bool has_input(size_t i) const {

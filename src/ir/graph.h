@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/mapped_file.h"
 #include "core/tensor.h"
 
 namespace nxrt::ir {
@@ -113,6 +114,7 @@ struct Model {
   std::vector<Function> functions;
   std::string model_dir;  // folder of the model file, for external data; empty for bytes
   std::shared_ptr<void> storage;  // keeps mapped bytes alive while tensors view them
+  std::shared_ptr<const MappedFile> mapped_file;  // the model file when loaded from a path
 };
 
 }  // namespace nxrt::ir

@@ -738,6 +738,7 @@ Expected<std::shared_ptr<ir::Model>> load_model_file(const std::string& path,
   auto model = decode_model(file->data(), file->size(), file, dir.empty() ? "." : dir, limits);
   if (!model) return Status(model.status().code(), "Load model from " + path + " failed: " +
                                                          model.status().message());
+  (*model)->mapped_file = file;
   return model;
 }
 

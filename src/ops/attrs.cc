@@ -78,6 +78,8 @@ const Tensor* AttrReader::get_tensor(const char* name) {
 }
 const ir::Graph* AttrReader::get_graph(const char* name) {
   const ir::Attribute* a = find(name, ir::Attribute::Type::kGraph);
+  // A GRAPH-typed attribute whose g field is absent from the file.
+  if (a && !a->g) fail(str_cat("attribute '", name, "' holds no graph"));
   return a ? a->g.get() : nullptr;
 }
 

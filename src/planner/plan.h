@@ -39,6 +39,7 @@ class ExecutableGraph {
   std::vector<ValueSlot> slots;
   std::vector<Tensor> constants;  // by slot; undefined where the slot is not constant
   std::vector<int> outer_slots;   // bound to the enclosing node's implicit inputs
+  std::vector<bool> outer_data_read;  // by outer slot: some step reads the value's data
   std::vector<ir::ValueInfo> inputs;  // feeds, graph order (incl. overridable initializers)
   std::vector<int> input_slots;
   std::vector<bool> input_required;   // false for optional inputs and overridable initializers

@@ -33,6 +33,17 @@ class FoldContext final : public KernelContext {
     NXRT_ASSIGN_OR_RETURN(results_[i], Tensor::allocate(types_[i], shape, limits_));
     return &results_[i];
   }
+  // Reshape-like ops on a constant share its storage: an Unsqueeze of a weight must not
+  // hold a second copy of it for the session's lifetime.
+  Status alias_input(size_t i, size_t input_index, const Shape& shape) override {
+    const Tensor* in = input(input_index);
+    if (in && in->owner() && i < results_.size() && in->dtype() == types_[i] &&
+        shape.numel() == in->numel()) {
+      results_[i] = Tensor(in->dtype(), shape, const_cast<void*>(in->raw()), in->owner());
+      return Status();
+    }
+    return KernelContext::alias_input(i, input_index, shape);
+  }
   Status run_subgraph(const CompiledSubgraph&, std::span<const Tensor* const>,
                       std::vector<Tensor>&) override {
     return not_implemented("subgraphs are not folded");
@@ -97,6 +108,9 @@ class Planner : public SubgraphCompiler {
     }
     NXRT_ASSIGN_OR_RETURN(auto plan, plan_graph(graph, sub, outer_names, outer_types, input_types,
                                                 outer_constants, outer_kinds));
+    compiled_subgraph_ = true;
+    for (size_t i = 0; i < outer_names.size() && i < plan->outer_data_read.size(); ++i)
+      if (plan->outer_data_read[i]) implicit_data_read_.insert(outer_names[i]);
     CompiledSubgraph out;
     out.inputs = plan->inputs;
     out.outputs = plan->outputs;
@@ -128,6 +142,9 @@ class Planner : public SubgraphCompiler {
   // Constant implicit inputs of the node being prepared, by name (for compile()).
   std::unordered_map<std::string, const Tensor*> outer_constants_;
   std::unordered_map<std::string, ValueKind> outer_kinds_;
+  // Implicit inputs of the node being prepared whose data a compiled subgraph reads.
+  std::unordered_set<std::string> implicit_data_read_;
+  bool compiled_subgraph_ = false;  // the node's factory compiled at least one subgraph
 };
 
 Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
@@ -147,6 +164,7 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
   for (const ir::Node& node : graph.nodes) slot_count += node.outputs.size();
   g.slots.reserve(slot_count);
   g.constants.reserve(slot_count);
+  std::vector<bool> data_read(slot_count, false);  // by slot: some step reads its data
   std::unordered_map<std::string, int> slot_of;
 
   for (size_t i = 0; i < outer_names.size(); ++i) {
@@ -300,6 +318,8 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     }
     outer_constants_.clear();
     outer_kinds_.clear();
+    implicit_data_read_.clear();
+    compiled_subgraph_ = false;
     for (const auto& name : implicit[n]) {
       const int s = slot_of.at(name);
       outer_kinds_[name] = g.slots[size_t(s)].kind;
@@ -371,6 +391,11 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       }
     }
     g.max_step_inputs = std::max(g.max_step_inputs, step.inputs.size());
+    for (size_t i = 0; i < step.inputs.size(); ++i)
+      if (step.inputs[i] >= 0 && !init.absorbed(i)) data_read[size_t(step.inputs[i])] = true;
+    for (size_t i = 0; i < step.implicit_inputs.size(); ++i)
+      if (!compiled_subgraph_ || implicit_data_read_.count(init.implicit_inputs[i]))
+        data_read[size_t(step.implicit_inputs[i])] = true;
     g.steps.push_back(std::move(step));
   }
 
@@ -384,17 +409,27 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
   }
   // Constants that only fed folded nodes are dead now: drop them so a session holds one
   // copy of its weights, not every intermediate of their folding.
+  // Constants that steps read only through kernels that absorbed them (packed weights),
+  // or only through subgraphs that folded them, keep their dtype and shape (which compute
+  // still checks) but not their data. An enclosing graph learns through outer_data_read
+  // which of its values this graph reads, so it can do the same.
   std::vector<bool> live(g.slots.size(), false);
   for (const Step& step : g.steps) {
     for (int s : step.inputs)
       if (s >= 0) live[size_t(s)] = true;
     for (int s : step.implicit_inputs) live[size_t(s)] = true;
   }
-  for (int s : g.output_slots) live[size_t(s)] = true;
-  for (int s : g.input_slots) live[size_t(s)] = true;
-  for (int s : g.outer_slots) live[size_t(s)] = true;
-  for (size_t s = 0; s < g.slots.size(); ++s)
-    if (!live[s]) g.constants[s] = Tensor();
+  for (const std::vector<int>* pinned : {&g.output_slots, &g.input_slots})
+    for (int s : *pinned) live[size_t(s)] = data_read[size_t(s)] = true;
+  for (int s : g.outer_slots) {
+    live[size_t(s)] = true;
+    g.outer_data_read.push_back(data_read[size_t(s)]);
+  }
+  for (size_t s = 0; s < g.slots.size(); ++s) {
+    Tensor& c = g.constants[s];
+    if (!live[s]) c = Tensor();
+    else if (!data_read[s] && c.defined()) c = Tensor(c.dtype(), c.shape(), nullptr);
+  }
 
   g.output_index_of_slot.assign(g.slots.size(), -1);
   for (size_t i = g.output_slots.size(); i-- > 0;) g.output_index_of_slot[size_t(g.output_slots[i])] = int(i);

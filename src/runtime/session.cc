@@ -71,6 +71,9 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
                                                    const SessionConfig& config,
                                                    const Limits& limits) {
   NXRT_RETURN_IF_ERROR(optimizer::inline_functions(*model, limits.max_nodes));
+  // Decoding touched every page of the file; planning reads back only the weights, so
+  // dropping the pages now lowers the peak as well as the steady state.
+  if (model->mapped_file) model->mapped_file->release_resident_pages();
   auto session = std::unique_ptr<Session>(new Session());
   session->model_ = model;
   session->config_ = config;
@@ -87,6 +90,8 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   session->graph_ = std::move(graph).value();
   session->weight_bytes_ = count_weight_bytes(session->model_->graph);
   release_weights(session->model_->graph);
+  // Packed kernels and folded constants no longer read most of the file's weights.
+  if (model->mapped_file) model->mapped_file->release_resident_pages();
 #ifdef __GLIBC__
   // Planning and folding leave freed temporaries in the heap; hand them back to the OS
   // so a long-lived session's resident memory is what it holds, not its peak.

@@ -120,3 +120,53 @@ TEST(Executor, WritesBoundOutputsInPlace) {
 
 }  // namespace
 }  // namespace nxrt
+
+namespace nxrt {
+namespace {
+
+// LSTM packs constant W and R at prepare; the plan then keeps their shapes but frees the
+// data, and runs give what the same LSTM gives with W and R fed as inputs.
+TEST(Planner, FreesTheDataOfConstantsAKernelPacked) {
+  std::vector<float> w(24), r(16);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * float(i % 7) - 0.1f;
+  for (size_t i = 0; i < r.size(); ++i) r[i] = 0.03f * float(i % 5) - 0.05f;
+  const testing::NodeSpec lstm{"LSTM", {"x", "W", "R"}, {"", "y_h"}, "cell", {{"hidden_size", 2}}};
+  const std::string packed = testing::build_model({lstm}, {"x"}, {"y_h"},
+                                                  {{"W", {1, 8, 3}, w}, {"R", {1, 8, 2}, r}});
+  auto g = plan(packed);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  int constants_seen = 0;
+  for (size_t s = 0; s < (*g)->slots.size(); ++s) {
+    const std::string& name = (*g)->slots[s].name;
+    if (name != "W" && name != "R") continue;
+    const Tensor& c = (*g)->constants[s];
+    ASSERT_TRUE(c.defined()) << name;
+    EXPECT_EQ(c.shape(), name == "W" ? Shape({1, 8, 3}) : Shape({1, 8, 2}));
+    EXPECT_EQ(c.raw(), nullptr) << name << " still holds its data";
+    ++constants_seen;
+  }
+  EXPECT_EQ(constants_seen, 2);
+
+  const std::string fed = testing::build_model({lstm}, {"x", "W", "R"}, {"y_h"});
+  auto with_constants = Session::create_from_bytes(packed.data(), packed.size(), {});
+  auto with_inputs = Session::create_from_bytes(fed.data(), fed.size(), {});
+  ASSERT_TRUE(with_constants.ok()) << with_constants.status().message();
+  ASSERT_TRUE(with_inputs.ok()) << with_inputs.status().message();
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f, 0.75f, -0.5f};  // [2, 1, 3]
+  const Tensor xt(DataType::kFloat, Shape{2, 1, 3}, x.data());
+  std::vector<Value> a, b;
+  const std::vector<std::string> x_name = {"x"}, all_names = {"x", "W", "R"};
+  const std::vector<Value> x_feed = {xt};
+  const std::vector<Value> all_feeds = {xt, Tensor(DataType::kFloat, Shape{1, 8, 3}, w.data()),
+                                        Tensor(DataType::kFloat, Shape{1, 8, 2}, r.data())};
+  ASSERT_TRUE((*with_constants)->run(x_name, x_feed, {}, a).ok());
+  ASSERT_TRUE((*with_inputs)->run(all_names, all_feeds, {}, b).ok());
+  ASSERT_EQ(a[0].tensor.numel(), 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_NEAR(a[0].tensor.data<float>()[i], b[0].tensor.data<float>()[i], 1e-6f);
+    EXPECT_NE(a[0].tensor.data<float>()[i], 0.0f);
+  }
+}
+
+}  // namespace
+}  // namespace nxrt

@@ -521,3 +521,30 @@ def test_fuzz_softmax_nan_input():
     np.testing.assert_allclose(out[1], np.exp([1, 2, 3]) / np.exp([1, 2, 3]).sum(), rtol=1e-5)
     s, feeds = _run_one("Softmax", [x[1:2]], {"axis": 1})
     np.testing.assert_allclose(s.run(None, feeds)[0][0], out[1], rtol=1e-6)
+
+
+def test_fuzz_lstm_nan_input():
+    # fuzz_run: NaN reached the LSTM's tanh, whose exp converted NaN to int (undefined).
+    x = np.full((2, 1, 3), np.nan, np.float32)
+    x[1] = [0.5, -1.0, 2.0]
+    w = np.full((1, 8, 3), 0.1, np.float32)
+    r = np.full((1, 8, 2), 0.1, np.float32)
+    s, feeds = _run_one("LSTM", [x, w, r], {"hidden_size": 2}, outputs=2)
+    y, y_h = s.run(None, feeds)
+    assert np.isnan(y).all() and np.isnan(y_h).all()  # NaN carries through the state
+    feeds["i0"] = np.nan_to_num(x)
+    assert np.isfinite(s.run(None, feeds)[0]).all()
+
+
+def test_fuzz_graph_attribute_without_graph():
+    # fuzz_model: a Loop whose body attribute says GRAPH but holds none.
+    with open(os.path.join(FUZZ_REGRESSIONS, "model", "loop_graph_attr_without_graph"), "rb") as f:
+        data = f.read()
+    with pytest.raises(nxrt.InvalidGraph):
+        nxrt.InferenceSession(data)
+    body = onnx.AttributeProto(name="body", type=onnx.AttributeProto.GRAPH)
+    node = helper.make_node("Loop", ["m", "", "v"], ["v_out"], name="loop")
+    node.attribute.append(body)
+    data = _model([node], [_vi("m", [], TensorProto.INT64), _vi("v")], [_vi("v_out")])
+    with pytest.raises(nxrt.InvalidGraph, match="Loop.*'body' holds no graph"):
+        nxrt.InferenceSession(data)

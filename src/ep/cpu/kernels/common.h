@@ -9,9 +9,26 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/half.h"
 #include "ep/kernel.h"
 
 namespace nxrt::cpu {
+
+// A float, float16 or bfloat16 tensor's values as float: its own data for float (no
+// copy), else widened into `wide`; nullptr for other types. For packing constant weights.
+inline const float* float_data(const Tensor& t, std::vector<float>& wide) {
+  auto widen_into = [&](const auto* p) {
+    wide.assign(size_t(t.numel()), 0.0f);
+    for (size_t i = 0; i < wide.size(); ++i) wide[i] = float(p[i]);
+    return wide.data();
+  };
+  switch (t.dtype()) {
+    case DataType::kFloat: return t.data<float>();
+    case DataType::kFloat16: return widen_into(t.data<Float16>());
+    case DataType::kBFloat16: return widen_into(t.data<BFloat16>());
+    default: return nullptr;
+  }
+}
 
 // A vector whose first N elements live inline, for the per-call index lists of compute()
 // (axes, starts, strides, per-dim counters): ranks real models use fit, so a warm run

@@ -271,17 +271,6 @@ Status check_bias(const Tensor* b, int64_t channels) {
 
 std::span<const int64_t> spatial(const Shape& s) { return s.span().subspan(2); }
 
-// A constant weight as float: its own data, or widened into `wide` (float16/bfloat16);
-// nullptr for other types.
-const float* float_weights(const Tensor& w, std::vector<float>& wide) {
-  switch (w.dtype()) {
-    case DataType::kFloat: return w.data<float>();
-    case DataType::kFloat16: wide = widen(w.data<Float16>(), w.numel()); return wide.data();
-    case DataType::kBFloat16: wide = widen(w.data<BFloat16>(), w.numel()); return wide.data();
-    default: return nullptr;
-  }
-}
-
 // Weights packed once as right operands (per group: W_g^T, K x M/G) for the thin-output
 // path, plus the constant they came from: compute uses them only for that very tensor.
 struct PackedWeights {
@@ -301,7 +290,7 @@ class ConvKernel final : public Kernel {
     if (w.rank() < 3 || w.shape()[0] % group_ != 0 || w.numel() == 0) return;
     const int64_t M = w.shape()[0], Mg = M / group_, K = w.numel() / M;
     std::vector<float> wide;
-    const float* pw = float_weights(w, wide);
+    const float* pw = float_data(w, wide);
     if (!pw) return;
     for (int64_t g = 0; g < group_; ++g)
       packed_.groups.push_back(gemm::PackedMatrix::pack_right(true, K, Mg, pw + g * Mg * K, K));
@@ -592,7 +581,7 @@ class ConvTransposeKernel final : public Kernel {
     if (w.rank() < 3 || w.shape()[0] % group_ != 0 || w.numel() == 0) return;
     const int64_t Cg = w.shape()[0] / group_, rows = w.numel() / w.shape()[0];
     std::vector<float> wide;
-    const float* pw = float_weights(w, wide);
+    const float* pw = float_data(w, wide);
     if (!pw) return;
     for (int64_t g = 0; g < group_; ++g)
       packed_.groups.push_back(

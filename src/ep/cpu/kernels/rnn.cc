@@ -52,7 +52,8 @@ inline float exp_reduced(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const int32_t bits = (int32_t(n) + 127) << 23;
+  // NaN inputs (x is clamped otherwise) must not reach the int conversion, which is UB.
+  const int32_t bits = ((n == n ? int32_t(n) : 0) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return p * scale;
@@ -348,8 +349,9 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pr
   const bool backward = cfg.reverse_only || d == 1;
   const bool gru_lbr = cfg.cell == Cell::kGru && cfg.linear_before_reset;
   const int64_t dirs = cfg.dirs;
-  const C* w = op.w + d * n * I;
-  const C* r = op.r + d * n * H;
+  // W or R may have no data when the planner freed a constant this kernel packed.
+  const C* w = op.w ? op.w + d * n * I : nullptr;
+  const C* r = op.r ? op.r + d * n * H : nullptr;
   const C* bias = op.b ? op.b + d * 2 * n : nullptr;
   const bool gru_split = cfg.cell == Cell::kGru && !gru_lbr;
 
@@ -550,9 +552,9 @@ std::vector<float> widen(const Tensor* t) {
 class RecurrentKernel final : public Kernel {
  public:
   RecurrentKernel(Config cfg, std::vector<PackedF> packed_f, std::vector<std::vector<double>> rt_d,
-                  Tensor w_source, Tensor r_source)
+                  bool w_packed, bool r_packed)
       : cfg_(std::move(cfg)), packed_f_(std::move(packed_f)), rt_d_(std::move(rt_d)),
-        w_source_(std::move(w_source)), r_source_(std::move(r_source)) {}
+        w_packed_(w_packed), r_packed_(r_packed) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
@@ -620,12 +622,11 @@ class RecurrentKernel final : public Kernel {
   }
 
  private:
-  // Pre-packed weights apply only to the very constants they were packed from.
+  // W and R were packed only when they are constants, so each run sees those very tensors.
   template <typename C>
-  void run_all(Operands<C>& op, bool padded, const Tensor& w, const Tensor& r) const {
+  void run_all(Operands<C>& op, bool padded) const {
     if (op.y && padded) std::fill_n(op.y, op.seq * cfg_.dirs * op.batch * op.hidden, C(0));
-    const bool w_ok = w_source_.defined() && w.raw() == w_source_.raw();
-    const bool r_ok = r_source_.defined() && r.raw() == r_source_.raw();
+    const bool w_ok = w_packed_, r_ok = r_packed_;
     for (int64_t d = 0; d < cfg_.dirs; ++d) {
       Prepared prep;
       if constexpr (std::is_same_v<C, float>) {
@@ -657,7 +658,7 @@ class RecurrentKernel final : public Kernel {
     op.y = y ? y->data<C>() : nullptr;
     op.yh = yh ? yh->data<C>() : nullptr;
     op.yc = yc ? yc->data<C>() : nullptr;
-    run_all(op, padded, w, r);
+    run_all(op, padded);
     return Status();
   }
 
@@ -682,7 +683,7 @@ class RecurrentKernel final : public Kernel {
     op.y = y ? yf.data() : nullptr;
     op.yh = yh ? yhf.data() : nullptr;
     op.yc = yc ? ycf.data() : nullptr;
-    run_all(op, padded, w, r);
+    run_all(op, padded);
     auto narrow = [](const std::vector<float>& src, Tensor* dst) {
       if (!dst) return;
       T* out = dst->data<T>();
@@ -697,17 +698,8 @@ class RecurrentKernel final : public Kernel {
   Config cfg_;
   std::vector<PackedF> packed_f_;      // float compute: per direction, W^T and/or R^T
   std::vector<std::vector<double>> rt_d_;  // double compute: R^T per direction
-  Tensor w_source_, r_source_;         // the constants packed (undefined when not)
+  bool w_packed_, r_packed_;           // whether constant W / R were packed at prepare
 };
-
-// Constant W and/or R as float, widened if stored as float16/bfloat16.
-std::vector<float> as_float(const Tensor& t) {
-  switch (t.dtype()) {
-    case DataType::kFloat: return {t.data<float>(), t.data<float>() + t.numel()};
-    case DataType::kFloat16: return widen<Float16>(&t);
-    default: return widen<BFloat16>(&t);
-  }
-}
 
 Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
   AttrReader attrs(init.node);
@@ -790,34 +782,39 @@ Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
                       (cfg.hidden < 0 || w->shape()[1] == G * cfg.hidden);
   std::vector<PackedF> packed_f;
   std::vector<std::vector<double>> rt_d;
-  Tensor w_source, r_source;
+  bool w_packed = false, r_packed = false;
   if (cfg.dtype == DataType::kDouble) {
     if (r_fits) {
       const int64_t n = r->shape()[1], H = r->shape()[2];
       for (int64_t d = 0; d < cfg.dirs; ++d)
         rt_d.push_back(transpose_r(r->data<double>() + d * n * H, n, H));
-      r_source = *r;
+      r_packed = true;
     }
   } else if (r_fits || w_fits) {
     packed_f.resize(size_t(cfg.dirs));
     if (w_fits && w->numel() > 0) {
-      const std::vector<float> wf = as_float(*w);
+      std::vector<float> wide;
+      const float* wf = float_data(*w, wide);
       const int64_t n = w->shape()[1], I = w->shape()[2];
       for (int64_t d = 0; d < cfg.dirs; ++d)
-        packed_f[size_t(d)].w = pack_w_f(wf.data() + d * n * I, n, I);
-      w_source = *w;
+        packed_f[size_t(d)].w = pack_w_f(wf + d * n * I, n, I);
+      w_packed = true;
+      // float32 compute reads only the packed form; float16/bfloat16 widen W each run.
+      if (cfg.dtype == DataType::kFloat) init.absorb_constant(1);
     }
     if (r_fits && r->numel() > 0) {
-      const std::vector<float> rf = as_float(*r);
+      std::vector<float> wide;
+      const float* rf = float_data(*r, wide);
       const int64_t n = r->shape()[1], H = r->shape()[2];
       for (int64_t d = 0; d < cfg.dirs; ++d)
         packed_f[size_t(d)].r =
-            pack_r_f(rf.data() + d * n * H, H, segments_for(cell, cfg.linear_before_reset, H));
-      r_source = *r;
+            pack_r_f(rf + d * n * H, H, segments_for(cell, cfg.linear_before_reset, H));
+      r_packed = true;
+      if (cfg.dtype == DataType::kFloat) init.absorb_constant(2);
     }
   }
   return make_kernel<RecurrentKernel>(std::move(cfg), std::move(packed_f), std::move(rt_d),
-                                      std::move(w_source), std::move(r_source));
+                                      w_packed, r_packed);
 }
 
 }  // namespace
