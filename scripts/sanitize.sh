@@ -1,32 +1,33 @@
 #!/usr/bin/env bash
-# Sanitizer checks (issue 5):
-#  1. builds the C++ unit tests with ASan+UBSan (gcc, ./build-asan) and runs them;
-#  2. builds the libFuzzer targets (clang, ./build-fuzz) and runs each for SECONDS on the
-#     checked-in corpus (tests/fuzz/corpus), in a scratch copy so the corpus stays as
-#     committed. Any sanitizer report, crash, leak or timeout fails the script.
-# Usage: scripts/sanitize.sh [SECONDS per fuzz target, default 60] [-j JOBS]
+# Sanitizer checks (issue 5), part of the full test suite (scripts/test.sh):
+#  1. ./build-san (clang, ASan+UBSan, libFuzzer coverage): builds the C++ and C unit tests
+#     and the three libFuzzer targets; runs the unit tests (leak checking on), then each
+#     fuzz target for SECONDS on the checked-in corpus plus the crash regressions, in a
+#     scratch copy so the corpus stays as committed.
+#  2. ./build-tsan (clang, ThreadSanitizer): builds and runs the concurrency test
+#     (tests/c/sessions_test.c: many sessions on 2 threads, one session on 4 threads).
+# Any sanitizer report, crash, leak or fuzzer timeout fails the script. Sanitizer builds
+# use -O1 -g1: they compile about twice as fast as -O2 -g and keep line numbers.
+# Usage: scripts/sanitize.sh [SECONDS per fuzz target, default 60]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET="${1:-60}"
 JOBS="${JOBS:-$(nproc)}"
 start=$(date +%s)
+SAN_FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1"
+           -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DNXRT_BUILD_PYTHON=OFF
+           -DNXRT_PYTHON_INPLACE=OFF -DNXRT_BUILD_TOOLS=OFF)
 
-echo "== ASan+UBSan unit tests (build-asan)"
-if [ ! -f build-asan/build.ninja ]; then
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DNXRT_SANITIZE=address,undefined -DNXRT_PYTHON_INPLACE=OFF -DNXRT_BUILD_PYTHON=OFF
+echo "== ASan+UBSan: unit tests and fuzz targets (build-san)"
+if [ ! -f build-san/build.ninja ]; then
+  CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja "${SAN_FLAGS[@]}" -DNXRT_FUZZ=ON >/dev/null
 fi
-ninja -C build-asan -j "$JOBS"
+flock /tmp/nxrt-build.lock ninja -C build-san -j "$JOBS"
 # detect_leaks: the unit tests must not leak either.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$JOBS"
+  ctest --test-dir build-san --output-on-failure -j "$JOBS"
 
-echo "== libFuzzer targets (build-fuzz), ${SECONDS_PER_TARGET}s each"
-if [ ! -f build-fuzz/build.ninja ]; then
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DNXRT_FUZZ=ON -DNXRT_BUILD_TESTS=OFF -DNXRT_BUILD_PYTHON=OFF -DNXRT_BUILD_TOOLS=OFF
-fi
-ninja -C build-fuzz -j "$JOBS" fuzz_model fuzz_run fuzz_tensor
+echo "== libFuzzer targets, ${SECONDS_PER_TARGET}s each"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for pair in fuzz_model:model fuzz_run:run fuzz_tensor:tensor; do
@@ -39,7 +40,7 @@ for pair in fuzz_model:model fuzz_run:run fuzz_tensor:tensor; do
   echo "-- $target on corpus/$corpus"
   rc=0
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    build-fuzz/tests/fuzz/"$target" -max_total_time="$SECONDS_PER_TARGET" -timeout=20 \
+    build-san/tests/fuzz/"$target" -max_total_time="$SECONDS_PER_TARGET" -timeout=20 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/artifacts-$target/" \
     "$work/$corpus" > "$work/$target.log" 2>&1 || rc=$?
   grep -E "^#[0-9]+ *(DONE|INITED)|stat::number_of_executed_units|stat::peak_rss|ERROR|SUMMARY|runtime error" \
@@ -47,9 +48,17 @@ for pair in fuzz_model:model fuzz_run:run fuzz_tensor:tensor; do
   if [ "$rc" -ne 0 ] || [ -n "$(ls -A "$work/artifacts-$target")" ]; then
     tail -50 "$work/$target.log"
     mkdir -p fuzz-artifacts
-    cp "$work/artifacts-$target"/* fuzz-artifacts/
+    cp "$work/artifacts-$target"/* fuzz-artifacts/ 2>/dev/null || true
     echo "FAIL: $target found crashing inputs (copied to fuzz-artifacts/)"
     exit 1
   fi
 done
+
+echo "== ThreadSanitizer: concurrency test (build-tsan)"
+if [ ! -f build-tsan/build.ninja ]; then
+  CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja "${SAN_FLAGS[@]}" \
+    -DNXRT_SANITIZE=thread >/dev/null
+fi
+flock /tmp/nxrt-build.lock ninja -C build-tsan -j "$JOBS" nxrt_sessions_test
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/c/nxrt_sessions_test
 echo "== sanitize.sh passed in $(( $(date +%s) - start ))s"

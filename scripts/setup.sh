@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-for pkg in cmake ninja-build g++ libprotozero-dev libgtest-dev pkg-config libcli11-dev espeak-ng sox; do
+# clang and its runtimes: the sanitizer and libFuzzer builds of scripts/sanitize.sh.
+for pkg in cmake ninja-build g++ libprotozero-dev libgtest-dev pkg-config libcli11-dev espeak-ng sox \
+           clang libclang-rt-14-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ! command -v python3 >/dev/null 2>&1; then need_apt+=(python3 python3-dev python3-venv); fi

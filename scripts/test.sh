@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The full test suite: builds, then runs the C++ unit tests (ctest) and the Python tests
-# (pytest: API, models against onnxruntime, the ONNX backend cases). Exits non-zero on
-# any failure.
+# The full test suite: builds, then runs the C++ unit tests (ctest), the Python tests
+# (pytest: API, models against onnxruntime, the ONNX backend cases) and the sanitizer
+# checks (scripts/sanitize.sh: ASan+UBSan unit tests, 60 s per fuzz target, the
+# ThreadSanitizer concurrency test). Exits non-zero on any failure.
+# NXRT_SKIP_SANITIZE=1 skips the sanitizer stage (quick local runs); extra arguments go
+# to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
@@ -9,3 +12,9 @@ echo "== C++ unit tests (ctest)"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 echo "== Python tests (pytest)"
 PYTHONPATH="$PWD/python" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider "$@"
+if [ "${NXRT_SKIP_SANITIZE:-0}" = 1 ]; then
+  echo "== Sanitizer checks skipped (NXRT_SKIP_SANITIZE=1)"
+else
+  echo "== Sanitizer checks (scripts/sanitize.sh)"
+  scripts/sanitize.sh "${NXRT_FUZZ_SECONDS:-60}"
+fi

@@ -2,7 +2,9 @@
 // point catches exceptions (in practice std::bad_alloc) and turns them into NXRT_FAIL.
 #include "nxrt/nxrt.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/limits.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "core/value.h"
@@ -226,7 +229,13 @@ nxrt_code finish_session(nxrt_env* env, const nxrt_session_options* options,
 }
 
 nxrt::SessionConfig config_of(const nxrt_session_options* options) {
-  return options ? options->config : nxrt::SessionConfig{};
+  if (!options) return nxrt::SessionConfig{};
+  nxrt::SessionConfig config = options->config;
+  // The executor enforces the limit on every run (nxrt.limits.max_session_memory_bytes).
+  if (options->memory_limit)
+    config.config_entries[nxrt::kLimitMaxSessionMemoryBytes] =
+        std::to_string(std::min<uint64_t>(options->memory_limit, INT64_MAX));
+  return config;
 }
 
 const IoInfo* io_at(const nxrt_session* session, nxrt_io_kind kind, size_t index) {

@@ -8,7 +8,7 @@ BufferPool::~BufferPool() {
   for (Block& block : blocks_) std::free(block.data);
 }
 
-void* BufferPool::acquire(size_t bytes) {
+void* BufferPool::acquire(size_t bytes, size_t* capacity) {
   const size_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
   // Best fit among free blocks, but not one more than 4x too big: a huge block
   // serving a tiny tensor would starve the next large request.
@@ -20,21 +20,24 @@ void* BufferPool::acquire(size_t bytes) {
   }
   if (best) {
     best->in_use = true;
+    if (capacity) *capacity = best->capacity;
     return best->data;
   }
   void* data = std::aligned_alloc(64, rounded);
   if (!data) return nullptr;
   blocks_.push_back({data, rounded, true});
+  if (capacity) *capacity = rounded;
   return data;
 }
 
-void BufferPool::release(void* data) {
+size_t BufferPool::release(void* data) {
   for (Block& block : blocks_) {
     if (block.data == data) {
       block.in_use = false;
-      return;
+      return block.capacity;
     }
   }
+  return 0;
 }
 
 }  // namespace nxrt

@@ -15,10 +15,11 @@ class BufferPool {
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
-  // A 64-byte aligned block of at least `bytes`; nullptr when out of memory.
-  void* acquire(size_t bytes);
-  // Gives a block from acquire() back for reuse.
-  void release(void* block);
+  // A 64-byte aligned block of at least `bytes`; nullptr when out of memory. Its size
+  // (what it holds, which may exceed `bytes`) goes to `*capacity` when given.
+  void* acquire(size_t bytes, size_t* capacity = nullptr);
+  // Gives a block from acquire() back for reuse; returns its size (0 if unknown).
+  size_t release(void* block);
 
   size_t blocks_allocated() const { return blocks_.size(); }
 

@@ -84,6 +84,22 @@ void collect_outer_names_into(const ir::Graph& graph, std::vector<std::string>& 
   for (const auto& o : graph.outputs) use(o.name);
 }
 
+// Inputs and outputs the op's ONNX schema requires, checked before a kernel sees the node.
+Status check_arity(const ir::Node& node, int64_t opset, const std::string& context) {
+  const cpu::OpArity* arity = cpu::find_arity(node.domain, node.op_type, opset);
+  if (!arity) return Status();
+  if (node.inputs.size() < size_t(arity->min_inputs))
+    return invalid_graph(context, "has ", node.inputs.size(), " inputs; opset ", opset, " of ",
+                         node.op_type, " needs at least ", arity->min_inputs);
+  if (node.outputs.size() < size_t(arity->min_outputs))
+    return invalid_graph(context, "has ", node.outputs.size(), " outputs; opset ", opset, " of ",
+                         node.op_type, " needs at least ", arity->min_outputs);
+  for (size_t i = 0; i < node.inputs.size() && i < 64; ++i)
+    if ((arity->required_inputs >> i & 1) && node.inputs[i].empty())
+      return invalid_graph(context, "input ", i, " is required by ", node.op_type, " but left empty");
+  return Status();
+}
+
 class Planner : public SubgraphCompiler {
  public:
   explicit Planner(const PlanOptions& options) : options_(options) {}
@@ -343,6 +359,7 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       return not_implemented(step.context, "op '", node.op_type, "' (domain '", domain,
                              "', opset ", init.opset, ") is not implemented by nxrt");
     }
+    NXRT_RETURN_IF_ERROR(check_arity(node, init.opset, step.context));
     auto kernel = entry->factory(init);
     if (!kernel) return std::move(kernel).status();
     step.kernel = std::move(kernel).value();

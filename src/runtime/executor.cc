@@ -36,7 +36,8 @@ RunStateCache& subgraph_cache(const ExecutableGraph& graph) {
 void release_slot(RunState& state, size_t slot) {
   const int r = state.root[slot];
   if (r >= 0 && --state.refs[size_t(r)] == 0) {
-    state.pool.release(state.block[size_t(r)]);
+    const size_t bytes = state.pool.release(state.block[size_t(r)]);
+    if (state.meter) state.meter->credit(int64_t(bytes));
     state.block[size_t(r)] = nullptr;
   }
   state.root[slot] = -1;
@@ -97,6 +98,9 @@ class StepContext final : public KernelContext {
     if (info.is_graph_output || info.dtype == DataType::kString) {
       auto t = Tensor::allocate(info.dtype, shape, graph_.limits);
       if (!t) return std::move(t).status();
+      // Outputs leave the run: charged, never credited back within it.
+      if (state_.meter && !state_.meter->charge(int64_t(t->nbytes())))
+        return over_memory_limit(info, t->nbytes());
       value = std::move(t).value();
       return &value;
     }
@@ -105,8 +109,13 @@ class StepContext final : public KernelContext {
     if (!size)
       return tensor_bytes(info.dtype, shape, "output '" + info.name + "'", graph_.limits).status();
     const size_t bytes = size.value();
-    void* data = state_.pool.acquire(bytes);
+    size_t capacity = 0;
+    void* data = state_.pool.acquire(bytes, &capacity);
     if (!data) return runtime_error("out of memory allocating ", bytes, " bytes for '", info.name, "'");
+    if (state_.meter && !state_.meter->charge(int64_t(capacity))) {
+      state_.pool.release(data);
+      return over_memory_limit(info, bytes);
+    }
     value = Tensor(info.dtype, shape, data);
     state_.root[slot] = int(slot);
     state_.refs[slot] = 1;
@@ -184,6 +193,13 @@ class StepContext final : public KernelContext {
   }
 
  private:
+  Status over_memory_limit(const ValueSlot& info, size_t bytes) const {
+    const MemoryMeter& m = *state_.meter;
+    return make_error(StatusCode::kFail, "output '", info.name, "' needs ", bytes,
+                      " bytes while the run holds ", m.held, "; with the session's weights ",
+                      "that is over ", limit_text(kLimitMaxSessionMemoryBytes, m.configured));
+  }
+
   const ExecutableGraph& graph_;
   const Step& step_;
   RunState& state_;
@@ -258,6 +274,7 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
   state.step_inputs.resize(graph.max_step_inputs);
   state.step_sequences.resize(graph.max_step_inputs);
   if (flags.output_sink) state.sunk.assign(graph.output_slots.size(), nullptr);
+  state.meter = flags.meter;
 
   for (size_t s = 0; s < num_slots; ++s)
     if (graph.constants[s].defined()) state.values[s] = view_of(graph.constants[s]);
@@ -360,6 +377,7 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
     }
   }
   release_all(state);
+  state.meter = nullptr;
   return status;
 }
 

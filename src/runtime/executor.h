@@ -21,8 +21,24 @@ struct NodeTiming {
   int64_t duration_ns = 0;
 };
 
+// The bytes one run holds at once (pooled intermediates in use, in subgraphs too, and the
+// outputs it allocates), checked against nxrt.limits.max_session_memory_bytes less the
+// session's weights. Kernels' small per-thread scratch is not counted.
+struct MemoryMeter {
+  int64_t limit = 0;  // > 0
+  int64_t held = 0;
+  int64_t configured = 0;  // the limit as the user set it, for messages
+  bool charge(int64_t bytes) {
+    if (held + bytes > limit) return false;
+    held += bytes;
+    return true;
+  }
+  void credit(int64_t bytes) { held -= bytes; }
+};
+
 struct RunFlags {
   const std::atomic<bool>* terminate = nullptr;
+  MemoryMeter* meter = nullptr;  // null: no memory limit
   std::vector<NodeTiming>* timings = nullptr;  // non-null: record every step, subgraphs too
   // Caller memory for graph outputs (IoBinding), aligned with the graph's outputs; an
   // undefined tensor leaves that output to the runtime. A bound output must match the
@@ -57,6 +73,7 @@ struct RunState {
   // With RunFlags::output_sink: by graph output, the data the sink handed out for it.
   std::vector<const void*> sunk;
   BufferPool pool;
+  MemoryMeter* meter = nullptr;  // the current run's, while it runs
 };
 
 // Hands out RunStates for one graph; thread-safe.

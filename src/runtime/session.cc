@@ -89,6 +89,11 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   if (!graph) return std::move(graph).status();
   session->graph_ = std::move(graph).value();
   session->weight_bytes_ = count_weight_bytes(session->model_->graph);
+  if (limits.max_session_memory_bytes > 0 &&
+      session->weight_bytes_ > uint64_t(limits.max_session_memory_bytes))
+    return make_error(StatusCode::kFail, "the model's weights take ", session->weight_bytes_,
+                      " bytes, over the ",
+                      limit_text(kLimitMaxSessionMemoryBytes, limits.max_session_memory_bytes));
   release_weights(session->model_->graph);
   // Packed kernels and folded constants no longer read most of the file's weights.
   if (model->mapped_file) model->mapped_file->release_resident_pages();
@@ -242,6 +247,12 @@ Status Session::run(std::span<const std::string> input_names,
   std::vector<NodeTiming> timings;
   RunFlags run_flags = flags;
   if (config_.enable_profiling) run_flags.timings = &timings;
+  MemoryMeter meter;
+  if (limits_.max_session_memory_bytes > 0) {
+    meter.configured = limits_.max_session_memory_bytes;
+    meter.limit = limits_.max_session_memory_bytes - int64_t(weight_bytes_);
+    run_flags.meter = &meter;
+  }
   Status status = execute_graph(g, *state, feeds, {}, all, run_flags);
   if (config_.enable_profiling) record_profile(timings);
   NXRT_RETURN_IF_ERROR(status);

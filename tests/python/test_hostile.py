@@ -497,6 +497,28 @@ def test_tensor_limit_at_run_time():
     assert s.run(None, {"s": np.array([1024], np.int64)})[0].shape == (1024,)
 
 
+def test_session_memory_limit():
+    # Each run may hold the limit less the weights: here 64 KiB for a chain of 3 tensors.
+    nodes = [helper.make_node("Neg", ["x"], ["a"], name="neg"),
+             helper.make_node("Relu", ["a"], ["b"], name="relu"),
+             helper.make_node("Exp", ["b"], ["y"], name="exp")]
+    data = _model(nodes, [_vi("x", [None])], [_vi("y")])
+    s = nxrt.InferenceSession(data, _options(max_session_memory_bytes=65536))
+    small = np.linspace(-1, 1, 1024, dtype=np.float32)
+    np.testing.assert_allclose(s.run(None, {"x": small})[0], np.exp(np.maximum(-small, 0)), rtol=1e-6)
+    with pytest.raises(nxrt.Fail, match=r"output '.*' needs \d+ bytes .*"
+                                        r"nxrt.limits.max_session_memory_bytes = 65536"):
+        s.run(None, {"x": np.zeros(12000, np.float32)})
+    np.testing.assert_allclose(s.run(None, {"x": small})[0], np.exp(np.maximum(-small, 0)), rtol=1e-6)
+    # Unlimited by default.
+    assert nxrt.InferenceSession(data).run(None, {"x": np.zeros(8192, np.float32)})[0].shape == (8192,)
+    # Weights alone over the limit: refused at creation.
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4096], np.ones(4096, np.float32))
+    heavy = _model([helper.make_node("Add", ["x", "w"], ["y"])], [_vi("x", [4096])], [_vi("y")], [w])
+    with pytest.raises(nxrt.Fail, match="weights take 16384 bytes.*max_session_memory_bytes = 8192"):
+        nxrt.InferenceSession(heavy, _options(max_session_memory_bytes=8192))
+
+
 # ---- regressions from the fuzzers (tests/fuzz/regressions holds the raw inputs) --------
 
 FUZZ_REGRESSIONS = os.path.join(os.path.dirname(__file__), "..", "fuzz", "regressions")
@@ -548,3 +570,14 @@ def test_fuzz_graph_attribute_without_graph():
     data = _model([node], [_vi("m", [], TensorProto.INT64), _vi("v")], [_vi("v_out")])
     with pytest.raises(nxrt.InvalidGraph, match="Loop.*'body' holds no graph"):
         nxrt.InferenceSession(data)
+
+
+def test_nodes_missing_required_inputs():
+    # Found by tests/c/hostile_test.c: a bit flip left a Conv with only W; the kernel read
+    # input 1. Nodes are now checked against their ONNX schema's arity before prepare.
+    conv = helper.make_node("Conv", ["w"], ["y"], name="conv")
+    with pytest.raises(nxrt.InvalidGraph, match="conv.*has 1 inputs; opset 17 of Conv needs at least 2"):
+        nxrt.InferenceSession(_model([conv], [_vi("w", [1, 1, 3, 3])], [_vi("y")]))
+    gemm = helper.make_node("Gemm", ["a", ""], ["y"], name="gemm")
+    with pytest.raises(nxrt.InvalidGraph, match="gemm.*input 1 is required by Gemm but left empty"):
+        nxrt.InferenceSession(_model([gemm], [_vi("a", [2, 2])], [_vi("y")]))

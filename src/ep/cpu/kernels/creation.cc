@@ -35,14 +35,14 @@ Status read_scalar(const Tensor& t, const char* what, double& as_double, int64_t
 
 class ConstantOfShapeKernel final : public Kernel {
  public:
-  ConstantOfShapeKernel(DataType dtype, std::vector<unsigned char> value)
-      : dtype_(dtype), value_(std::move(value)) {}
+  explicit ConstantOfShapeKernel(std::vector<unsigned char> value) : value_(std::move(value)) {}
   Status compute(KernelContext& ctx) const override {
-    std::vector<int64_t> dims;
+    SmallVec<int64_t> dims;
     NXRT_RETURN_IF_ERROR(read_int_list(*ctx.input(0), dims, "shape input"));
+    const Shape shape(std::span<const int64_t>(dims.data(), dims.size()));
     for (int64_t d : dims)
-      if (d < 0) return invalid_argument("shape ", Shape(dims).to_string(), " has a negative dim");
-    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, Shape(dims)));
+      if (d < 0) return invalid_argument("shape ", shape.to_string(), " has a negative dim");
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, shape));
     const int64_t n = y->numel();
     switch (value_.size()) {
       case 1: fill<uint8_t>(*y, n); break;
@@ -66,7 +66,6 @@ class ConstantOfShapeKernel final : public Kernel {
     U* p = static_cast<U*>(y.raw());
     for (int64_t i = 0; i < n; ++i) p[i] = v;
   }
-  DataType dtype_;
   std::vector<unsigned char> value_;
 };
 
@@ -278,7 +277,7 @@ Expected<KernelPtr> create_constant_of_shape(KernelInit& init) {
                  static_cast<const unsigned char*>(value->raw()) + size);
   }
   init.set_all_outputs(dtype);
-  return make_kernel<ConstantOfShapeKernel>(dtype, std::move(bytes));
+  return make_kernel<ConstantOfShapeKernel>(std::move(bytes));
 }
 
 Expected<KernelPtr> create_range(KernelInit& init) {
