@@ -3,7 +3,8 @@
 #  1. ./build-san (clang, ASan+UBSan, libFuzzer coverage): builds the C++ and C unit tests
 #     and the three libFuzzer targets; runs the unit tests (leak checking on), then each
 #     fuzz target for SECONDS on the checked-in corpus plus the crash regressions, in a
-#     scratch copy so the corpus stays as committed.
+#     scratch copy so the corpus stays as committed. A fixed seed keeps CI's mutations the
+#     same from run to run; long campaigns by hand use random seeds.
 #  2. ./build-tsan (clang, ThreadSanitizer): builds and runs the concurrency test
 #     (tests/c/sessions_test.c: many sessions on 2 threads, one session on 4 threads).
 # Any sanitizer report, crash, leak or fuzzer timeout fails the script. Sanitizer builds
@@ -40,7 +41,7 @@ for pair in fuzz_model:model fuzz_run:run fuzz_tensor:tensor; do
   echo "-- $target on corpus/$corpus"
   rc=0
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    build-san/tests/fuzz/"$target" -max_total_time="$SECONDS_PER_TARGET" -timeout=20 \
+    build-san/tests/fuzz/"$target" -seed=1 -max_total_time="$SECONDS_PER_TARGET" -timeout=20 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/artifacts-$target/" \
     "$work/$corpus" > "$work/$target.log" 2>&1 || rc=$?
   grep -E "^#[0-9]+ *(DONE|INITED)|stat::number_of_executed_units|stat::peak_rss|ERROR|SUMMARY|runtime error" \

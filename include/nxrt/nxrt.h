@@ -107,7 +107,9 @@ typedef enum nxrt_code {
   NXRT_MODEL_LOADED = 8,
   NXRT_NOT_IMPLEMENTED = 9,    /* an operator, opset or type nxrt does not support */
   NXRT_INVALID_GRAPH = 10,     /* the model decodes but its graph is inconsistent */
-  NXRT_EP_FAIL = 11
+  NXRT_EP_FAIL = 11,
+  /* Not a code: keeps the enum int-sized (see NXRT_DTYPE_FORCE_INT32_). */
+  NXRT_CODE_FORCE_INT32_ = 0x7fffffff
 } nxrt_code;
 
 /* The name of a code as onnxruntime spells it ("InvalidArgument"); "Unknown" for values
@@ -219,7 +221,9 @@ typedef enum nxrt_graph_optimization_level {
   NXRT_OPT_DISABLE = 0,
   NXRT_OPT_BASIC = 1,
   NXRT_OPT_EXTENDED = 2,
-  NXRT_OPT_ALL = 99
+  NXRT_OPT_ALL = 99,
+  /* Not a level: keeps the enum int-sized (see NXRT_DTYPE_FORCE_INT32_). */
+  NXRT_OPT_FORCE_INT32_ = 0x7fffffff
 } nxrt_graph_optimization_level;
 
 /* A caller-supplied thread pool. nxrt calls `parallel_for(user_data, fn, ctx, n)`
@@ -350,7 +354,12 @@ NXRT_API nxrt_code nxrt_session_create_from_memory(nxrt_env* env, const void* da
 NXRT_API void nxrt_session_destroy(nxrt_session* session);
 
 /* Which side of the model a metadata getter looks at. */
-typedef enum nxrt_io_kind { NXRT_IO_INPUT = 0, NXRT_IO_OUTPUT = 1 } nxrt_io_kind;
+typedef enum nxrt_io_kind {
+  NXRT_IO_INPUT = 0,
+  NXRT_IO_OUTPUT = 1,
+  /* Not a kind: keeps the enum int-sized (see NXRT_DTYPE_FORCE_INT32_). */
+  NXRT_IO_FORCE_INT32_ = 0x7fffffff
+} nxrt_io_kind;
 
 /* Number of inputs a caller may feed (graph order, initializers excluded) or of outputs.
  * 0 for a NULL session or an unknown kind. */

@@ -85,6 +85,9 @@ class SplitKernel final : public Kernel {
       int64_t sum = 0;
       for (int64_t v : sizes) {
         if (v < 0) return invalid_argument("split has a negative size ", v);
+        // Checked before adding: hostile sizes must not overflow the sum.
+        if (v > dim - sum)
+          return invalid_argument("split sizes add up to more than axis ", axis, "'s size ", dim);
         sum += v;
       }
       if (sum != dim)
