@@ -232,9 +232,10 @@ typedef enum nxrt_graph_optimization_level {
  * `struct_size = sizeof(nxrt_thread_pool)`: later API versions may append members.
  * The pool must outlive every session created with it.
  *
- * Current status: nxrt has no parallel kernels yet, so the pool is stored but never
- * called; all work runs on the thread that calls nxrt_session_run. Supplying a pool is
- * still the way to make sure nxrt never creates threads of its own later. */
+ * nxrt calls it from inside nxrt_session_run to split large operators (matrix products,
+ * convolutions, big elementwise ops) into n pieces, n at most the intra-op thread setting
+ * (4 when that is 0 or 1); small operators, such as all of Silero VAD's, run on the
+ * calling thread without calling it. With a pool nxrt never creates threads itself. */
 typedef struct nxrt_thread_pool {
   size_t struct_size;
   void* user_data;
@@ -242,19 +243,24 @@ typedef struct nxrt_thread_pool {
                        size_t n);
 } nxrt_thread_pool;
 
-/* Creates options holding the defaults: 0 threads (the library's choice), NXRT_OPT_ALL,
+/* Creates options holding the defaults: 0 threads (all work on the calling thread), NXRT_OPT_ALL,
  * no thread pool, no memory limit. Destroy with nxrt_session_options_destroy. */
 NXRT_API nxrt_code nxrt_session_options_create(nxrt_session_options** out, nxrt_error* err);
 /* Frees options. NULL is ignored. */
 NXRT_API void nxrt_session_options_destroy(nxrt_session_options* options);
 
-/* Threads for parallelism inside one operator (0: library default, >= 1: at most that
- * many). Negative values fail with NXRT_INVALID_ARGUMENT. Since nxrt runs everything on
- * the calling thread today, every value behaves like 1 and no thread is created. */
+/* Threads for parallelism inside one operator: with no caller pool, a value above 1
+ * starts that many - 1 worker threads with the session (joined when it is destroyed);
+ * 0 (the default) and 1 run everything on the thread that calls nxrt_session_run and
+ * create no thread. Runs of one session from several threads share its workers: a run
+ * that finds them busy runs its operators serially. Negative values fail with
+ * NXRT_INVALID_ARGUMENT. */
 NXRT_API nxrt_code nxrt_session_options_set_intra_op_threads(nxrt_session_options* options,
                                                              int threads, nxrt_error* err);
-/* Threads for running independent operators at the same time; same rules and current
- * status as the intra-op setting. */
+/* Threads for running independent operators at the same time. Accepted for
+ * compatibility; nxrt runs a graph's operators one after the other, so every value
+ * behaves like 1 and creates no thread. Negative values fail with
+ * NXRT_INVALID_ARGUMENT. */
 NXRT_API nxrt_code nxrt_session_options_set_inter_op_threads(nxrt_session_options* options,
                                                              int threads, nxrt_error* err);
 /* Graph optimization level; values other than the enum's fail with
@@ -263,7 +269,7 @@ NXRT_API nxrt_code nxrt_session_options_set_graph_optimization_level(
     nxrt_session_options* options, nxrt_graph_optimization_level level, nxrt_error* err);
 /* Uses the caller's thread pool (copied; its struct_size must be at least the size of
  * the API version 1 struct and parallel_for must not be NULL), or none when `pool` is
- * NULL. See nxrt_thread_pool for the current status. */
+ * NULL. See nxrt_thread_pool. */
 NXRT_API nxrt_code nxrt_session_options_set_thread_pool(nxrt_session_options* options,
                                                         const nxrt_thread_pool* pool,
                                                         nxrt_error* err);

@@ -100,8 +100,6 @@ struct nxrt_session {
   nxrt_env* env = nullptr;
   std::unique_ptr<nxrt::Session> session;
   std::vector<IoInfo> io[2];
-  bool has_pool = false;
-  nxrt_thread_pool pool{};  // stored for when kernels run in parallel; never called yet
   uint64_t memory_limit = 0;
 };
 
@@ -208,8 +206,6 @@ nxrt_code finish_session(nxrt_env* env, const nxrt_session_options* options,
   auto wrapper = std::make_unique<nxrt_session>();
   wrapper->session = std::move(created).value();
   if (options) {
-    wrapper->has_pool = options->has_pool;
-    wrapper->pool = options->pool;
     wrapper->memory_limit = options->memory_limit;
   }
   if (wrapper->memory_limit) {
@@ -228,9 +224,28 @@ nxrt_code finish_session(nxrt_env* env, const nxrt_session_options* options,
   return NXRT_OK;
 }
 
+// The caller's nxrt_thread_pool as the session's Parallel: pieces are its parallel_for's
+// indices; their count follows intra_op_threads (4 when that is left at 0 or 1, since
+// the pool's own size is unknown).
+class CallerPool final : public nxrt::Parallel {
+ public:
+  CallerPool(const nxrt_thread_pool& pool, int threads)
+      : pool_(pool), width_(threads > 1 ? size_t(threads) : 4) {}
+  size_t width() const override { return width_; }
+  void run(size_t n, void (*fn)(void*, size_t), void* ctx) override {
+    pool_.parallel_for(pool_.user_data, fn, ctx, n);
+  }
+
+ private:
+  nxrt_thread_pool pool_;
+  size_t width_;
+};
+
 nxrt::SessionConfig config_of(const nxrt_session_options* options) {
   if (!options) return nxrt::SessionConfig{};
   nxrt::SessionConfig config = options->config;
+  if (options->has_pool)
+    config.parallel = std::make_shared<CallerPool>(options->pool, config.intra_op_num_threads);
   // The executor enforces the limit on every run (nxrt.limits.max_session_memory_bytes).
   if (options->memory_limit)
     config.config_entries[nxrt::kLimitMaxSessionMemoryBytes] =

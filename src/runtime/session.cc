@@ -78,6 +78,9 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   session->model_ = model;
   session->config_ = config;
   session->limits_ = limits;
+  if (config.parallel) session->parallel_ = config.parallel;
+  else if (config.intra_op_num_threads > 1)
+    session->parallel_ = make_worker_pool(size_t(config.intra_op_num_threads));
   session->profile_origin_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                     std::chrono::steady_clock::now().time_since_epoch()).count();
   PlanOptions options;
@@ -253,6 +256,7 @@ Status Session::run(std::span<const std::string> input_names,
     meter.limit = limits_.max_session_memory_bytes - int64_t(weight_bytes_);
     run_flags.meter = &meter;
   }
+  ParallelScope parallel(parallel_.get());
   Status status = execute_graph(g, *state, feeds, {}, all, run_flags);
   if (config_.enable_profiling) record_profile(timings);
   NXRT_RETURN_IF_ERROR(status);

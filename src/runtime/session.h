@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/parallel.h"
 #include "ir/graph.h"
 #include "planner/plan.h"
 #include "runtime/executor.h"
@@ -17,12 +18,16 @@ namespace nxrt {
 
 struct SessionConfig {
   bool enable_profiling = false;
+  // Threads for splitting one operator's work (GEMM, convolutions): > 1 starts that many
+  // - 1 workers with the session; 0 and 1 run everything on the calling thread.
   int intra_op_num_threads = 0;
   int inter_op_num_threads = 0;
   int graph_optimization_level = 99;
   // onnxruntime-style key/value entries; "nxrt.limits.*" keys set the Limits (see
   // core/limits.h and docs/SECURITY.md), an unknown or malformed one fails creation.
   std::map<std::string, std::string> config_entries;
+  // A caller's pool (C API nxrt_thread_pool) to use instead of starting threads.
+  std::shared_ptr<Parallel> parallel;
 };
 
 class Session {
@@ -69,6 +74,7 @@ class Session {
   uint64_t weight_bytes_ = 0;
   Limits limits_;
   mutable RunStateCache states_;
+  std::shared_ptr<Parallel> parallel_;  // null: runs are serial
   mutable std::mutex profile_mutex_;
   mutable std::string profile_events_;  // comma-separated JSON objects
   int64_t profile_origin_ns_ = 0;

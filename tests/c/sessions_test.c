@@ -4,7 +4,9 @@
  *   - 100 Silero sessions, one per simulated audio stream, run concurrently from 2
  *     threads, and every stream's probabilities equal those of the same stream run alone
  *     on one session;
- *   - one session shared by 4 threads, each running its own streams, gives the same.
+ *   - one session shared by 4 threads, each running its own streams, gives the same;
+ *   - a session with 2 intra-op threads (PP-OCR detection, big enough to split its
+ *     convolutions) run from 2 threads at once matches a 1-thread session.
  * The ThreadSanitizer build of scripts/sanitize.sh runs this test too. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -20,6 +22,7 @@
 #error "NXRT_SHARED_DIR must point at the shared data folder"
 #endif
 #define SILERO NXRT_SHARED_DIR "/models/silero_vad_v5.onnx"
+#define PPOCR NXRT_SHARED_DIR "/models/ppocr_v4_det.onnx"
 
 #define CHECK(cond)                                                                  \
   do {                                                                               \
@@ -220,11 +223,76 @@ static void test_many_sessions(nxrt_env* env) {
   free(sessions);
 }
 
+/* ---- intra-op threads: PP-OCR at 160x160 ---- */
+
+enum { kSide = 160, kPixels = 3 * kSide * kSide };
+
+typedef struct {
+  nxrt_session* session;
+  const float* image;
+  nxrt_tensor* out;
+  int failed;
+} OcrRun;
+
+static void* ocr_run(void* arg) {
+  OcrRun* r = (OcrRun*)arg;
+  const int64_t shape[4] = {1, 3, kSide, kSide};
+  nxrt_tensor* in = NULL;
+  const char* names[1] = {"x"};
+  r->failed = nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, shape, 4, (void*)r->image,
+                                      kPixels * sizeof(float), &in, NULL) != NXRT_OK;
+  const nxrt_tensor* inputs[1] = {in};
+  r->out = NULL;
+  if (!r->failed)
+    r->failed = nxrt_session_run(r->session, NULL, names, inputs, 1, NULL, &r->out, 1, NULL) != NXRT_OK;
+  nxrt_tensor_destroy(in);
+  return NULL;
+}
+
+static void test_intra_op_threads(nxrt_env* env) {
+  float* image = malloc(kPixels * sizeof(float));
+  CHECK(image != NULL);
+  for (int i = 0; i < kPixels; ++i) image[i] = (float)((i * 7919) % 255) / 255.0f;
+  nxrt_session_options* o = NULL;
+  nxrt_session *serial = NULL, *threaded = NULL;
+  CHECK_OK(nxrt_session_options_create(&o, NULL));
+  CHECK_OK(nxrt_session_create_from_file(env, PPOCR, o, &serial, NULL));
+  const int before = count_threads();
+  CHECK_OK(nxrt_session_options_set_intra_op_threads(o, 2, NULL));
+  CHECK_OK(nxrt_session_create_from_file(env, PPOCR, o, &threaded, NULL));
+  CHECK(count_threads() == before + 1); /* one worker besides the calling thread */
+  nxrt_session_options_destroy(o);
+
+  OcrRun want = {serial, image, NULL, 0};
+  ocr_run(&want);
+  CHECK(!want.failed);
+  OcrRun runs[2] = {{threaded, image, NULL, 0}, {threaded, image, NULL, 0}};
+  pthread_t threads[2];
+  for (int t = 0; t < 2; ++t) CHECK(pthread_create(&threads[t], NULL, ocr_run, &runs[t]) == 0);
+  for (int t = 0; t < 2; ++t) CHECK(pthread_join(threads[t], NULL) == 0);
+  const int64_t n = nxrt_tensor_element_count(want.out);
+  const float* w = (const float*)nxrt_tensor_data(want.out);
+  for (int t = 0; t < 2; ++t) {
+    CHECK(!runs[t].failed && nxrt_tensor_element_count(runs[t].out) == n);
+    const float* g = (const float*)nxrt_tensor_data(runs[t].out);
+    for (int64_t i = 0; i < n; ++i) CHECK(fabsf(g[i] - w[i]) <= 1e-4f + 1e-4f * fabsf(w[i]));
+    nxrt_tensor_destroy(runs[t].out);
+  }
+  printf("sessions_test: PP-OCR %dx%d with 2 intra-op threads, run from 2 threads at once, "
+         "matches the 1-thread session\n", kSide, kSide);
+  nxrt_tensor_destroy(want.out);
+  nxrt_session_destroy(serial);
+  nxrt_session_destroy(threaded);
+  CHECK(count_threads() == before); /* the worker is gone with its session */
+  free(image);
+}
+
 int main(void) {
   nxrt_env* env = NULL;
   CHECK_OK(nxrt_env_create(NXRT_API_VERSION, &env, NULL));
   test_no_threads(env);
   test_many_sessions(env);
+  test_intra_op_threads(env);
   nxrt_env_destroy(env);
   return 0;
 }

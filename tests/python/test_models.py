@@ -92,3 +92,20 @@ def test_ppocr_text_detection():
     image = (image - 0.5) / 0.25
     feeds = {nx.get_inputs()[0].name: image}
     _check(nx.run(None, feeds), rt.run(None, feeds), "256x256 image")
+
+
+def test_intra_op_threads_give_the_same_results():
+    # 2 intra-op threads start one worker with the session and split the convolutions;
+    # the result matches the serial session's.
+    tasks = lambda: len(os.listdir("/proc/self/task"))
+    path = os.path.join(MODELS, "ppocr_v4_det.onnx")
+    x = np.random.default_rng(3).random((1, 3, 224, 224), dtype=np.float32)
+    serial = nxrt.InferenceSession(path).run(None, {"x": x})[0]
+    before = tasks()
+    o = nxrt.SessionOptions()
+    o.intra_op_num_threads = 2
+    s = nxrt.InferenceSession(path, o)
+    assert tasks() == before + 1
+    np.testing.assert_allclose(s.run(None, {"x": x})[0], serial, rtol=1e-4, atol=1e-5)
+    del s
+    assert tasks() == before

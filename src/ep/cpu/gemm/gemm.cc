@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/parallel.h"
 #include "ep/cpu/gemm/gemm_internal.h"
 
 namespace nxrt::gemm {
@@ -212,6 +213,40 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
   }
 }
 
+// Below this many multiply-adds per piece a thread hand-off costs more than it saves
+// (about 50 us of work on one core).
+constexpr double kMinMacsPerPiece = double(1 << 21);
+
+// blocked_gemm on the run's threads (core/parallel.h): C is cut into column ranges (B
+// unpacked, so each thread packs only its part of B) or row ranges (A unpacked), aligned
+// to the micro-tile. Serial when the product is small or no Parallel is installed.
+template <int MR, int NR>
+void parallel_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float alpha,
+                   const Operand& A, const Operand& B, float beta, float* C, int64_t rs_c,
+                   int64_t cs_c) {
+  const bool by_cols = !B.packed && (N >= M || A.packed);
+  const bool by_rows = !by_cols && !A.packed;
+  const int64_t extent = by_cols ? N : M, tile = by_cols ? NR : MR;
+  size_t pieces = (by_cols || by_rows)
+                      ? parallel_pieces(double(M) * double(N) * double(K), kMinMacsPerPiece)
+                      : 1;
+  pieces = std::min<size_t>(pieces, size_t((extent + tile - 1) / tile));
+  if (pieces <= 1) return blocked_gemm<MR, NR>(kernel, M, N, K, alpha, A, B, beta, C, rs_c, cs_c);
+  const int64_t step = ((extent + int64_t(pieces) - 1) / int64_t(pieces) + tile - 1) / tile * tile;
+  parallel_for(size_t((extent + step - 1) / step), [&](size_t piece) {
+    const int64_t begin = int64_t(piece) * step, count = std::min(step, extent - begin);
+    if (by_cols) {
+      Operand b = B;
+      b.p = B.trans ? B.p + begin * B.ld : B.p + begin;
+      blocked_gemm<MR, NR>(kernel, M, count, K, alpha, A, b, beta, C + begin * cs_c, rs_c, cs_c);
+    } else {
+      Operand a = A;
+      a.p = A.trans ? A.p + begin : A.p + begin * A.ld;
+      blocked_gemm<MR, NR>(kernel, count, N, K, alpha, a, B, beta, C + begin * rs_c, rs_c, cs_c);
+    }
+  });
+}
+
 // Dot product with independent partial sums, so it vectorizes without reassociation
 // flags (a single running sum is one serial chain of adds).
 float dot(const float* a, const float* b, int64_t n) {
@@ -326,7 +361,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   }
   const detail::Operand a{A, lda, trans_a, nullptr}, b{B, ldb, trans_b, nullptr};
   detail::with_kernel(detail::resolve(kernel), [&]<int MR, int NR>(detail::MicroKernelFn fn) {
-    detail::blocked_gemm<MR, NR>(fn, M, N, K, alpha, a, b, beta, C, ldc, 1);
+    detail::parallel_gemm<MR, NR>(fn, M, N, K, alpha, a, b, beta, C, ldc, 1);
   });
 }
 
@@ -371,7 +406,7 @@ void sgemm_packed_left(const PackedMatrix& A, bool trans_b, int64_t N, float alp
   if (K <= 0 || alpha == 0.0f) return detail::scale_c(M, N, beta, C, ldc, 1);
   const detail::Operand a{nullptr, 0, false, &A}, b{B, ldb, trans_b, nullptr};
   detail::with_kernel(A.kernel(), [&]<int MR, int NR>(detail::MicroKernelFn fn) {
-    detail::blocked_gemm<MR, NR>(fn, M, N, K, alpha, a, b, beta, C, ldc, 1);
+    detail::parallel_gemm<MR, NR>(fn, M, N, K, alpha, a, b, beta, C, ldc, 1);
   });
 }
 
@@ -383,7 +418,7 @@ void sgemm_packed_right(bool trans_a, int64_t M, float alpha, const float* A, in
   if (K <= 0 || alpha == 0.0f) return detail::scale_c(M, N, beta, C, rs_c, cs_c);
   const detail::Operand a{A, lda, trans_a, nullptr}, b{nullptr, 0, false, &B};
   detail::with_kernel(B.kernel(), [&]<int MR, int NR>(detail::MicroKernelFn fn) {
-    detail::blocked_gemm<MR, NR>(fn, M, N, K, alpha, a, b, beta, C, rs_c, cs_c);
+    detail::parallel_gemm<MR, NR>(fn, M, N, K, alpha, a, b, beta, C, rs_c, cs_c);
   });
 }
 

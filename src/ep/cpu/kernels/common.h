@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "core/parallel.h"
 #include "ep/kernel.h"
 
 namespace nxrt::cpu {
@@ -172,9 +173,27 @@ Status broadcast_binary(KernelContext& ctx, const Tensor& a, const Tensor& b, Fn
   const A* pa = a.data<A>();
   const B* pb = b.data<B>();
   Out* po = out->data<Out>();
-  if (a.shape() == b.shape()) {
-    const int64_t n = out->numel();
-    for (int64_t i = 0; i < n; ++i) po[i] = fn(pa[i], pb[i]);
+  // Same shapes, or a scalar on one side: one flat loop, split across the run's threads
+  // when large (these ops are memory-bound; a piece is at least 64K elements).
+  const int64_t n = out->numel();
+  const bool same = a.shape() == b.shape();
+  const bool scalar_b = !same && b.numel() == 1 && a.shape() == out_shape;
+  const bool scalar_a = !same && !scalar_b && a.numel() == 1 && b.shape() == out_shape;
+  if (same || scalar_a || scalar_b) {
+    const int64_t pieces = int64_t(parallel_pieces(double(n), double(1 << 16)));
+    const int64_t block = (n + pieces - 1) / pieces;
+    parallel_for(size_t(pieces), [&](size_t piece) {
+      const int64_t begin = int64_t(piece) * block, end = std::min(n, begin + block);
+      if (same) {
+        for (int64_t i = begin; i < end; ++i) po[i] = fn(pa[i], pb[i]);
+      } else if (scalar_b) {
+        const B yv = *pb;
+        for (int64_t i = begin; i < end; ++i) po[i] = fn(pa[i], yv);
+      } else {
+        const A xv = *pa;
+        for (int64_t i = begin; i < end; ++i) po[i] = fn(xv, pb[i]);
+      }
+    });
     return Status();
   }
   const BroadcastPlan plan = make_broadcast_plan(out_shape, shapes);

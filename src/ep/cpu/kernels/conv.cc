@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/parallel.h"
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/kernels/conv_geometry.h"
 
@@ -43,6 +44,9 @@ T* scratch(size_t n) {
 // micro-kernel then runs along the output channels, not along the few positions, and
 // nothing is repacked per call. Wider outputs amortize repacking W and keep Y row-major.
 constexpr int64_t kPackedMaxPositions = 64;
+
+// Multiply-adds below which a convolution is not split across threads (~50 us of work).
+constexpr double kMinConvWork = double(1 << 21);
 
 // The im2col correspondence: an "image" (Conv input, ConvTranspose output) and a "grid" of
 // window positions (Conv output, ConvTranspose input); image = grid*stride - pad + k*dilation.
@@ -356,8 +360,16 @@ class ConvKernel final : public Kernel {
     const int64_t rows = out_size / gl;
     if (Cg == 1 && G > 1 && Mg <= 4 && !pointwise) {
       std::fill(y, y + N * M * out_size, T(0));
+      // Channels are independent: blocks of them go to the run's threads.
+      const int64_t ksize = L.kernel_size();
+      const int64_t pieces = int64_t(parallel_pieces(double(M * out_size * ksize), kMinConvWork));
+      const int64_t block = (C + pieces - 1) / pieces, blocks = (C + block - 1) / block;
       for (int64_t n = 0; n < N; ++n)
-        depthwise_accumulate(L, C, Mg, x + n * C * in_size, w, y + n * M * out_size);
+        parallel_for(size_t(blocks), [&](size_t b) {
+          const int64_t c0 = int64_t(b) * block, count = std::min(block, C - c0);
+          depthwise_accumulate(L, count, Mg, x + (n * C + c0) * in_size, w + c0 * Mg * ksize,
+                               y + (n * M + c0 * Mg) * out_size);
+        });
       if (bias) add_bias(y, bias, N, M, out_size);
       return;
     }
@@ -382,25 +394,26 @@ class ConvKernel final : public Kernel {
     // GEMM's repacking of the weights per chunk stays cheap relative to its work.
     const int64_t budget_rows = (int64_t(1) << 20) / std::max<int64_t>(1, K * gl);
     const int64_t chunk = std::max<int64_t>({int64_t(1), budget_rows, (1023 + gl) / gl});
-    T* col = pointwise ? nullptr : scratch<T>(size_t(K * gl * std::min(chunk, rows)));
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t g = 0; g < G; ++g) {
-        const T* xg = x + (n * C + g * Cg) * in_size;
-        const T* wg = w + g * Mg * K;
-        T* yg = y + (n * M + g * Mg) * out_size;
-        if (pointwise) {
-          // The input already is the column matrix (out dims equal in dims here).
-          gemm_any<T>(false, false, Mg, out_size, K, wg, K, xg, in_size, T(0), yg, out_size);
-          continue;
-        }
-        for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-          const int64_t r1 = std::min(rows, r0 + chunk);
-          const int64_t cols = (r1 - r0) * gl;
-          im2col(L, Cg, r0, r1, xg, col);
-          gemm_any<T>(false, false, Mg, cols, K, wg, K, col, cols, T(0), yg + r0 * gl,
-                      out_size);
-        }
+    // Every (image, group, chunk of rows) is independent: with several, they go to the
+    // run's threads (each with its own column scratch); with one, the GEMM splits itself.
+    const int64_t chunks = pointwise ? 1 : (rows + chunk - 1) / chunk;
+    parallel_for(size_t(N * G * chunks), [&](size_t task) {
+      const int64_t c = int64_t(task) % chunks, g = int64_t(task) / chunks % G;
+      const int64_t n = int64_t(task) / chunks / G;
+      const T* xg = x + (n * C + g * Cg) * in_size;
+      const T* wg = w + g * Mg * K;
+      T* yg = y + (n * M + g * Mg) * out_size;
+      if (pointwise) {
+        // The input already is the column matrix (out dims equal in dims here).
+        gemm_any<T>(false, false, Mg, out_size, K, wg, K, xg, in_size, T(0), yg, out_size);
+        return;
       }
+      const int64_t r0 = c * chunk, r1 = std::min(rows, r0 + chunk);
+      const int64_t cols = (r1 - r0) * gl;
+      T* col = scratch<T>(size_t(K * gl * std::min(chunk, rows)));
+      im2col(L, Cg, r0, r1, xg, col);
+      gemm_any<T>(false, false, Mg, cols, K, wg, K, col, cols, T(0), yg + r0 * gl, out_size);
+    });
     if (bias) add_bias(y, bias, N, M, out_size);
   }
 

@@ -74,7 +74,9 @@ Status read_qparam(const Tensor* scale, const Tensor* zero, int64_t n, const cha
 template <typename Y>
 Y requantize(int32_t acc, float multiplier, int32_t zero) {
   // nearbyint rounds half to even in the default rounding mode, as the spec asks.
-  const double v = std::nearbyint(double(acc) * double(multiplier)) + double(zero);
+  double v = std::nearbyint(double(acc) * double(multiplier)) + double(zero);
+  // Extreme scales make the multiplier infinite and 0 * inf NaN: a zero product stays 0.
+  if (std::isnan(v)) v = double(zero);
   const double lo = double(std::numeric_limits<Y>::min()), hi = double(std::numeric_limits<Y>::max());
   return Y(v < lo ? lo : (v > hi ? hi : v));
 }

@@ -1,0 +1,63 @@
+// Intra-op parallelism. A run installs its session's Parallel (a pool nxrt owns, or one
+// the caller supplied through the C API) for the calling thread; kernels split big loops
+// with parallel_for(). Without one, or inside a worker, loops run serially on the calling
+// thread, which is the default: nxrt starts no thread unless intra_op_num_threads > 1.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace nxrt {
+
+class Parallel {
+ public:
+  virtual ~Parallel() = default;
+  // How many pieces are worth splitting work into (the threads that can run at once).
+  virtual size_t width() const = 0;
+  // Calls fn(ctx, i) for every i in [0, n), possibly at the same time on several threads;
+  // returns when all calls are done. Must not allocate on the heap.
+  virtual void run(size_t n, void (*fn)(void* ctx, size_t index), void* ctx) = 0;
+};
+
+// A pool of `threads - 1` workers plus the calling thread. Runs of one session may call
+// it concurrently: a call that finds the workers busy runs its loop serially instead of
+// waiting, so concurrent runs never queue behind each other.
+std::unique_ptr<Parallel> make_worker_pool(size_t threads);
+
+// The Parallel installed for this thread (nullptr: serial).
+Parallel* current_parallel();
+
+// Installs `p` for this thread for the scope's lifetime.
+class ParallelScope {
+ public:
+  explicit ParallelScope(Parallel* p);
+  ~ParallelScope();
+  ParallelScope(const ParallelScope&) = delete;
+  ParallelScope& operator=(const ParallelScope&) = delete;
+
+ private:
+  Parallel* previous_;
+};
+
+// Runs body(i) for i in [0, n) on the current Parallel, or serially.
+template <typename Body>
+void parallel_for(size_t n, Body&& body) {
+  Parallel* p = current_parallel();
+  if (!p || n < 2) {
+    for (size_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+  p->run(n, [](void* ctx, size_t i) { (*static_cast<Body*>(ctx))(i); }, &body);
+}
+
+// The number of pieces to split work of `units` (of roughly equal cost) into: 1 when
+// serial or when the work is too small to be worth a thread hand-off.
+inline size_t parallel_pieces(double work, double min_work_per_piece) {
+  Parallel* p = current_parallel();
+  if (!p || work < 2 * min_work_per_piece) return 1;
+  const double by_work = work / min_work_per_piece;
+  const size_t width = p->width();
+  return by_work < double(width) ? size_t(by_work) : width;
+}
+
+}  // namespace nxrt
