@@ -581,3 +581,12 @@ def test_nodes_missing_required_inputs():
     gemm = helper.make_node("Gemm", ["a", ""], ["y"], name="gemm")
     with pytest.raises(nxrt.InvalidGraph, match="gemm.*input 1 is required by Gemm but left empty"):
         nxrt.InferenceSession(_model([gemm], [_vi("a", [2, 2])], [_vi("y")]))
+
+
+def test_fuzz_slice_huge_step():
+    # fuzz_run: a step of 2**61 on an axis where it takes one element; step * stride
+    # overflowed while walking the input.
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    s, feeds = _run_one("Slice", [x, np.array([0, 1], np.int64), np.array([2, 3], np.int64),
+                                  np.array([1, 2], np.int64), np.array([2 ** 61, 3], np.int64)])
+    np.testing.assert_array_equal(s.run(None, feeds)[0], x[:, 0:2:2 ** 61, 1:3:3])

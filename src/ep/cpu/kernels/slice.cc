@@ -34,6 +34,9 @@ AxisSlice resolve(int64_t start, int64_t end, int64_t step, int64_t dim) {
     s.count = start > end ? int64_t(uint64_t(start - end - 1) / magnitude) + 1 : 0;
   }
   s.start = start;
+  // With at most one element taken the step is never applied; normalizing it keeps
+  // step * stride in range for hostile steps (with two or more, |step| < dim).
+  if (s.count <= 1) s.step = 1;
   return s;
 }
 
