@@ -12,6 +12,7 @@
 # Usage: scripts/sanitize.sh [SECONDS per fuzz target, default 60]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/setup.sh  # clang and its sanitizer runtimes, when missing
 SECONDS_PER_TARGET="${1:-60}"
 JOBS="${JOBS:-$(nproc)}"
 start=$(date +%s)
