@@ -30,8 +30,10 @@ class WorkerPool final : public Parallel {
   size_t width() const override { return width_; }
 
   void run(size_t n, void (*fn)(void*, size_t), void* ctx) override {
-    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
-    if (!busy.owns_lock()) {  // another run holds the workers
+    // Busy: another run holds the workers, or this is a loop nested inside one of our
+    // own pieces on the calling thread. Either way the loop runs here, serially.
+    bool idle = false;
+    if (!busy_.compare_exchange_strong(idle, true, std::memory_order_acquire)) {
       for (size_t i = 0; i < n; ++i) fn(ctx, i);
       return;
     }
@@ -46,8 +48,11 @@ class WorkerPool final : public Parallel {
     }
     wake_.notify_all();
     drain();
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return pending_ == 0; });
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [this] { return pending_ == 0; });
+    }
+    busy_.store(false, std::memory_order_release);
   }
 
  private:
@@ -73,7 +78,7 @@ class WorkerPool final : public Parallel {
 
   const size_t width_;
   std::vector<std::thread> workers_;
-  std::mutex busy_;  // held by the run using the workers
+  std::atomic<bool> busy_{false};  // set by the run using the workers
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   bool stop_ = false;
