@@ -3,10 +3,16 @@
  * flipped. Each attempt must either fail with an error code and a message, or give a
  * session that then runs (on zero-filled inputs of the declared types) to an error or a
  * result: never a crash, a hang or a sanitizer report. Afterwards the untouched models
- * still load and run. Runs in the plain and the ASan+UBSan builds. */
+ * still load and run. Then a Loop with a trip count of 10^18 is stopped by the
+ * terminate flag set from another thread, and the session runs the next good input.
+ * Runs in the plain and the ASan+UBSan builds. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nxrt/nxrt.h"
 
@@ -109,6 +115,58 @@ static void attempt(const unsigned char* bytes, size_t size) {
   nxrt_session_destroy(s);
 }
 
+static void* terminate_later(void* arg) {
+  const struct timespec wait = {0, 200 * 1000 * 1000};
+  nanosleep(&wait, NULL);
+  nxrt_run_options_set_terminate((nxrt_run_options*)arg, 1);
+  return NULL;
+}
+
+/* test_range_float_type_positive_delta_expanded: Range written as a Loop whose trip count
+ * is ceil((limit - start) / delta); returns the output's element count. */
+static nxrt_code run_range(nxrt_session* s, nxrt_run_options* ro, float limit, int64_t* count) {
+  float start = 0.0f, delta = 1.0f;
+  nxrt_tensor *t_start = NULL, *t_limit = NULL, *t_delta = NULL, *out = NULL;
+  CHECK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, NULL, 0, &start, sizeof start, &t_start, g_err) ==
+        NXRT_OK);
+  CHECK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, NULL, 0, &limit, sizeof limit, &t_limit, g_err) ==
+        NXRT_OK);
+  CHECK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, NULL, 0, &delta, sizeof delta, &t_delta, g_err) ==
+        NXRT_OK);
+  const char* names[3] = {"start", "limit", "delta"};
+  const nxrt_tensor* inputs[3] = {t_start, t_limit, t_delta};
+  const nxrt_code code = nxrt_session_run(s, ro, names, inputs, 3, NULL, &out, 1, g_err);
+  if (code == NXRT_OK) *count = nxrt_tensor_element_count(out);
+  nxrt_tensor_destroy(out);
+  nxrt_tensor_destroy(t_start);
+  nxrt_tensor_destroy(t_limit);
+  nxrt_tensor_destroy(t_delta);
+  return code;
+}
+
+static void test_terminate_endless_loop(void) {
+  nxrt_session* s = NULL;
+  nxrt_run_options* ro = NULL;
+  CHECK(nxrt_session_create_from_file(
+            g_env, NODE_CASES "test_range_float_type_positive_delta_expanded/model.onnx", NULL, &s,
+            g_err) == NXRT_OK);
+  CHECK(nxrt_run_options_create(&ro, g_err) == NXRT_OK);
+  pthread_t stopper;
+  CHECK(pthread_create(&stopper, NULL, terminate_later, ro) == 0);
+  int64_t count = 0;
+  const nxrt_code code = run_range(s, ro, 1e18f, &count); /* 10^18 trips */
+  CHECK(pthread_join(stopper, NULL) == 0);
+  if (code != NXRT_FAIL || !strstr(nxrt_error_message(g_err), "terminate"))
+    fprintf(stderr, "code %d: %s\n", (int)code, nxrt_error_message(g_err));
+  CHECK(code == NXRT_FAIL && strstr(nxrt_error_message(g_err), "terminate") != NULL);
+  nxrt_run_options_set_terminate(ro, 0);
+  CHECK(run_range(s, ro, 5.0f, &count) == NXRT_OK && count == 5); /* still works */
+  printf("hostile_test: a Loop of 10^18 trips stopped by the terminate flag from another "
+         "thread; the next run gives the right result\n");
+  nxrt_run_options_destroy(ro);
+  nxrt_session_destroy(s);
+}
+
 int main(void) {
   g_err = nxrt_error_create();
   CHECK(nxrt_env_create(NXRT_API_VERSION, &g_env, g_err) == NXRT_OK);
@@ -153,6 +211,7 @@ int main(void) {
          "(%ld of them ran, %ld failed the run with an error)\n",
          attempts, g_refused, g_created, g_ran, g_run_failed);
   CHECK(g_refused > attempts / 4); /* the mutations really do break models */
+  test_terminate_endless_loop();
   nxrt_env_destroy(g_env);
   nxrt_error_destroy(g_err);
   return 0;
