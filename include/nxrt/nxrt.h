@@ -274,13 +274,13 @@ NXRT_API nxrt_code nxrt_session_options_set_thread_pool(nxrt_session_options* op
                                                         const nxrt_thread_pool* pool,
                                                         nxrt_error* err);
 /* Caps the memory a session may hold, in bytes (0: no limit, the default). Creation
- * fails with NXRT_FAIL when the model's weights, plus the copied model
- * bytes for nxrt_session_create_from_memory, exceed it. Each run may then hold at most
- * the limit less the weights in tensors (pooled intermediates, subgraph values and the
- * outputs it allocates); an allocation beyond that fails the run with NXRT_FAIL and a
- * message naming the output, and the session stays usable. Kernels' small per-thread
- * scratch buffers are not counted. Same as the session config entry
- * nxrt.limits.max_session_memory_bytes. */
+ * fails with NXRT_FAIL when the model's weights exceed it, and
+ * nxrt_session_create_from_memory before copying a model bigger than it. Each run may
+ * then hold at most the limit less the weights in tensors (pooled intermediates,
+ * subgraph values and the outputs it allocates); an allocation beyond that fails the run
+ * with NXRT_FAIL and a message naming the output, and the session stays usable.
+ * Kernels' small per-thread scratch buffers are not counted. Same as the session config
+ * entry nxrt.limits.max_session_memory_bytes. */
 NXRT_API nxrt_code nxrt_session_options_set_memory_limit(nxrt_session_options* options,
                                                          uint64_t bytes, nxrt_error* err);
 

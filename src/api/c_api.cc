@@ -100,7 +100,6 @@ struct nxrt_session {
   nxrt_env* env = nullptr;
   std::unique_ptr<nxrt::Session> session;
   std::vector<IoInfo> io[2];
-  uint64_t memory_limit = 0;
 };
 
 namespace {
@@ -199,23 +198,12 @@ IoInfo describe(const nxrt::ir::ValueInfo& value) {
   return info;
 }
 
-nxrt_code finish_session(nxrt_env* env, const nxrt_session_options* options,
-                         nxrt::Expected<std::unique_ptr<nxrt::Session>> created,
-                         uint64_t extra_bytes, nxrt_session** out, nxrt_error* err) {
+// The session itself enforces the memory limit (weights at creation, tensors per run).
+nxrt_code finish_session(nxrt_env* env, nxrt::Expected<std::unique_ptr<nxrt::Session>> created,
+                         nxrt_session** out, nxrt_error* err) {
   if (!created) return fail(err, created.status());
   auto wrapper = std::make_unique<nxrt_session>();
   wrapper->session = std::move(created).value();
-  if (options) {
-    wrapper->memory_limit = options->memory_limit;
-  }
-  if (wrapper->memory_limit) {
-    uint64_t held = extra_bytes;
-    held += wrapper->session->weight_bytes();
-    if (held > wrapper->memory_limit)
-      return fail(err, NXRT_FAIL,
-                  nxrt::str_cat("the model needs ", held, " bytes for its weights, above the memory limit of ",
-                                wrapper->memory_limit, " bytes").c_str());
-  }
   for (const auto& v : wrapper->session->inputs()) wrapper->io[NXRT_IO_INPUT].push_back(describe(v));
   for (const auto& v : wrapper->session->outputs()) wrapper->io[NXRT_IO_OUTPUT].push_back(describe(v));
   env->refs.fetch_add(1, std::memory_order_relaxed);
@@ -471,7 +459,7 @@ NXRT_API nxrt_code nxrt_session_create_from_file(nxrt_env* env, const char* path
   return guarded(err, [&]() -> nxrt_code {
     if (!env || !path || !out) return fail_arg(err, "nxrt_session_create_from_file: NULL argument");
     auto created = nxrt::Session::create_from_file(path, config_of(options));
-    return finish_session(env, options, std::move(created), 0, out, err);
+    return finish_session(env, std::move(created), out, err);
   });
 }
 
@@ -481,12 +469,13 @@ NXRT_API nxrt_code nxrt_session_create_from_memory(nxrt_env* env, const void* da
   return guarded(err, [&]() -> nxrt_code {
     if (!env || !out || (!data && size))
       return fail_arg(err, "nxrt_session_create_from_memory: NULL argument");
+    // Checked before the copy, which would otherwise take the memory first.
     if (options && options->memory_limit && size > options->memory_limit)
       return fail(err, NXRT_FAIL,
                   nxrt::str_cat("the model is ", size, " bytes, above the memory limit of ",
                                 options->memory_limit, " bytes").c_str());
     auto created = nxrt::Session::create_from_bytes(data, size, config_of(options));
-    return finish_session(env, options, std::move(created), size, out, err);
+    return finish_session(env, std::move(created), out, err);
   });
 }
 

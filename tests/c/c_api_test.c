@@ -7,6 +7,7 @@
 #include <threads.h>
 
 #include "nxrt/nxrt.h"
+#include "read_file.h"
 
 #ifndef NXRT_SHARED_DIR
 #error "NXRT_SHARED_DIR must point at the shared data folder"
@@ -473,22 +474,6 @@ static void test_caller_pool(void) {
   nxrt_tensor_destroy(map);
   nxrt_tensor_destroy(image);
   nxrt_session_destroy(s);
-}
-
-static unsigned char* read_file(const char* path, size_t* size) {
-  FILE* f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char* data = malloc((size_t)n);
-  if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
-    free(data);
-    data = NULL;
-  }
-  fclose(f);
-  *size = (size_t)n;
-  return data;
 }
 
 int main(void) {

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "nxrt/nxrt.h"
+#include "read_file.h"
 
 #ifndef NXRT_SHARED_DIR
 #error "NXRT_SHARED_DIR must point at the shared data folder"
@@ -37,22 +38,6 @@ static long g_created, g_refused, g_ran, g_run_failed;
       exit(1);                                                                 \
     }                                                                          \
   } while (0)
-
-static unsigned char* read_file(const char* path, size_t* size) {
-  FILE* f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  const long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char* data = malloc(n > 0 ? (size_t)n : 1);
-  if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
-    free(data);
-    data = NULL;
-  }
-  fclose(f);
-  *size = (size_t)n;
-  return data;
-}
 
 /* Runs the session once on zero-filled inputs: declared dims, 1 where a dim is symbolic
  * or the shape unknown. Returns NXRT_OK or the run's error code (with a message). */

@@ -70,18 +70,4 @@ BroadcastPlan make_broadcast_plan(const Shape& out, std::span<const Shape* const
   return plan;
 }
 
-Status read_int_list(const Tensor& t, std::vector<int64_t>& out, const char* what) {
-  if (t.rank() > 1) return invalid_argument(what, " must be a 1-D tensor, got shape ", t.shape().to_string());
-  const int64_t n = t.numel();
-  out.resize(size_t(n));
-  if (t.dtype() == DataType::kInt64) {
-    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = t.data<int64_t>()[i];
-  } else if (t.dtype() == DataType::kInt32) {
-    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = t.data<int32_t>()[i];
-  } else {
-    return invalid_argument(what, " must be int64 or int32, got ", dtype_name(t.dtype()));
-  }
-  return Status();
-}
-
 }  // namespace nxrt::cpu

@@ -15,19 +15,28 @@
 
 namespace nxrt::cpu {
 
+// float16/bfloat16 (or any float-convertible) values widened to float.
+template <typename T>
+std::vector<float> widen(const T* p, int64_t n) {
+  std::vector<float> out(size_t(n > 0 ? n : 0));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = float(p[i]);
+  return out;
+}
+
 // A float, float16 or bfloat16 tensor's values as float: its own data for float (no
 // copy), else widened into `wide`; nullptr for other types. For packing constant weights.
 inline const float* float_data(const Tensor& t, std::vector<float>& wide) {
-  auto widen_into = [&](const auto* p) {
-    wide.assign(size_t(t.numel()), 0.0f);
-    for (size_t i = 0; i < wide.size(); ++i) wide[i] = float(p[i]);
-    return wide.data();
-  };
   switch (t.dtype()) {
-    case DataType::kFloat: return t.data<float>();
-    case DataType::kFloat16: return widen_into(t.data<Float16>());
-    case DataType::kBFloat16: return widen_into(t.data<BFloat16>());
-    default: return nullptr;
+    case DataType::kFloat:
+      return t.data<float>();
+    case DataType::kFloat16:
+      wide = widen(t.data<Float16>(), t.numel());
+      return wide.data();
+    case DataType::kBFloat16:
+      wide = widen(t.data<BFloat16>(), t.numel());
+      return wide.data();
+    default:
+      return nullptr;
   }
 }
 
@@ -219,19 +228,29 @@ Status broadcast_binary(KernelContext& ctx, const Tensor& a, const Tensor& b, Fn
 }
 
 // Reads a 1-D (or scalar) int32/int64 tensor such as a shape, axes or pads input.
-Status read_int_list(const Tensor& t, std::vector<int64_t>& out, const char* what);
-template <size_t N>
-Status read_int_list(const Tensor& t, SmallVec<int64_t, N>& out, const char* what) {
-  if (t.rank() > 1) return invalid_argument(what, " must be a 1-D tensor, got shape ", t.shape().to_string());
+// Copies an int32/int64 tensor's values into `out` (std::vector or SmallVec of int64_t);
+// false, leaving `out` as it was, for other dtypes.
+template <typename Out>
+bool copy_int_values(const Tensor& t, Out& out) {
   const int64_t n = t.numel();
-  out.resize(size_t(n));
   if (t.dtype() == DataType::kInt64) {
+    out.resize(size_t(n));
     for (int64_t i = 0; i < n; ++i) out[size_t(i)] = t.data<int64_t>()[i];
   } else if (t.dtype() == DataType::kInt32) {
+    out.resize(size_t(n));
     for (int64_t i = 0; i < n; ++i) out[size_t(i)] = t.data<int32_t>()[i];
   } else {
-    return invalid_argument(what, " must be int64 or int32, got ", dtype_name(t.dtype()));
+    return false;
   }
+  return true;
+}
+
+// Reads a 1-D (or scalar) int32/int64 tensor such as a shape, axes or pads input.
+template <typename Out>
+Status read_int_list(const Tensor& t, Out& out, const char* what) {
+  if (t.rank() > 1) return invalid_argument(what, " must be a 1-D tensor, got shape ", t.shape().to_string());
+  if (!copy_int_values(t, out))
+    return invalid_argument(what, " must be int64 or int32, got ", dtype_name(t.dtype()));
   return Status();
 }
 

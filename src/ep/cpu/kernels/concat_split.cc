@@ -76,7 +76,7 @@ class SplitKernel final : public Kernel {
       return invalid_argument("axis ", axis_, " is out of range for rank ", rank);
     const int64_t dim = x.shape()[size_t(axis)];
     const int64_t n_out = int64_t(ctx.num_outputs());
-    std::vector<int64_t> sizes = sizes_;
+    SmallVec<int64_t> sizes = sizes_;  // per run: inline, no heap traffic
     if (const Tensor* s = ctx.input(1)) NXRT_RETURN_IF_ERROR(read_int_list(*s, sizes, "split input"));
     if (!sizes.empty()) {
       if (int64_t(sizes.size()) != n_out)

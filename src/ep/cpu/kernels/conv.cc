@@ -24,13 +24,6 @@ void gemm_any(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int
     gemm::gemm_simple<T>(ta, tb, M, N, K, T(1), A, lda, B, ldb, beta, C, ldc);
 }
 
-template <typename T>
-std::vector<float> widen(const T* p, int64_t n) {
-  std::vector<float> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[size_t(i)] = float(p[i]);
-  return out;
-}
-
 // Per-thread scratch that only grows: per-call column buffers without heap traffic.
 template <typename T>
 T* scratch(size_t n) {

@@ -22,16 +22,10 @@ void gemm_any(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const 
     gemm::gemm_simple<T>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+// A float16/bfloat16 tensor's values as float.
 std::vector<float> widen(const Tensor& t) {
-  std::vector<float> out(size_t(t.numel()));
-  if (t.dtype() == DataType::kFloat16) {
-    const Float16* p = t.data<Float16>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = float(p[i]);
-  } else {
-    const BFloat16* p = t.data<BFloat16>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = float(p[i]);
-  }
-  return out;
+  return t.dtype() == DataType::kFloat16 ? cpu::widen(t.data<Float16>(), t.numel())
+                                         : cpu::widen(t.data<BFloat16>(), t.numel());
 }
 
 template <typename T>

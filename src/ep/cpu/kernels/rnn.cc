@@ -539,14 +539,10 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pr
   }
 }
 
+// An optional float16/bfloat16 input widened to float (empty when absent).
 template <typename T>
-std::vector<float> widen(const Tensor* t) {
-  std::vector<float> out;
-  if (!t) return out;
-  out.resize(size_t(t->numel()));
-  const T* src = t->data<T>();
-  for (size_t i = 0; i < out.size(); ++i) out[i] = float(src[i]);
-  return out;
+std::vector<float> widened(const Tensor* t) {
+  return t ? widen(t->data<T>(), t->numel()) : std::vector<float>();
 }
 
 class RecurrentKernel final : public Kernel {
@@ -667,9 +663,9 @@ class RecurrentKernel final : public Kernel {
                      const Tensor& w, const Tensor& r, const Tensor* bias,
                      SmallVec<int64_t, 16>& lens, const Tensor* h0, const Tensor* c0,
                      const Tensor* p, Tensor* y, Tensor* yh, Tensor* yc, bool padded) const {
-    const std::vector<float> xf = widen<T>(&x), wf = widen<T>(&w), rf = widen<T>(&r),
-                             bf = widen<T>(bias), h0f = widen<T>(h0), c0f = widen<T>(c0),
-                             pf = widen<T>(p);
+    const std::vector<float> xf = widened<T>(&x), wf = widened<T>(&w), rf = widened<T>(&r),
+                             bf = widened<T>(bias), h0f = widened<T>(h0), c0f = widened<T>(c0),
+                             pf = widened<T>(p);
     std::vector<float> yf(y ? size_t(y->numel()) : 0), yhf(yh ? size_t(yh->numel()) : 0),
         ycf(yc ? size_t(yc->numel()) : 0);
     Operands<float> op;

@@ -47,15 +47,8 @@ void apply(T& dst, const T& src, Reduction r) {
 
 // Reads an int32/int64 index tensor into int64 values.
 Status read_indices(const Tensor& t, std::vector<int64_t>& out) {
-  const int64_t n = t.numel();
-  out.resize(size_t(n));
-  if (t.dtype() == DataType::kInt64) {
-    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = t.data<int64_t>()[i];
-  } else if (t.dtype() == DataType::kInt32) {
-    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = t.data<int32_t>()[i];
-  } else {
+  if (!copy_int_values(t, out))
     return invalid_argument("indices must be int32 or int64, got ", dtype_name(t.dtype()));
-  }
   return Status();
 }
 
