@@ -1,9 +1,11 @@
 // Elementwise unary math and activations. Floats compute in float (double for double);
 // the attribute-carrying activations read alpha/beta/gamma at prepare.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "ep/cpu/kernels/common.h"
+#include "ep/cpu/vmath/vmath.h"
 
 namespace nxrt::cpu {
 namespace {
@@ -38,7 +40,8 @@ class FloatUnaryKernel final : public Kernel {
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
     switch (dtype_) {
       NXRT_CASES_FLOAT(apply_float<T>(x, *y, fn_, params_))
-      default: return not_implemented("unsupported type");
+      default:
+        return not_implemented("unsupported type");
     }
     return Status();
   }
@@ -80,23 +83,112 @@ const FloatOpDef kFloatOps[] = {
     {"Sigmoid", [](double x, const Params&) { return sigmoid(x); }},
     {"Softplus", [](double x, const Params&) { return x > 30 ? x : std::log1p(std::exp(x)); }},
     {"Softsign", [](double x, const Params&) { return x / (1.0 + std::fabs(x)); }},
-    {"Mish", [](double x, const Params&) { return x * std::tanh(x > 30 ? x : std::log1p(std::exp(x))); }},
+    {"Mish",
+     [](double x, const Params&) { return x * std::tanh(x > 30 ? x : std::log1p(std::exp(x))); }},
     {"LeakyRelu", [](double x, const Params& p) { return x >= 0 ? x : x * p.alpha; }},
     {"Elu", [](double x, const Params& p) { return x >= 0 ? x : p.alpha * (std::exp(x) - 1.0); }},
-    {"Celu", [](double x, const Params& p) {
-       return std::max(0.0, x) + std::min(0.0, p.alpha * (std::exp(x / p.alpha) - 1.0)); }},
-    {"Selu", [](double x, const Params& p) {
-       return p.gamma * (x > 0 ? x : p.alpha * std::exp(x) - p.alpha); }},
+    {"Celu",
+     [](double x, const Params& p) {
+       return std::max(0.0, x) + std::min(0.0, p.alpha * (std::exp(x / p.alpha) - 1.0));
+     }},
+    {"Selu",
+     [](double x, const Params& p) {
+       return p.gamma * (x > 0 ? x : p.alpha * std::exp(x) - p.alpha);
+     }},
     {"ThresholdedRelu", [](double x, const Params& p) { return x > p.alpha ? x : 0.0; }},
-    {"HardSigmoid", [](double x, const Params& p) {
-       return std::max(0.0, std::min(1.0, double(p.alpha) * x + double(p.beta))); }},
-    {"HardSwish", [](double x, const Params&) {
-       return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); }},
-    {"Gelu", [](double x, const Params& p) {
+    {"HardSigmoid",
+     [](double x, const Params& p) {
+       return std::max(0.0, std::min(1.0, double(p.alpha) * x + double(p.beta)));
+     }},
+    {"HardSwish",
+     [](double x, const Params&) { return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); }},
+    {"Gelu",
+     [](double x, const Params& p) {
        if (p.approximate == "tanh")
          return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-       return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }},
+       return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+     }},
 };
+
+// Float ops with a vector implementation (vmath): float32 runs straight through it,
+// float16/bfloat16 are widened a block at a time in a stack buffer and narrowed back.
+// Large tensors are split across the run's threads (memory-bound: pieces of >= 32K).
+class VectorUnaryKernel final : public Kernel {
+ public:
+  VectorUnaryKernel(DataType dtype, vmath::Unary fn, vmath::UnaryParams params)
+      : dtype_(dtype), fn_(fn), params_(params) {}
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
+    const int64_t n = x.numel();
+    const int64_t pieces = int64_t(parallel_pieces(double(n), double(1 << 15)));
+    const int64_t block = (n + pieces - 1) / pieces;
+    parallel_for(size_t(pieces), [&](size_t piece) {
+      const int64_t begin = int64_t(piece) * block, end = std::min(n, begin + block);
+      switch (dtype_) {
+        case DataType::kFloat:
+          vmath::unary(fn_, params_, x.data<float>() + begin, y->data<float>() + begin,
+                       size_t(end - begin));
+          break;
+        case DataType::kFloat16:
+          run_widened(x.data<Float16>(), y->data<Float16>(), begin, end);
+          break;
+        case DataType::kBFloat16:
+          run_widened(x.data<BFloat16>(), y->data<BFloat16>(), begin, end);
+          break;
+        default:
+          break;
+      }
+    });
+    return Status();
+  }
+
+ private:
+  template <typename T>
+  void run_widened(const T* x, T* y, int64_t begin, int64_t end) const {
+    constexpr int64_t kBlock = 256;
+    float buf[kBlock];
+    for (int64_t i = begin; i < end; i += kBlock) {
+      const int64_t m = std::min(kBlock, end - i);
+      for (int64_t j = 0; j < m; ++j) buf[j] = float(x[i + j]);
+      vmath::unary(fn_, params_, buf, buf, size_t(m));
+      for (int64_t j = 0; j < m; ++j) y[i + j] = T(buf[j]);
+    }
+  }
+
+  DataType dtype_;
+  vmath::Unary fn_;
+  vmath::UnaryParams params_;
+};
+
+// The vmath function for an op, or false when it has none (it then runs in double).
+bool vector_form(const std::string& op, const Params& p, vmath::Unary& fn) {
+  using U = vmath::Unary;
+  static const std::pair<const char*, U> kTable[] = {{"Exp", U::kExp},
+                                                     {"Tanh", U::kTanh},
+                                                     {"Sigmoid", U::kSigmoid},
+                                                     {"Erf", U::kErf},
+                                                     {"LeakyRelu", U::kLeakyRelu},
+                                                     {"HardSigmoid", U::kHardSigmoid},
+                                                     {"HardSwish", U::kHardSwish},
+                                                     {"Elu", U::kElu},
+                                                     {"Selu", U::kSelu},
+                                                     {"Sqrt", U::kSqrt},
+                                                     {"Reciprocal", U::kReciprocal},
+                                                     {"Softsign", U::kSoftsign}};
+  if (op == "Gelu") {
+    if (p.approximate != "none" && p.approximate != "tanh") return false;
+    fn = p.approximate == "tanh" ? U::kGeluTanh : U::kGelu;
+    return true;
+  }
+  for (const auto& [name, f] : kTable) {
+    if (op == name) {
+      fn = f;
+      return true;
+    }
+  }
+  return false;
+}
 
 Expected<KernelPtr> create_float_unary(KernelInit& init, const char* name) {
   const DataType t = init.input_type(0);
@@ -104,14 +196,19 @@ Expected<KernelPtr> create_float_unary(KernelInit& init, const char* name) {
   AttrReader attrs(init.node);
   Params p;
   const std::string op = name;
-  p.alpha = attrs.get_float("alpha", op == "LeakyRelu" ? 0.01f
+  p.alpha = attrs.get_float("alpha", op == "LeakyRelu"     ? 0.01f
                                      : op == "HardSigmoid" ? 0.2f
-                                     : op == "Selu" ? 1.67326319217681884765625f
-                                     : 1.0f);
+                                     : op == "Selu"        ? 1.67326319217681884765625f
+                                                           : 1.0f);
   p.beta = attrs.get_float("beta", 0.5f);
   p.gamma = attrs.get_float("gamma", 1.05070102214813232421875f);
   p.approximate = attrs.get_string("approximate", "none");
   NXRT_RETURN_IF_ERROR(attrs.status());
+  vmath::Unary vfn;
+  if (t != DataType::kDouble && vector_form(op, p, vfn)) {
+    init.set_all_outputs(t);
+    return make_kernel<VectorUnaryKernel>(t, vfn, vmath::UnaryParams{p.alpha, p.beta, p.gamma});
+  }
   for (const FloatOpDef& def : kFloatOps) {
     if (op == def.name) {
       init.set_all_outputs(t);
@@ -131,14 +228,25 @@ T signed_apply(SignedOp op, T x) {
   W r = v;
   switch (op) {
     case SignedOp::kAbs:
-      if constexpr (std::is_unsigned_v<W>) r = v; else r = v < W(0) ? W(-v) : v;
+      if constexpr (std::is_unsigned_v<W>)
+        r = v;
+      else
+        r = v < W(0) ? W(-v) : v;
       break;
-    case SignedOp::kNeg: r = W(-v); break;
-    case SignedOp::kSign: r = v > W(0) ? W(1) : (v < W(0) ? W(-1) : W(0)); break;
-    case SignedOp::kRelu: r = v < W(0) ? W(0) : v; break;  // NaN passes through, as in numpy and torch
+    case SignedOp::kNeg:
+      r = W(-v);
+      break;
+    case SignedOp::kSign:
+      r = v > W(0) ? W(1) : (v < W(0) ? W(-1) : W(0));
+      break;
+    case SignedOp::kRelu:
+      r = v < W(0) ? W(0) : v;
+      break;  // NaN passes through, as in numpy and torch
   }
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return T(float(r));
-  else return T(r);
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+    return T(float(r));
+  else
+    return T(r);
 }
 
 class SignedUnaryKernel final : public Kernel {
@@ -154,7 +262,8 @@ class SignedUnaryKernel final : public Kernel {
         T* out = y->data<T>();
         for (int64_t i = 0; i < n; ++i) out[i] = signed_apply<T>(op_, in[i]);
       })
-      default: return not_implemented("unsupported type");
+      default:
+        return not_implemented("unsupported type");
     }
     return Status();
   }
@@ -168,6 +277,12 @@ Expected<KernelPtr> create_signed(KernelInit& init, SignedOp op) {
   const DataType t = init.input_type(0);
   if (!is_float_type(t) && !is_integer_type(t)) return init.unsupported_type(0);
   init.set_all_outputs(t);
+  if (t == DataType::kFloat && op != SignedOp::kSign) {
+    const vmath::Unary fn = op == SignedOp::kAbs   ? vmath::Unary::kAbs
+                            : op == SignedOp::kNeg ? vmath::Unary::kNeg
+                                                   : vmath::Unary::kRelu;
+    return make_kernel<VectorUnaryKernel>(t, fn, vmath::UnaryParams{});
+  }
   return make_kernel<SignedUnaryKernel>(t, op);
 }
 
@@ -188,7 +303,8 @@ class PredicateKernel final : public Kernel {
     if (kind_ == Kind::kBitwiseNot) {
       switch (dtype_) {
         NXRT_CASES_INT(for (int64_t i = 0; i < n; ++i) y->data<T>()[i] = T(~x.data<T>()[i]))
-        default: return not_implemented("unsupported type");
+        default:
+          return not_implemented("unsupported type");
       }
       return Status();
     }
@@ -196,9 +312,11 @@ class PredicateKernel final : public Kernel {
       NXRT_CASES_FLOAT(for (int64_t i = 0; i < n; ++i) {
         const float v = float(x.data<T>()[i]);
         y->data<bool>()[i] = kind_ == Kind::kIsNaN ? std::isnan(v)
-                             : std::isinf(v) && ((v > 0 && detect_pos_) || (v < 0 && detect_neg_));
+                                                   : std::isinf(v) && ((v > 0 && detect_pos_) ||
+                                                                       (v < 0 && detect_neg_));
       })
-      default: return not_implemented("unsupported type");
+      default:
+        return not_implemented("unsupported type");
     }
     return Status();
   }
@@ -218,7 +336,8 @@ Expected<KernelPtr> create_predicate(KernelInit& init, PredicateKernel::Kind kin
   using K = PredicateKernel::Kind;
   if (kind == K::kNot && t != DataType::kBool) return init.unsupported_type(0);
   if (kind == K::kBitwiseNot && !is_integer_type(t)) return init.unsupported_type(0);
-  if ((kind == K::kIsNaN || kind == K::kIsInf) && !is_float_type(t)) return init.unsupported_type(0);
+  if ((kind == K::kIsNaN || kind == K::kIsInf) && !is_float_type(t))
+    return init.unsupported_type(0);
   init.set_all_outputs(kind == K::kBitwiseNot ? t : DataType::kBool);
   return make_kernel<PredicateKernel>(kind, t, pos, neg);
 }
@@ -265,9 +384,17 @@ Expected<KernelPtr> create_abs(KernelInit& init) { return create_signed(init, Si
 Expected<KernelPtr> create_neg(KernelInit& init) { return create_signed(init, SignedOp::kNeg); }
 Expected<KernelPtr> create_sign(KernelInit& init) { return create_signed(init, SignedOp::kSign); }
 Expected<KernelPtr> create_relu(KernelInit& init) { return create_signed(init, SignedOp::kRelu); }
-Expected<KernelPtr> create_is_nan(KernelInit& init) { return create_predicate(init, PredicateKernel::Kind::kIsNaN); }
-Expected<KernelPtr> create_is_inf(KernelInit& init) { return create_predicate(init, PredicateKernel::Kind::kIsInf); }
-Expected<KernelPtr> create_not(KernelInit& init) { return create_predicate(init, PredicateKernel::Kind::kNot); }
-Expected<KernelPtr> create_bitwise_not(KernelInit& init) { return create_predicate(init, PredicateKernel::Kind::kBitwiseNot); }
+Expected<KernelPtr> create_is_nan(KernelInit& init) {
+  return create_predicate(init, PredicateKernel::Kind::kIsNaN);
+}
+Expected<KernelPtr> create_is_inf(KernelInit& init) {
+  return create_predicate(init, PredicateKernel::Kind::kIsInf);
+}
+Expected<KernelPtr> create_not(KernelInit& init) {
+  return create_predicate(init, PredicateKernel::Kind::kNot);
+}
+Expected<KernelPtr> create_bitwise_not(KernelInit& init) {
+  return create_predicate(init, PredicateKernel::Kind::kBitwiseNot);
+}
 
 }  // namespace nxrt::cpu

@@ -1,0 +1,85 @@
+#include "ep/cpu/vmath/vmath.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "ep/cpu/gemm/gemm.h"
+#include "ep/cpu/vmath/vmath_internal.h"
+
+namespace nxrt::vmath {
+namespace {
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+double apply_reference(Unary fn, const UnaryParams& p, double x) {
+  switch (fn) {
+    case Unary::kExp:
+      return std::exp(x);
+    case Unary::kTanh:
+      return std::tanh(x);
+    case Unary::kSigmoid:
+      return sigmoid(x);
+    case Unary::kErf:
+      return std::erf(x);
+    case Unary::kGelu:
+      return 0.5 * x * (1.0 + std::erf(x * M_SQRT1_2));
+    case Unary::kGeluTanh:
+      return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Unary::kRelu:
+      return x < 0 ? 0.0 : x;  // NaN passes through
+    case Unary::kLeakyRelu:
+      return x < 0 ? x * double(p.alpha) : x;
+    case Unary::kHardSigmoid:
+      return std::max(0.0, std::min(1.0, double(p.alpha) * x + double(p.beta)));
+    case Unary::kHardSwish:
+      return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
+    case Unary::kSilu:
+      return x * sigmoid(x);
+    case Unary::kElu:
+      return x < 0 ? double(p.alpha) * (std::exp(x) - 1.0) : x;
+    case Unary::kSelu:
+      return double(p.gamma) * (x > 0 ? x : double(p.alpha) * std::exp(x) - double(p.alpha));
+    case Unary::kSqrt:
+      return std::sqrt(x);
+    case Unary::kReciprocal:
+      return 1.0 / x;
+    case Unary::kNeg:
+      return -x;
+    case Unary::kAbs:
+      return std::fabs(x);
+    case Unary::kClip:
+      if (std::isnan(x)) return x;
+      return std::min(double(p.beta), std::max(double(p.alpha), x));
+    case Unary::kSoftsign:
+      return x / (1.0 + std::fabs(x));
+  }
+  return x;
+}
+
+bool pick_avx2() {
+  const char* env = std::getenv("NXRT_VMATH");
+  if (env && std::strcmp(env, "portable") == 0) return false;
+  return gemm::has_avx2_fma();
+}
+
+}  // namespace
+
+bool uses_avx2() {
+  static const bool yes = pick_avx2();
+  return yes;
+}
+
+void unary_reference(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = float(apply_reference(fn, p, double(x[i])));
+}
+
+void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
+  if (uses_avx2())
+    detail::unary_avx2(fn, p, x, y, n);
+  else
+    unary_reference(fn, p, x, y, n);
+}
+
+}  // namespace nxrt::vmath

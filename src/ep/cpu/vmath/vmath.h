@@ -1,0 +1,53 @@
+// Vectorized float32 math over arrays: the activations and transcendental functions that
+// elementwise kernels apply. Each function has an AVX2+FMA implementation, picked at run
+// time when the CPU has it, and a portable one in double precision that is also the
+// reference the tests compare the vector one against.
+//
+// The vector versions use polynomial approximations whose error is a few float ulps
+// (relative), well inside the ONNX test tolerance (rtol 1e-3, atol 1e-7); NaN inputs give
+// NaN outputs, +-inf give the function's limit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nxrt::vmath {
+
+enum class Unary : uint8_t {
+  kExp,
+  kTanh,
+  kSigmoid,
+  kErf,
+  kGelu,         // x * Phi(x), exact (erf) form
+  kGeluTanh,     // the tanh approximation of Gelu
+  kRelu,         // NaN passes through
+  kLeakyRelu,    // alpha
+  kHardSigmoid,  // max(0, min(1, alpha * x + beta))
+  kHardSwish,    // x * max(0, min(1, x / 6 + 1 / 2))
+  kSilu,         // x * sigmoid(x) (contrib QuickGelu with alpha 1, fused Swish)
+  kElu,          // alpha
+  kSelu,         // alpha, gamma
+  kSqrt,
+  kReciprocal,
+  kNeg,
+  kAbs,
+  kClip,  // [alpha, beta]
+  kSoftsign,
+};
+
+struct UnaryParams {
+  float alpha = 0, beta = 0, gamma = 0;
+};
+
+// y[i] = f(x[i]) for i < n; x and y may be the same array. Uses the best implementation
+// this CPU runs.
+void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
+
+// The portable implementation (double-precision libm), for tests and other CPUs.
+void unary_reference(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
+
+// True when unary() runs the AVX2+FMA implementation here. NXRT_VMATH=portable in the
+// environment (read once) forces the portable one, to compare whole models.
+bool uses_avx2();
+
+}  // namespace nxrt::vmath
