@@ -12,8 +12,8 @@ Expected<size_t> tensor_bytes(DataType dtype, const Shape& shape, const std::str
     return invalid_argument(what, ": invalid shape ", shape.to_string(),
                             " (negative dim or element count overflows int64)");
   const size_t elem = dtype == DataType::kString ? sizeof(std::string) : dtype_size(dtype);
-  if (elem == 0) return not_implemented(what, ": element type ", dtype_name(dtype),
-                                        " is not supported");
+  if (elem == 0)
+    return not_implemented(what, ": element type ", dtype_name(dtype), " is not supported");
   if (numel > limits.max_tensor_elements)
     return invalid_argument(what, ": shape ", shape.to_string(), " has ", numel,
                             " elements, more than the ",
@@ -26,6 +26,13 @@ Expected<size_t> tensor_bytes(DataType dtype, const Shape& shape, const std::str
 }
 
 Expected<Tensor> Tensor::allocate(DataType dtype, const Shape& shape, const Limits& limits) {
+  NXRT_ASSIGN_OR_RETURN(Tensor t, allocate_uninitialized(dtype, shape, limits));
+  if (dtype != DataType::kString) std::memset(t.raw(), 0, t.nbytes());
+  return t;
+}
+
+Expected<Tensor> Tensor::allocate_uninitialized(DataType dtype, const Shape& shape,
+                                                const Limits& limits) {
   NXRT_ASSIGN_OR_RETURN(size_t bytes, tensor_bytes(dtype, shape, "tensor", limits));
   if (dtype == DataType::kString) {
     const int64_t n = shape.numel();
@@ -37,7 +44,6 @@ Expected<Tensor> Tensor::allocate(DataType dtype, const Shape& shape, const Limi
   const size_t rounded = (bytes + 63) / 64 * 64;
   void* data = std::aligned_alloc(64, rounded ? rounded : 64);
   if (!data) return runtime_error("out of memory allocating ", bytes, " bytes");
-  std::memset(data, 0, rounded ? rounded : 64);
   return Tensor(dtype, shape, data, std::shared_ptr<void>(data, std::free));
 }
 

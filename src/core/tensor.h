@@ -24,6 +24,10 @@ class Tensor {
   // Shapes beyond `limits` (max_tensor_bytes, max_tensor_elements) are refused.
   static Expected<Tensor> allocate(DataType dtype, const Shape& shape,
                                    const Limits& limits = default_limits());
+  // The same without the zero fill (strings are still constructed): for kernel outputs,
+  // which kernels write whole, like the pooled intermediates.
+  static Expected<Tensor> allocate_uninitialized(DataType dtype, const Shape& shape,
+                                                 const Limits& limits = default_limits());
 
   DataType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -35,8 +39,14 @@ class Tensor {
 
   void* raw() { return data_; }
   const void* raw() const { return data_; }
-  template <typename T> T* data() { return static_cast<T*>(data_); }
-  template <typename T> const T* data() const { return static_cast<const T*>(data_); }
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(data_);
+  }
   const std::shared_ptr<void>& owner() const { return owner_; }
 
   // Deep copy into a fresh owning tensor.

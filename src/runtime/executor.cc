@@ -96,7 +96,7 @@ class StepContext final : public KernelContext {
       }
     }
     if (info.is_graph_output || info.dtype == DataType::kString) {
-      auto t = Tensor::allocate(info.dtype, shape, graph_.limits);
+      auto t = Tensor::allocate_uninitialized(info.dtype, shape, graph_.limits);
       if (!t) return std::move(t).status();
       // Outputs leave the run: charged, never credited back within it.
       if (state_.meter && !state_.meter->charge(int64_t(t->nbytes())))

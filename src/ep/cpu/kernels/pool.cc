@@ -8,17 +8,33 @@
 #include <vector>
 
 #include "ep/cpu/kernels/conv_geometry.h"
+#include "ep/cpu/vmath/vmath.h"
 
 namespace nxrt::cpu {
 namespace {
 
 enum class PoolKind { kMax, kAverage, kLp };
 
-template <typename T> struct Acc { using type = T; };
-template <> struct Acc<Float16> { using type = float; };
-template <> struct Acc<BFloat16> { using type = float; };
-template <> struct Acc<int8_t> { using type = float; };
-template <> struct Acc<uint8_t> { using type = float; };
+template <typename T>
+struct Acc {
+  using type = T;
+};
+template <>
+struct Acc<Float16> {
+  using type = float;
+};
+template <>
+struct Acc<BFloat16> {
+  using type = float;
+};
+template <>
+struct Acc<int8_t> {
+  using type = float;
+};
+template <>
+struct Acc<uint8_t> {
+  using type = float;
+};
 
 struct PoolParams {
   PoolKind kind;
@@ -86,9 +102,12 @@ void pool_plane(const Window& w, const std::vector<std::vector<DimRange>>& range
       }
     }
     A result = acc;
-    if (prm.kind == PoolKind::kAverage) result = full > 0 ? A(acc / A(full)) : A(0);
-    else if (prm.kind == PoolKind::kLp) result = A(std::pow(double(acc), 1.0 / double(prm.p)));
-    else if (best < 0) result = A(0);
+    if (prm.kind == PoolKind::kAverage)
+      result = full > 0 ? A(acc / A(full)) : A(0);
+    else if (prm.kind == PoolKind::kLp)
+      result = A(std::pow(double(acc), 1.0 / double(prm.p)));
+    else if (best < 0)
+      result = A(0);
     y[oi] = T(result);
     if (indices) {
       int64_t idx = best < 0 ? 0 : best;
@@ -105,6 +124,98 @@ void pool_plane(const Window& w, const std::vector<std::vector<DimRange>>& range
     for (size_t d = r; d-- > 0;) {
       if (++o[d] < w.out[d]) break;
       o[d] = 0;
+    }
+  }
+}
+
+// Max or average pooling of float planes with 1 or 2 spatial dims (a 1-D pool is a 2-D
+// one with H = 1), separably: for each output row the window's input rows are first
+// reduced into one row (vectorized, contiguous), then each output takes the max or sum
+// of its taps along that row. Windows are clipped at the borders; an average divides by
+// the taps inside the input, or inside the padded input with count_include_pad.
+struct Pool2d {
+  int64_t H, W, OH, OW, KH, KW, SH, SW, DH, DW, PT, PL, PB, PR;
+};
+
+Pool2d pool2d_geometry(const Window& w) {
+  if (w.rank == 1)
+    return {1, w.in[0],       1, w.out[0],       1, w.kernel[0], 1, w.stride[0],
+            1, w.dilation[0], 0, w.pad_begin[0], 0, w.pad_end[0]};
+  return {w.in[0],        w.in[1],        w.out[0],     w.out[1],      w.kernel[0],
+          w.kernel[1],    w.stride[0],    w.stride[1],  w.dilation[0], w.dilation[1],
+          w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
+}
+
+// Taps k of a window starting at input index `start` with 0 <= start + k*dil < in, as
+// [lo, hi); `padded` counts the taps inside [-pad_begin, in + pad_end).
+void clip_taps(int64_t start, int64_t kernel, int64_t dil, int64_t in, int64_t pad_begin,
+               int64_t pad_end, int64_t& lo, int64_t& hi, int64_t& padded) {
+  lo = 0;
+  while (lo < kernel && start + lo * dil < 0) ++lo;
+  hi = kernel;
+  while (hi > lo && start + (hi - 1) * dil >= in) --hi;
+  padded = 0;
+  for (int64_t k = 0; k < kernel; ++k) {
+    const int64_t i = start + k * dil;
+    padded += i >= -pad_begin && i < in + pad_end;
+  }
+}
+
+void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, float* y,
+                  float* row) {
+  SmallVec<const float*> rows;
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    int64_t klo, khi, hpad;
+    clip_taps(oh * g.SH - g.PT, g.KH, g.DH, g.H, g.PT, g.PB, klo, khi, hpad);
+    float* out = y + oh * g.OW;
+    if (khi <= klo) {  // the window lies in the padding
+      std::fill(out, out + g.OW, 0.0f);
+      continue;
+    }
+    rows.clear();
+    for (int64_t k = klo; k < khi; ++k) rows.push_back(x + (oh * g.SH - g.PT + k * g.DH) * g.W);
+    const float* r = rows[0];
+    if (rows.size() > 1) {
+      if (max)
+        vmath::max_rows(rows.data(), rows.size(), row, size_t(g.W));
+      else
+        vmath::sum_rows(rows.data(), rows.size(), row, size_t(g.W));
+      r = row;
+    }
+    const int64_t nrows = khi - klo;
+    // Outputs whose window lies wholly inside the row: [ow_lo, ow_hi), vectorized.
+    int64_t ow_lo = std::min(g.OW, (g.PL + g.SW - 1) / g.SW);
+    int64_t ow_hi = g.OW;
+    while (ow_hi > ow_lo && (ow_hi - 1) * g.SW - g.PL + (g.KW - 1) * g.DW >= g.W) --ow_hi;
+    if (ow_hi > ow_lo) {
+      const float scale = 1.0f / float(include_pad ? hpad * g.KW : nrows * g.KW);
+      vmath::reduce_taps(max, r + ow_lo * g.SW - g.PL, size_t(ow_hi - ow_lo), g.SW, g.KW, g.DW,
+                         scale, out + ow_lo);
+    }
+    for (int64_t ow = 0; ow < g.OW; ++ow) {
+      if (ow == ow_lo && ow_hi > ow_lo) ow = ow_hi;
+      if (ow >= g.OW) break;
+      const int64_t start = ow * g.SW - g.PL;
+      int64_t lo, hi, wpad;
+      clip_taps(start, g.KW, g.DW, g.W, g.PL, g.PR, lo, hi, wpad);
+      if (hi <= lo) {
+        out[ow] = 0.0f;
+        continue;
+      }
+      const float* p = r + start;
+      if (max) {
+        float m = p[lo * g.DW];
+        for (int64_t k = lo + 1; k < hi; ++k) {
+          const float v = p[k * g.DW];
+          if (m == m && (v > m || v != v)) m = v;
+        }
+        out[ow] = m;
+      } else {
+        float sum = 0.0f;
+        for (int64_t k = lo; k < hi; ++k) sum += p[k * g.DW];
+        const int64_t count = include_pad ? hpad * wpad : nrows * (hi - lo);
+        out[ow] = sum / float(count);
+      }
     }
   }
 }
@@ -132,6 +243,10 @@ class PoolKernel final : public Kernel {
       NXRT_ASSIGN_OR_RETURN(ind, ctx.output(1, out));
     }
     if (y->numel() == 0) return Status();
+    if (x.dtype() == DataType::kFloat && !ind && w.rank <= 2 && prm_.kind != PoolKind::kLp) {
+      run_fast(w, x, *y);
+      return Status();
+    }
     std::vector<std::vector<DimRange>> ranges(w.rank);
     for (size_t d = 0; d < w.rank; ++d) ranges[d] = dim_ranges(w, d);
     const int64_t planes = x.shape()[0] * x.shape()[1];
@@ -140,12 +255,28 @@ class PoolKernel final : public Kernel {
       NXRT_CASES_FLOAT(run<T>(w, ranges, x, *y, ind, planes, in_size, out_size))
       NXRT_CASE(kInt8, run<T>(w, ranges, x, *y, ind, planes, in_size, out_size))
       NXRT_CASE(kUint8, run<T>(w, ranges, x, *y, ind, planes, in_size, out_size))
-      default: return not_implemented("pooling of ", tensor_type_name(x.dtype()));
+      default:
+        return not_implemented("pooling of ", tensor_type_name(x.dtype()));
     }
     return Status();
   }
 
  private:
+  void run_fast(const Window& w, const Tensor& x, Tensor& y) const {
+    const Pool2d g = pool2d_geometry(w);
+    const int64_t planes = x.shape()[0] * x.shape()[1];
+    const int64_t in_size = g.H * g.W, out_size = g.OH * g.OW;
+    const double work = double(planes) * double(out_size) * double(g.KH * g.KW);
+    const size_t pieces = std::min(parallel_pieces(work, double(1 << 18)), size_t(planes));
+    const bool max = prm_.kind == PoolKind::kMax;
+    parallel_for(pieces, [&](size_t piece) {
+      float* row = thread_scratch<float>(size_t(g.W));
+      for (int64_t p = int64_t(piece); p < planes; p += int64_t(pieces))
+        pool2d_plane(g, max, prm_.count_include_pad, x.data<float>() + p * in_size,
+                     y.data<float>() + p * out_size, row);
+    });
+  }
+
   template <typename T>
   void run(const Window& w, const std::vector<std::vector<DimRange>>& ranges, const Tensor& x,
            Tensor& y, Tensor* ind, int64_t planes, int64_t in_size, int64_t out_size) const {
@@ -183,16 +314,20 @@ class GlobalPoolKernel final : public Kernel {
           A acc = prm_.kind == PoolKind::kMax ? -std::numeric_limits<A>::infinity() : A(0);
           for (int64_t i = 0; i < size; ++i) {
             const A a = A(v[i]);
-            if (prm_.kind == PoolKind::kMax) acc = (a > acc || std::isnan(a)) ? a : acc;
-            else if (prm_.kind == PoolKind::kAverage) acc += a;
-            else acc += A(std::pow(std::fabs(double(a)), double(prm_.p)));
+            if (prm_.kind == PoolKind::kMax)
+              acc = (a > acc || std::isnan(a)) ? a : acc;
+            else if (prm_.kind == PoolKind::kAverage)
+              acc += a;
+            else
+              acc += A(std::pow(std::fabs(double(a)), double(prm_.p)));
           }
           if (prm_.kind == PoolKind::kAverage) acc = size > 0 ? A(acc / A(size)) : A(0);
           if (prm_.kind == PoolKind::kLp) acc = A(std::pow(double(acc), 1.0 / double(prm_.p)));
           py[p] = T(acc);
         }
       })
-      default: return not_implemented("global pooling of ", tensor_type_name(x.dtype()));
+      default:
+        return not_implemented("global pooling of ", tensor_type_name(x.dtype()));
     }
     return Status();
   }
@@ -208,7 +343,8 @@ class MaxUnpoolKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     const Tensor& ind = *ctx.input(1);
-    if (x.rank() < 3) return invalid_argument("MaxUnpool needs rank >= 3, got ", x.shape().to_string());
+    if (x.rank() < 3)
+      return invalid_argument("MaxUnpool needs rank >= 3, got ", x.shape().to_string());
     if (!(ind.shape() == x.shape()))
       return invalid_argument("indices shape ", ind.shape().to_string(), " differs from X ",
                               x.shape().to_string());
@@ -242,8 +378,8 @@ class MaxUnpoolKernel final : public Kernel {
     for (int64_t i = 0; i < x.numel(); ++i) {
       int64_t idx = pi[i];
       if (idx < 0 || idx >= natural_total)
-        return invalid_argument("index ", idx, " is outside the unpooled tensor of ",
-                                natural_total, " elements");
+        return invalid_argument("index ", idx, " is outside the unpooled tensor of ", natural_total,
+                                " elements");
       if (out == natural) {
         target[size_t(i)] = idx;
         continue;
@@ -265,7 +401,8 @@ class MaxUnpoolKernel final : public Kernel {
         const T* px = x.data<T>();
         for (int64_t i = 0; i < x.numel(); ++i) py[target[size_t(i)]] = px[i];
       })
-      default: return not_implemented("MaxUnpool of ", tensor_type_name(x.dtype()));
+      default:
+        return not_implemented("MaxUnpool of ", tensor_type_name(x.dtype()));
     }
     return Status();
   }

@@ -75,6 +75,45 @@ void unary_reference(Unary fn, const UnaryParams& p, const float* x, float* y, s
   for (size_t i = 0; i < n; ++i) y[i] = float(apply_reference(fn, p, double(x[i])));
 }
 
+void max_rows(const float* const* rows, size_t nrows, float* out, size_t n) {
+  if (uses_avx2()) return detail::max_rows_avx2(rows, nrows, out, n);
+  for (size_t j = 0; j < n; ++j) {
+    float m = rows[0][j];
+    for (size_t r = 1; r < nrows; ++r) {
+      const float v = rows[r][j];
+      if (v > m || std::isnan(v)) m = std::isnan(m) ? m : v;
+    }
+    out[j] = m;
+  }
+}
+
+void sum_rows(const float* const* rows, size_t nrows, float* out, size_t n) {
+  if (uses_avx2()) return detail::sum_rows_avx2(rows, nrows, out, n);
+  for (size_t j = 0; j < n; ++j) {
+    float s = rows[0][j];
+    for (size_t r = 1; r < nrows; ++r) s += rows[r][j];
+    out[j] = s;
+  }
+}
+
+void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
+                 int64_t dilation, float scale, float* out) {
+  if (uses_avx2())
+    return detail::reduce_taps_avx2(max, r, count, stride, taps, dilation, scale, out);
+  for (size_t o = 0; o < count; ++o) {
+    const float* p = r + int64_t(o) * stride;
+    float acc = p[0];
+    for (int64_t t = 1; t < taps; ++t) {
+      const float v = p[t * dilation];
+      if (!max)
+        acc += v;
+      else if (acc == acc && (v > acc || v != v))
+        acc = v;
+    }
+    out[o] = max ? acc : acc * scale;
+  }
+}
+
 void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   if (uses_avx2())
     detail::unary_avx2(fn, p, x, y, n);

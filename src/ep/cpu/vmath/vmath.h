@@ -46,6 +46,17 @@ void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
 // The portable implementation (double-precision libm), for tests and other CPUs.
 void unary_reference(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
 
+// out[j] = the max (propagating NaN) or the sum over r < nrows of rows[r][j], j < n: the
+// vertical pass of pooling windows.
+void max_rows(const float* const* rows, size_t nrows, float* out, size_t n);
+void sum_rows(const float* const* rows, size_t nrows, float* out, size_t n);
+
+// out[o] = the max (propagating NaN), or the sum times `scale`, of r[o*stride + t*dilation]
+// over taps t < taps, for o < count: the horizontal pass of pooling windows that lie
+// wholly inside the row.
+void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
+                 int64_t dilation, float scale, float* out);
+
 // True when unary() runs the AVX2+FMA implementation here. NXRT_VMATH=portable in the
 // environment (read once) forces the portable one, to compare whole models.
 bool uses_avx2();

@@ -84,8 +84,15 @@ NXRT_AVX2 __m256 erf_small_ps(__m256 x) {
 // erfc(z) for z >= 0 with relative error about 1.2e-7 everywhere (so 1 + erf(x) of very
 // negative x keeps its digits): t = 1 / (1 + z/2), erfc = t exp(-z^2 + P(t)) with the
 // Chebyshev-fitted coefficients of Press et al., Numerical Recipes, section 6.2.
+// Past z = 10.5 erfc underflows to 0 in float: z is clamped there (so the reciprocal, an
+// estimate refined by one Newton step, cheaper than a division, never sees inf) and the
+// result zeroed.
 NXRT_AVX2 __m256 erfc_pos_ps(__m256 z) {
-  const __m256 t = _mm256_div_ps(splat(1.0f), _mm256_fmadd_ps(z, splat(0.5f), splat(1.0f)));
+  const __m256 underflow = _mm256_cmp_ps(z, splat(10.5f), _CMP_GE_OQ);
+  z = _mm256_min_ps(splat(10.5f), z);
+  const __m256 d = _mm256_fmadd_ps(z, splat(0.5f), splat(1.0f));
+  __m256 t = _mm256_rcp_ps(d);
+  t = _mm256_fmadd_ps(t, _mm256_fnmadd_ps(d, t, splat(1.0f)), t);
   __m256 p = splat(0.17087277f);
   p = _mm256_fmadd_ps(p, t, splat(-0.82215223f));
   p = _mm256_fmadd_ps(p, t, splat(1.48851587f));
@@ -97,7 +104,7 @@ NXRT_AVX2 __m256 erfc_pos_ps(__m256 z) {
   p = _mm256_fmadd_ps(p, t, splat(1.00002368f));
   p = _mm256_fmadd_ps(p, t, splat(-1.26551223f));
   p = _mm256_fnmadd_ps(z, z, p);
-  return _mm256_mul_ps(t, exp_ps(p));
+  return _mm256_andnot_ps(underflow, _mm256_mul_ps(t, exp_ps(p)));
 }
 
 NXRT_AVX2 __m256 erf_ps(__m256 x) {
@@ -223,6 +230,87 @@ void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t
   }
 }
 
+__attribute__((target("avx2,fma"))) void max_rows_avx2(const float* const* rows, size_t nrows,
+                                                       float* out, size_t n) {
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 m = _mm256_loadu_ps(rows[0] + j);
+    for (size_t r = 1; r < nrows; ++r) {
+      // max_ps returns its second operand when either is NaN: a NaN in v wins; a NaN
+      // already in m is kept by the blend.
+      const __m256 v = _mm256_loadu_ps(rows[r] + j);
+      m = _mm256_blendv_ps(_mm256_max_ps(m, v), m, _mm256_cmp_ps(m, m, _CMP_UNORD_Q));
+    }
+    _mm256_storeu_ps(out + j, m);
+  }
+  for (; j < n; ++j) {
+    float m = rows[0][j];
+    for (size_t r = 1; r < nrows; ++r) {
+      const float v = rows[r][j];
+      if (m == m && (v > m || v != v)) m = v;
+    }
+    out[j] = m;
+  }
+}
+
+__attribute__((target("avx2,fma"))) void sum_rows_avx2(const float* const* rows, size_t nrows,
+                                                       float* out, size_t n) {
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 s = _mm256_loadu_ps(rows[0] + j);
+    for (size_t r = 1; r < nrows; ++r) s = _mm256_add_ps(s, _mm256_loadu_ps(rows[r] + j));
+    _mm256_storeu_ps(out + j, s);
+  }
+  for (; j < n; ++j) {
+    float s = rows[0][j];
+    for (size_t r = 1; r < nrows; ++r) s += rows[r][j];
+    out[j] = s;
+  }
+}
+
+NXRT_AVX2 __m256 load_strided(const float* p, int64_t stride, __m256i idx) {
+  return stride == 1 ? _mm256_loadu_ps(p) : _mm256_i32gather_ps(p, idx, 4);
+}
+
+// Eight outputs at a time: contiguous loads for stride 1, a gather otherwise.
+__attribute__((target("avx2,fma"))) void reduce_taps_avx2(bool max, const float* r, size_t count,
+                                                          int64_t stride, int64_t taps,
+                                                          int64_t dilation, float scale,
+                                                          float* out) {
+  const __m256i idx =
+      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int(stride)));
+  size_t o = 0;
+  // Gather indices are 32-bit: rows longer than 2^31 / 8 elements take the scalar loop.
+  const bool vector_ok = stride * 8 < (int64_t(1) << 28) && taps * dilation < (int64_t(1) << 28);
+  for (; vector_ok && o + 8 <= count; o += 8) {
+    const float* p = r + int64_t(o) * stride;
+    __m256 acc = load_strided(p, stride, idx);
+    if (max) {
+      for (int64_t t = 1; t < taps; ++t) {
+        const __m256 v = load_strided(p + t * dilation, stride, idx);
+        acc = _mm256_blendv_ps(_mm256_max_ps(acc, v), acc, _mm256_cmp_ps(acc, acc, _CMP_UNORD_Q));
+      }
+    } else {
+      for (int64_t t = 1; t < taps; ++t)
+        acc = _mm256_add_ps(acc, load_strided(p + t * dilation, stride, idx));
+      acc = _mm256_mul_ps(acc, _mm256_set1_ps(scale));
+    }
+    _mm256_storeu_ps(out + o, acc);
+  }
+  for (; o < count; ++o) {
+    const float* p = r + int64_t(o) * stride;
+    float acc = p[0];
+    for (int64_t t = 1; t < taps; ++t) {
+      const float v = p[t * dilation];
+      if (!max)
+        acc += v;
+      else if (acc == acc && (v > acc || v != v))
+        acc = v;
+    }
+    out[o] = max ? acc : acc * scale;
+  }
+}
+
 }  // namespace nxrt::vmath::detail
 
 #else
@@ -231,6 +319,9 @@ namespace nxrt::vmath::detail {
 void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   unary_reference(fn, p, x, y, n);
 }
+void max_rows_avx2(const float* const*, size_t, float*, size_t) {}
+void sum_rows_avx2(const float* const*, size_t, float*, size_t) {}
+void reduce_taps_avx2(bool, const float*, size_t, int64_t, int64_t, int64_t, float, float*) {}
 }  // namespace nxrt::vmath::detail
 
 #endif

@@ -6,5 +6,9 @@
 namespace nxrt::vmath::detail {
 
 void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
+void max_rows_avx2(const float* const* rows, size_t nrows, float* out, size_t n);
+void sum_rows_avx2(const float* const* rows, size_t nrows, float* out, size_t n);
+void reduce_taps_avx2(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
+                      int64_t dilation, float scale, float* out);
 
 }  // namespace nxrt::vmath::detail
