@@ -1,6 +1,7 @@
 #include "core/parallel.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -12,6 +13,18 @@ namespace {
 
 thread_local Parallel* t_current = nullptr;
 
+// Spins (with a pause instruction) before sleeping: a futex wake-up costs tens of
+// microseconds on a VM, more than many of the loops a model hands the pool. Workers spin
+// for kSpinTime after their last piece of work, then sleep on a condition variable, so an
+// idle session burns no CPU.
+constexpr auto kSpinTime = std::chrono::microseconds(300);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 class WorkerPool final : public Parallel {
  public:
   explicit WorkerPool(size_t threads) : width_(threads) {
@@ -21,7 +34,7 @@ class WorkerPool final : public Parallel {
   ~WorkerPool() override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
+      stop_.store(true);
     }
     wake_.notify_all();
     for (std::thread& t : workers_) t.join();
@@ -37,20 +50,24 @@ class WorkerPool final : public Parallel {
       for (size_t i = 0; i < n; ++i) fn(ctx, i);
       return;
     }
-    {
+    fn_ = fn;
+    ctx_ = ctx;
+    n_ = n;
+    next_.store(0, std::memory_order_relaxed);
+    pending_.store(workers_.size(), std::memory_order_relaxed);
+    // seq_cst with the sleepers_ check below and the worker's (increment sleepers_, then
+    // re-read generation_): either the worker sees this generation or we see it asleep.
+    generation_.fetch_add(1);
+    if (sleepers_.load() > 0) {
       std::lock_guard<std::mutex> lock(mutex_);
-      fn_ = fn;
-      ctx_ = ctx;
-      n_ = n;
-      next_.store(0, std::memory_order_relaxed);
-      pending_ = workers_.size();
-      ++generation_;
+      wake_.notify_all();
     }
-    wake_.notify_all();
     drain();
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      done_.wait(lock, [this] { return pending_ == 0; });
+    for (unsigned spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+      if (spins < 4096)
+        cpu_relax();
+      else
+        std::this_thread::yield();  // a worker lost its core: let it finish
     }
     busy_.store(false, std::memory_order_release);
   }
@@ -62,27 +79,42 @@ class WorkerPool final : public Parallel {
   }
 
   void work() {
+    // 0, the generation at construction: a loop published before this thread got to run
+    // must still be taken.
     size_t seen = 0;
     for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
-      }
+      if (!wait_for_work(seen)) return;
+      seen = generation_.load(std::memory_order_acquire);
       drain();
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+      pending_.fetch_sub(1, std::memory_order_release);
     }
+  }
+
+  // Returns when generation_ moves past `seen` (true) or the pool stops (false).
+  bool wait_for_work(size_t seen) {
+    auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+    for (unsigned spins = 1;; ++spins) {
+      if (generation_.load(std::memory_order_acquire) != seen) return true;
+      if (stop_.load(std::memory_order_relaxed)) return false;
+      cpu_relax();
+      if (spins % 64 == 0 && std::chrono::steady_clock::now() > deadline) break;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    sleepers_.fetch_add(1);
+    wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+    sleepers_.fetch_sub(1);
+    return !stop_.load();
   }
 
   const size_t width_;
   std::vector<std::thread> workers_;
   std::atomic<bool> busy_{false};  // set by the run using the workers
   std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  bool stop_ = false;
-  size_t generation_ = 0, pending_ = 0, n_ = 0;
+  std::condition_variable wake_;
+  std::atomic<bool> stop_{false};
+  std::atomic<size_t> generation_{0}, pending_{0}, sleepers_{0};
+  // The current loop; written before generation_ is bumped, read after it is seen.
+  size_t n_ = 0;
   void (*fn_)(void*, size_t) = nullptr;
   void* ctx_ = nullptr;
   std::atomic<size_t> next_{0};

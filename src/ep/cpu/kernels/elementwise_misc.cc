@@ -14,7 +14,8 @@ namespace {
 
 // float16/bfloat16 are storage only; arithmetic happens in float.
 
-template <typename T> constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+template <typename T>
+constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
 
 template <typename T>
 T from_double(double v) {
@@ -66,8 +67,10 @@ X pow_one(X x, Y y) {
 template <typename X>
 Status pow_with_base(KernelContext& ctx, const Tensor& a, const Tensor& b) {
   switch (b.dtype()) {
-    NXRT_CASES_NUMERIC(return broadcast_binary<X, T, X>(ctx, a, b, [](X x, T y) { return pow_one(x, y); }))
-    default: break;
+    NXRT_CASES_NUMERIC(
+        return broadcast_binary<X, T, X>(ctx, a, b, [](X x, T y) { return pow_one(x, y); }))
+    default:
+      break;
   }
   return not_implemented("exponent type ", tensor_type_name(b.dtype()), " is not supported");
 }
@@ -105,7 +108,8 @@ Status pow_fast(KernelContext& ctx, const Tensor& a, double e) {
 double scalar_value(const Tensor& b) {
   switch (b.dtype()) {
     NXRT_CASES_NUMERIC(return double(wide_t<T>(b.data<T>()[0])))
-    default: return std::numeric_limits<double>::quiet_NaN();
+    default:
+      return std::numeric_limits<double>::quiet_NaN();
   }
 }
 
@@ -120,16 +124,21 @@ class PowKernel final : public Kernel {
       const double e = scalar_value(b);
       if (e == 2.0 || e == 0.5 || e == 1.0) {
         switch (a.dtype()) {
-          case DataType::kFloat: return pow_fast<float>(ctx, a, e);
-          case DataType::kFloat16: return pow_fast<Float16>(ctx, a, e);
-          case DataType::kBFloat16: return pow_fast<BFloat16>(ctx, a, e);
-          default: break;
+          case DataType::kFloat:
+            return pow_fast<float>(ctx, a, e);
+          case DataType::kFloat16:
+            return pow_fast<Float16>(ctx, a, e);
+          case DataType::kBFloat16:
+            return pow_fast<BFloat16>(ctx, a, e);
+          default:
+            break;
         }
       }
     }
     switch (a.dtype()) {
       NXRT_CASES_NUMERIC(return pow_with_base<T>(ctx, a, b))
-      default: break;
+      default:
+        break;
     }
     return not_implemented("base type ", tensor_type_name(a.dtype()), " is not supported");
   }
@@ -162,12 +171,13 @@ class ModKernel final : public Kernel {
         const T* pb = b.data<T>();
         for (int64_t i = 0; i < b.numel(); ++i)
           if (pb[i] == T(0)) return invalid_argument("integer modulo by zero");
-        return broadcast_binary<T, T, T>(ctx, a, b, [fmod](T x, T y) { return int_mod(x, y, fmod); });
+        return broadcast_binary<T, T, T>(ctx, a, b,
+                                         [fmod](T x, T y) { return int_mod(x, y, fmod); });
       })
-      NXRT_CASES_FLOAT(return broadcast_binary<T, T, T>(ctx, a, b, [](T x, T y) {
-        return T(std::fmod(wide_t<T>(x), wide_t<T>(y)));
-      }))
-      default: break;
+      NXRT_CASES_FLOAT(return broadcast_binary<T, T, T>(
+          ctx, a, b, [](T x, T y) { return T(std::fmod(wide_t<T>(x), wide_t<T>(y))); }))
+      default:
+        break;
     }
     return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
   }
@@ -191,7 +201,8 @@ class BitShiftKernel final : public Kernel {
       NXRT_CASE(kUint16, return shift<T>(ctx, a, b, left))
       NXRT_CASE(kUint32, return shift<T>(ctx, a, b, left))
       NXRT_CASE(kUint64, return shift<T>(ctx, a, b, left))
-      default: break;
+      default:
+        break;
     }
     return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
   }
@@ -221,7 +232,8 @@ class ClipKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     switch (dtype_) {
       NXRT_CASES_NUMERIC(return run<T>(ctx))
-      default: break;
+      default:
+        break;
     }
     return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
   }
@@ -273,13 +285,16 @@ class ClipKernel final : public Kernel {
 template <typename T>
 T prelu_one(T v, T slope) {
   using W = wide_t<T>;
-  if constexpr (std::is_unsigned_v<W>) return v;  // never negative: the slope is unused
-  else return W(v) < W(0) ? T(W(v) * W(slope)) : v;
+  if constexpr (std::is_unsigned_v<W>)
+    return v;  // never negative: the slope is unused
+  else
+    return W(v) < W(0) ? T(W(v) * W(slope)) : v;
 }
 
 class PReluKernel final : public Kernel {
  public:
-  PReluKernel(DataType dtype, bool legacy_channel) : dtype_(dtype), legacy_channel_(legacy_channel) {}
+  PReluKernel(DataType dtype, bool legacy_channel)
+      : dtype_(dtype), legacy_channel_(legacy_channel) {}
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     Tensor slope = *ctx.input(1);
@@ -291,8 +306,11 @@ class PReluKernel final : public Kernel {
       slope.mutable_shape() = s;
     }
     switch (dtype_) {
-      NXRT_CASES_NUMERIC(return broadcast_binary<T, T, T>(ctx, x, slope, prelu_one<T>, &x.shape()))
-      default: break;
+      // A lambda, not the function's address: the loops inline it and vectorize.
+      NXRT_CASES_NUMERIC(return broadcast_binary<T, T, T>(
+          ctx, x, slope, [](T v, T s) { return prelu_one<T>(v, s); }, &x.shape()))
+      default:
+        break;
     }
     return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
   }
@@ -306,7 +324,8 @@ class PReluKernel final : public Kernel {
 
 class ShrinkKernel final : public Kernel {
  public:
-  ShrinkKernel(DataType dtype, double bias, double lambd) : dtype_(dtype), bias_(bias), lambd_(lambd) {}
+  ShrinkKernel(DataType dtype, double bias, double lambd)
+      : dtype_(dtype), bias_(bias), lambd_(lambd) {}
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
@@ -317,12 +336,14 @@ class ShrinkKernel final : public Kernel {
         T* py = y->data<T>();
         for (int64_t i = 0; i < n; ++i) {
           const double v = double(wide_t<T>(px[i]));
-          py[i] = v < -lambd_ ? from_double<T>(v + bias_)
-                  : v > lambd_ ? from_double<T>(v - bias_) : T(0);
+          py[i] = v < -lambd_  ? from_double<T>(v + bias_)
+                  : v > lambd_ ? from_double<T>(v - bias_)
+                               : T(0);
         }
         return Status();
       })
-      default: break;
+      default:
+        break;
     }
     return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
   }
@@ -336,8 +357,13 @@ class ShrinkKernel final : public Kernel {
 
 class DropoutKernel final : public Kernel {
  public:
-  DropoutKernel(DataType dtype, DataType mask_type, bool inputs, float ratio, bool has_seed, int64_t seed)
-      : dtype_(dtype), mask_type_(mask_type), inputs_(inputs), ratio_(ratio), has_seed_(has_seed),
+  DropoutKernel(DataType dtype, DataType mask_type, bool inputs, float ratio, bool has_seed,
+                int64_t seed)
+      : dtype_(dtype),
+        mask_type_(mask_type),
+        inputs_(inputs),
+        ratio_(ratio),
+        has_seed_(has_seed),
         seed_(seed) {}
 
   Status compute(KernelContext& ctx) const override {
@@ -349,7 +375,8 @@ class DropoutKernel final : public Kernel {
         if (r->numel() != 1) return invalid_argument("ratio must be a scalar");
         switch (r->dtype()) {
           NXRT_CASES_FLOAT(ratio = float(r->data<T>()[0]))
-          default: return invalid_argument("ratio has unsupported type ", dtype_name(r->dtype()));
+          default:
+            return invalid_argument("ratio has unsupported type ", dtype_name(r->dtype()));
         }
       }
       if (const Tensor* t = ctx.input(2)) {
@@ -387,9 +414,11 @@ class DropoutKernel final : public Kernel {
         }
         return Status();
       })
-      default: break;
+      default:
+        break;
     }
-    return not_implemented("training-mode dropout of ", tensor_type_name(dtype_), " is not supported");
+    return not_implemented("training-mode dropout of ", tensor_type_name(dtype_),
+                           " is not supported");
   }
 
  private:
@@ -398,7 +427,8 @@ class DropoutKernel final : public Kernel {
     switch (mask_type_) {
       NXRT_CASES_NUMERIC(for (int64_t i = 0; i < n; ++i) mask.data<T>()[i] = T(1.0f))
       NXRT_CASE(kBool, for (int64_t i = 0; i < n; ++i) mask.data<T>()[i] = true)
-      default: break;
+      default:
+        break;
     }
   }
 
@@ -440,10 +470,12 @@ Expected<KernelPtr> create_bit_shift(KernelInit& init) {
   const std::string direction = attrs.get_string("direction");
   NXRT_RETURN_IF_ERROR(attrs.status());
   if (direction != "LEFT" && direction != "RIGHT")
-    return init.error(StatusCode::kInvalidGraph, "direction must be LEFT or RIGHT, got '", direction, "'");
+    return init.error(StatusCode::kInvalidGraph, "direction must be LEFT or RIGHT, got '",
+                      direction, "'");
   const DataType t = init.input_type(0);
   if (init.input_type(1) != t) return init.unsupported_type(1);
-  if (t != DataType::kUint8 && t != DataType::kUint16 && t != DataType::kUint32 && t != DataType::kUint64)
+  if (t != DataType::kUint8 && t != DataType::kUint16 && t != DataType::kUint32 &&
+      t != DataType::kUint64)
     return init.unsupported_type(0);
   init.set_all_outputs(t);
   return make_kernel<BitShiftKernel>(t, direction == "LEFT");
@@ -458,7 +490,8 @@ Expected<KernelPtr> create_clip(KernelInit& init) {
   const float hi = attrs.get_float("max", std::numeric_limits<float>::max());
   NXRT_RETURN_IF_ERROR(attrs.status());
   for (size_t k = 1; k <= 2; ++k)
-    if (!from_attrs && init.has_input(k) && init.input_type(k) != t) return init.unsupported_type(k);
+    if (!from_attrs && init.has_input(k) && init.input_type(k) != t)
+      return init.unsupported_type(k);
   init.set_all_outputs(t);
   return make_kernel<ClipKernel>(t, from_attrs, lo, hi);
 }

@@ -16,6 +16,7 @@
 
 #include "core/float8.h"
 #include "ep/cpu/kernels/common.h"
+#include "ep/cpu/vmath/vmath.h"
 
 namespace nxrt::cpu {
 namespace {
@@ -31,15 +32,33 @@ struct QuantType {
 bool quant_type(DataType t, QuantType& q) {
   using K = QuantType::Kind;
   switch (t) {
-    case DataType::kUint8: q = {K::kInt, DataType::kUint8, 0, 255, {}}; return true;
-    case DataType::kInt8: q = {K::kInt, DataType::kInt8, -128, 127, {}}; return true;
-    case DataType::kUint16: q = {K::kInt, DataType::kUint16, 0, 65535, {}}; return true;
-    case DataType::kInt16: q = {K::kInt, DataType::kInt16, -32768, 32767, {}}; return true;
-    case DataType::kUint4: q = {K::kInt, DataType::kUint8, 0, 15, {}}; return true;
-    case DataType::kInt4: q = {K::kInt, DataType::kInt8, -8, 7, {}}; return true;
-    case DataType::kUint2: q = {K::kInt, DataType::kUint8, 0, 3, {}}; return true;
-    case DataType::kInt2: q = {K::kInt, DataType::kInt8, -2, 1, {}}; return true;
-    case DataType::kFloat4E2M1: q = {K::kFloat4, DataType::kUint8, 0, 0, {}}; return true;
+    case DataType::kUint8:
+      q = {K::kInt, DataType::kUint8, 0, 255, {}};
+      return true;
+    case DataType::kInt8:
+      q = {K::kInt, DataType::kInt8, -128, 127, {}};
+      return true;
+    case DataType::kUint16:
+      q = {K::kInt, DataType::kUint16, 0, 65535, {}};
+      return true;
+    case DataType::kInt16:
+      q = {K::kInt, DataType::kInt16, -32768, 32767, {}};
+      return true;
+    case DataType::kUint4:
+      q = {K::kInt, DataType::kUint8, 0, 15, {}};
+      return true;
+    case DataType::kInt4:
+      q = {K::kInt, DataType::kInt8, -8, 7, {}};
+      return true;
+    case DataType::kUint2:
+      q = {K::kInt, DataType::kUint8, 0, 3, {}};
+      return true;
+    case DataType::kInt2:
+      q = {K::kInt, DataType::kInt8, -2, 1, {}};
+      return true;
+    case DataType::kFloat4E2M1:
+      q = {K::kFloat4, DataType::kUint8, 0, 0, {}};
+      return true;
     default:
       if (!is_float8(t)) return false;
       q = {K::kFloat8, DataType::kUint8, 0, 0, f8_format(t)};
@@ -50,8 +69,8 @@ bool quant_type(DataType t, QuantType& q) {
 // How the scale (and zero point) tensor maps onto x.
 struct QuantLayout {
   int64_t outer = 1, axis_dim = 1, inner = 1;  // x viewed as [outer, axis_dim, inner]
-  int64_t blocks = 1;                           // scale entries along the axis
-  int64_t block = 0;                            // 0: per-tensor or per-axis
+  int64_t blocks = 1;                          // scale entries along the axis
+  int64_t block = 0;                           // 0: per-tensor or per-axis
   bool per_tensor = true;
 
   int64_t scale_index(int64_t o, int64_t a, int64_t i) const {
@@ -88,13 +107,13 @@ Status make_layout(const Shape& x, const Tensor& scale, const Tensor* zero_point
   for (int64_t d = 0; ok && d < rank; ++d)
     ok = scale.shape()[size_t(d)] == (d == axis ? blocks : x[size_t(d)]);
   if (!ok)
-    return invalid_argument("blocked scale shape ", scale.shape().to_string(), " does not match input ",
-                            x.to_string(), " with block_size ", block_size, " on axis ", axis);
+    return invalid_argument("blocked scale shape ", scale.shape().to_string(),
+                            " does not match input ", x.to_string(), " with block_size ",
+                            block_size, " on axis ", axis);
   out.block = block_size;
   out.blocks = blocks;
   return Status();
 }
-
 
 // The values of a small tensor (scale, zero point) as floats; narrow floats decoded.
 Status widen(const Tensor& t, DataType as, std::vector<float>& out) {
@@ -108,8 +127,14 @@ Status widen(const Tensor& t, DataType as, std::vector<float>& out) {
     case DataType::kFloat4E2M1:
       for (int64_t i = 0; i < n; ++i) out[size_t(i)] = f4e2m1_to_float(bytes[i]);
       return Status();
-    case DataType::kInt4: case DataType::kInt2: as = DataType::kInt8; break;
-    case DataType::kUint4: case DataType::kUint2: as = DataType::kUint8; break;
+    case DataType::kInt4:
+    case DataType::kInt2:
+      as = DataType::kInt8;
+      break;
+    case DataType::kUint4:
+    case DataType::kUint2:
+      as = DataType::kUint8;
+      break;
     default:
       if (is_float8(as)) {
         const F8Format f = f8_format(as);
@@ -123,7 +148,8 @@ Status widen(const Tensor& t, DataType as, std::vector<float>& out) {
       for (int64_t i = 0; i < n; ++i) out[size_t(i)] = float(p[i]);
       return Status();
     })
-    default: break;
+    default:
+      break;
   }
   return not_implemented("element type ", dtype_name(as), " cannot be a scale or zero point");
 }
@@ -139,6 +165,25 @@ void for_each_element(int64_t numel, const QuantLayout& l, Fn&& fn) {
   for (int64_t o = 0; o < l.outer; ++o)
     for (int64_t a = 0; a < l.axis_dim; ++a)
       for (int64_t i = 0; i < l.inner; ++i, ++e) fn(e, l.scale_index(o, a, i));
+}
+
+// Calls fn(first element, count, scale index) over runs of x sharing one scale, for
+// per-tensor and per-axis layouts (not blocked ones); big per-tensor runs are split
+// across the run's threads.
+template <typename Fn>
+void for_each_scale_run(int64_t numel, const QuantLayout& l, Fn&& fn) {
+  if (l.per_tensor) {
+    const int64_t pieces = int64_t(parallel_pieces(double(numel), double(1 << 16)));
+    const int64_t chunk = (numel + pieces - 1) / pieces;
+    parallel_for(size_t(pieces), [&](size_t p) {
+      const int64_t begin = int64_t(p) * chunk;
+      fn(begin, std::min(chunk, numel - begin), int64_t(0));
+    });
+    return;
+  }
+  int64_t e = 0;
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t a = 0; a < l.axis_dim; ++a, e += l.inner) fn(e, l.inner, a);
 }
 
 // QuantizeLinear-23's `precision`: the type x / scale is computed in.
@@ -181,7 +226,8 @@ class QuantizeKernel final : public Kernel {
       NXRT_CASE(kFloat16, return run<T>(x, l, scales, zps, *y))
       NXRT_CASE(kBFloat16, return run<T>(x, l, scales, zps, *y))
       NXRT_CASE(kInt32, return run<T>(x, l, scales, zps, *y))
-      default: break;
+      default:
+        break;
     }
     return not_implemented("QuantizeLinear from ", dtype_name(x.dtype()), " is not supported");
   }
@@ -194,6 +240,20 @@ class QuantizeKernel final : public Kernel {
     const float* pz = zps.empty() ? nullptr : zps.data();
     const int64_t n = x.numel();
     auto q = [&](int64_t e, int64_t si) { return quotient(px[e], scales[size_t(si)], precision_); };
+    const bool full_8bit = (q_.storage == DataType::kUint8 && q_.hi == 255) ||
+                           (q_.storage == DataType::kInt8 && q_.hi == 127);
+    if constexpr (std::is_same_v<X, float>) {
+      if (q_.kind == QuantType::Kind::kInt && full_8bit && precision_ == Precision::kFloat &&
+          l.block == 0) {
+        const bool is_signed = q_.storage == DataType::kInt8;
+        auto* py = static_cast<uint8_t*>(y.raw());
+        for_each_scale_run(n, l, [&](int64_t e, int64_t count, int64_t si) {
+          vmath::quantize_8bit(px + e, size_t(count), scales[size_t(si)], pz ? pz[si] : 0.0f,
+                               is_signed, py + e);
+        });
+        return Status();
+      }
+    }
     if (q_.kind == QuantType::Kind::kInt) {
       // y = saturate(round_half_even(x / scale) + zero_point)
       auto store = [&](auto* py) {
@@ -205,10 +265,18 @@ class QuantizeKernel final : public Kernel {
         });
       };
       switch (q_.storage) {
-        case DataType::kUint8: store(y.data<uint8_t>()); break;
-        case DataType::kInt8: store(y.data<int8_t>()); break;
-        case DataType::kUint16: store(y.data<uint16_t>()); break;
-        default: store(y.data<int16_t>()); break;
+        case DataType::kUint8:
+          store(y.data<uint8_t>());
+          break;
+        case DataType::kInt8:
+          store(y.data<int8_t>());
+          break;
+        case DataType::kUint16:
+          store(y.data<uint16_t>());
+          break;
+        default:
+          store(y.data<int16_t>());
+          break;
       }
       return Status();
     }
@@ -235,7 +303,8 @@ class QuantizeKernel final : public Kernel {
 
 class DequantizeKernel final : public Kernel {
  public:
-  DequantizeKernel(int64_t axis, int64_t block, DataType out) : axis_(axis), block_(block), out_(out) {}
+  DequantizeKernel(int64_t axis, int64_t block, DataType out)
+      : axis_(axis), block_(block), out_(out) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
@@ -253,7 +322,8 @@ class DequantizeKernel final : public Kernel {
       NXRT_CASE(kFloat, return run(x, l, scales, zps, y->data<T>()))
       NXRT_CASE(kFloat16, return run(x, l, scales, zps, y->data<T>()))
       NXRT_CASE(kBFloat16, return run(x, l, scales, zps, y->data<T>()))
-      default: break;
+      default:
+        break;
     }
     return not_implemented("DequantizeLinear to ", dtype_name(out_), " is not supported");
   }
@@ -277,7 +347,8 @@ class DequantizeKernel final : public Kernel {
     const DataType xt = x.dtype();
     const auto* bytes = static_cast<const uint8_t*>(x.raw());
     if (xt == DataType::kFloat4E2M1) {
-      apply(n, l, scales, zps, [bytes](int64_t e) { return f4e2m1_to_float(bytes[e]); }, y);
+      apply(
+          n, l, scales, zps, [bytes](int64_t e) { return f4e2m1_to_float(bytes[e]); }, y);
       return Status();
     }
     if (is_float8(xt)) {
@@ -285,19 +356,46 @@ class DequantizeKernel final : public Kernel {
       std::array<float, 256> table;
       const F8Format f = f8_format(xt);
       for (int c = 0; c < 256; ++c) table[size_t(c)] = f8_to_float(uint8_t(c), f);
-      apply(n, l, scales, zps, [&table, bytes](int64_t e) { return table[bytes[e]]; }, y);
+      apply(
+          n, l, scales, zps, [&table, bytes](int64_t e) { return table[bytes[e]]; }, y);
       return Status();
     }
-    const DataType storage = xt == DataType::kInt4 || xt == DataType::kInt2 ? DataType::kInt8
+    const DataType storage = xt == DataType::kInt4 || xt == DataType::kInt2     ? DataType::kInt8
                              : xt == DataType::kUint4 || xt == DataType::kUint2 ? DataType::kUint8
-                                                                                 : xt;
+                                                                                : xt;
+    if constexpr (std::is_same_v<Y, float>) {
+      if ((xt == DataType::kUint8 || xt == DataType::kInt8) && l.block == 0) {
+        const float* pz = zps.empty() ? nullptr : zps.data();
+        for_each_scale_run(n, l, [&](int64_t e, int64_t count, int64_t si) {
+          vmath::dequantize_8bit(bytes + e, xt == DataType::kInt8, size_t(count),
+                                 scales[size_t(si)], pz ? pz[si] : 0.0f, y + e);
+        });
+        return Status();
+      }
+    }
     switch (storage) {
-      NXRT_CASE(kUint8, apply(n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y); return Status())
-      NXRT_CASE(kInt8, apply(n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y); return Status())
-      NXRT_CASE(kUint16, apply(n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y); return Status())
-      NXRT_CASE(kInt16, apply(n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y); return Status())
-      NXRT_CASE(kInt32, apply(n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y); return Status())
-      default: break;
+      NXRT_CASE(kUint8,
+                apply(
+                    n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y);
+                return Status())
+      NXRT_CASE(kInt8,
+                apply(
+                    n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y);
+                return Status())
+      NXRT_CASE(kUint16,
+                apply(
+                    n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y);
+                return Status())
+      NXRT_CASE(kInt16,
+                apply(
+                    n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y);
+                return Status())
+      NXRT_CASE(kInt32,
+                apply(
+                    n, l, scales, zps, [p = x.data<T>()](int64_t e) { return float(p[e]); }, y);
+                return Status())
+      default:
+        break;
     }
     return not_implemented("DequantizeLinear from ", dtype_name(xt), " is not supported");
   }
@@ -342,7 +440,8 @@ class DynamicQuantizeKernel final : public Kernel {
 // float8e8m0 (microscaling) with 24.
 Status check_scale_type(const KernelInit& init, bool quantize) {
   const DataType s = init.input_type(1);
-  if (s == DataType::kFloat || ((s == DataType::kFloat16 || s == DataType::kBFloat16) && init.opset >= 19) ||
+  if (s == DataType::kFloat ||
+      ((s == DataType::kFloat16 || s == DataType::kBFloat16) && init.opset >= 19) ||
       (s == DataType::kInt32 && quantize && init.opset >= 23) ||
       (s == DataType::kFloat8E8M0 && init.opset >= 24))
     return Status();
@@ -367,10 +466,18 @@ Expected<KernelPtr> create_quantize_linear(KernelInit& init) {
   NXRT_RETURN_IF_ERROR(check_scale_type(init, true));
   Precision precision = Precision::kFloat;
   switch (precision_attr) {
-    case 0: case int64_t(DataType::kFloat): break;
-    case int64_t(DataType::kFloat16): precision = Precision::kFloat16; break;
-    case int64_t(DataType::kBFloat16): precision = Precision::kBFloat16; break;
-    case int64_t(DataType::kDouble): precision = Precision::kDouble; break;
+    case 0:
+    case int64_t(DataType::kFloat):
+      break;
+    case int64_t(DataType::kFloat16):
+      precision = Precision::kFloat16;
+      break;
+    case int64_t(DataType::kBFloat16):
+      precision = Precision::kBFloat16;
+      break;
+    case int64_t(DataType::kDouble):
+      precision = Precision::kDouble;
+      break;
     default:
       return init.error(StatusCode::kInvalidGraph, "precision ", precision_attr,
                         " is not float, float16, bfloat16 or double");
@@ -379,7 +486,8 @@ Expected<KernelPtr> create_quantize_linear(KernelInit& init) {
   if (out_attr != 0) {
     if (out_attr < 0 || out_attr > std::numeric_limits<int32_t>::max() ||
         !dtype_is_known(int32_t(out_attr)))
-      return init.error(StatusCode::kInvalidGraph, "output_dtype ", out_attr, " is not a known type");
+      return init.error(StatusCode::kInvalidGraph, "output_dtype ", out_attr,
+                        " is not a known type");
     out = DataType(out_attr);
   }
   if (init.has_input(2)) {
@@ -415,7 +523,8 @@ Expected<KernelPtr> create_dequantize_linear(KernelInit& init) {
     if (out_attr < 0 || out_attr > std::numeric_limits<int32_t>::max() ||
         !dtype_is_known(int32_t(out_attr)) || !is_float_type(DataType(out_attr)) ||
         DataType(out_attr) == DataType::kDouble)
-      return init.error(StatusCode::kInvalidGraph, "output_dtype ", out_attr, " is not float, float16 or bfloat16");
+      return init.error(StatusCode::kInvalidGraph, "output_dtype ", out_attr,
+                        " is not float, float16 or bfloat16");
     out = DataType(out_attr);
   } else if (out == DataType::kFloat8E8M0) {
     out = DataType::kFloat;  // a power-of-two scale names no output precision

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/vmath/vmath_internal.h"
@@ -111,6 +112,38 @@ void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t
         acc = v;
     }
     out[o] = max ? acc : acc * scale;
+  }
+}
+
+namespace {
+template <typename Q>
+void quantize_scalar(const float* x, size_t n, float scale, float zero_point, Q* y) {
+  constexpr float lo = std::is_signed_v<Q> ? -128.0f : 0.0f;
+  constexpr float hi = std::is_signed_v<Q> ? 127.0f : 255.0f;
+  for (size_t i = 0; i < n; ++i) {
+    float r = std::nearbyint(x[i] / scale);
+    if (std::isnan(r)) r = 0;
+    y[i] = Q(std::clamp(r + zero_point, lo, hi));
+  }
+}
+}  // namespace
+
+void quantize_8bit(const float* x, size_t n, float scale, float zero_point, bool is_signed,
+                   void* y) {
+  if (uses_avx2()) return detail::quantize_8bit_avx2(x, n, scale, zero_point, is_signed, y);
+  if (is_signed)
+    quantize_scalar(x, n, scale, zero_point, static_cast<int8_t*>(y));
+  else
+    quantize_scalar(x, n, scale, zero_point, static_cast<uint8_t*>(y));
+}
+
+void dequantize_8bit(const void* x, bool is_signed, size_t n, float scale, float zero_point,
+                     float* y) {
+  if (uses_avx2()) return detail::dequantize_8bit_avx2(x, is_signed, n, scale, zero_point, y);
+  for (size_t i = 0; i < n; ++i) {
+    const float v = is_signed ? float(static_cast<const int8_t*>(x)[i])
+                              : float(static_cast<const uint8_t*>(x)[i]);
+    y[i] = (v - zero_point) * scale;
   }
 }
 

@@ -57,6 +57,15 @@ void sum_rows(const float* const* rows, size_t nrows, float* out, size_t n);
 void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                  int64_t dilation, float scale, float* out);
 
+// QuantizeLinear to 8 bits, per tensor: y = saturate(round_half_even(x / scale) + zero_point)
+// with x / scale in float and NaN giving 0 (before the zero point), as the kernels define it.
+// y is uint8_t or int8_t storage.
+void quantize_8bit(const float* x, size_t n, float scale, float zero_point, bool is_signed,
+                   void* y);
+// DequantizeLinear from 8 bits: y = (float(x) - zero_point) * scale.
+void dequantize_8bit(const void* x, bool is_signed, size_t n, float scale, float zero_point,
+                     float* y);
+
 // True when unary() runs the AVX2+FMA implementation here. NXRT_VMATH=portable in the
 // environment (read once) forces the portable one, to compare whole models.
 bool uses_avx2();

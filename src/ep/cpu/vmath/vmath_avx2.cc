@@ -268,6 +268,64 @@ __attribute__((target("avx2,fma"))) void sum_rows_avx2(const float* const* rows,
   }
 }
 
+// Eight quantized values: x / scale rounded half to even (the default MXCSR mode),
+// NaN -> 0, plus the zero point, clamped, narrowed through saturating packs (exact, as
+// the values are already in range).
+NXRT_AVX2 __m128i quantize8(__m256 x, __m256 scale, __m256 zp, __m256 lo, __m256 hi,
+                            bool is_signed) {
+  __m256 r =
+      _mm256_round_ps(_mm256_div_ps(x, scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  r = _mm256_andnot_ps(_mm256_cmp_ps(r, r, _CMP_UNORD_Q), r);
+  r = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(r, zp)));
+  const __m256i i32 = _mm256_cvtps_epi32(r);
+  const __m128i i16 =
+      _mm_packs_epi32(_mm256_castsi256_si128(i32), _mm256_extracti128_si256(i32, 1));
+  return is_signed ? _mm_packs_epi16(i16, i16) : _mm_packus_epi16(i16, i16);
+}
+
+__attribute__((target("avx2,fma"))) void quantize_8bit_avx2(const float* x, size_t n, float scale,
+                                                            float zero_point, bool is_signed,
+                                                            void* y) {
+  const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(zero_point);
+  const __m256 lo = _mm256_set1_ps(is_signed ? -128.0f : 0.0f);
+  const __m256 hi = _mm256_set1_ps(is_signed ? 127.0f : 255.0f);
+  auto* out = static_cast<uint8_t*>(y);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i),
+                     quantize8(_mm256_loadu_ps(x + i), vs, vz, lo, hi, is_signed));
+  if (i < n) {
+    alignas(32) float buf[8] = {};
+    alignas(16) uint8_t q[16];
+    for (size_t j = i; j < n; ++j) buf[j - i] = x[j];
+    _mm_store_si128(reinterpret_cast<__m128i*>(q),
+                    quantize8(_mm256_load_ps(buf), vs, vz, lo, hi, is_signed));
+    for (size_t j = i; j < n; ++j) out[j] = q[j - i];
+  }
+}
+
+NXRT_AVX2 __m256 dequantize8(const uint8_t* p, bool is_signed, __m256 scale, __m256 zp) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  const __m256i i32 = is_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+  return _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(i32), zp), scale);
+}
+
+__attribute__((target("avx2,fma"))) void dequantize_8bit_avx2(const void* x, bool is_signed,
+                                                              size_t n, float scale,
+                                                              float zero_point, float* y) {
+  const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(zero_point);
+  const auto* in = static_cast<const uint8_t*>(x);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, dequantize8(in + i, is_signed, vs, vz));
+  if (i < n) {
+    alignas(16) uint8_t buf[16] = {};
+    alignas(32) float f[8];
+    for (size_t j = i; j < n; ++j) buf[j - i] = in[j];
+    _mm256_store_ps(f, dequantize8(buf, is_signed, vs, vz));
+    for (size_t j = i; j < n; ++j) y[j] = f[j - i];
+  }
+}
+
 NXRT_AVX2 __m256 load_strided(const float* p, int64_t stride, __m256i idx) {
   return stride == 1 ? _mm256_loadu_ps(p) : _mm256_i32gather_ps(p, idx, 4);
 }
@@ -322,6 +380,8 @@ void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t
 void max_rows_avx2(const float* const*, size_t, float*, size_t) {}
 void sum_rows_avx2(const float* const*, size_t, float*, size_t) {}
 void reduce_taps_avx2(bool, const float*, size_t, int64_t, int64_t, int64_t, float, float*) {}
+void quantize_8bit_avx2(const float*, size_t, float, float, bool, void*) {}
+void dequantize_8bit_avx2(const void*, bool, size_t, float, float, float*) {}
 }  // namespace nxrt::vmath::detail
 
 #endif

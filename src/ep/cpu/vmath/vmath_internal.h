@@ -8,6 +8,10 @@ namespace nxrt::vmath::detail {
 void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
 void max_rows_avx2(const float* const* rows, size_t nrows, float* out, size_t n);
 void sum_rows_avx2(const float* const* rows, size_t nrows, float* out, size_t n);
+void quantize_8bit_avx2(const float* x, size_t n, float scale, float zero_point, bool is_signed,
+                        void* y);
+void dequantize_8bit_avx2(const void* x, bool is_signed, size_t n, float scale, float zero_point,
+                          float* y);
 void reduce_taps_avx2(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                       int64_t dilation, float scale, float* out);
 
