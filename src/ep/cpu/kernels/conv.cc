@@ -8,6 +8,7 @@
 #include "core/parallel.h"
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/kernels/conv_geometry.h"
+#include "ep/cpu/vmath/vmath.h"
 
 namespace nxrt::cpu {
 namespace {
@@ -144,8 +145,7 @@ void im2col_1d(const Lattice& L, int64_t channels, const T* image, T* col) {
 
 // 1-D depthwise conv accumulated into y (zeroed): per channel and tap, one short axpy.
 template <typename T>
-void depthwise_1d(const Lattice& L, int64_t channels, int64_t mult, const T* x, const T* w,
-                  T* y) {
+void depthwise_1d(const Lattice& L, int64_t channels, int64_t mult, const T* x, const T* w, T* y) {
   const int64_t gl = L.grid[0], il = L.image[0], s = L.stride[0], kl = L.kernel[0];
   for (int64_t q = 0; q < kl; ++q) {
     const int64_t off = q * L.dilation[0] - L.pad[0];
@@ -210,9 +210,12 @@ void col2im_add(const Lattice& L, int64_t channels, const T* col, T* image) {
 // tap is accumulated straight into Y. An im2col and a one-row GEMM per channel would
 // cost more than the arithmetic. y (one image, C * mult channels) must start zeroed.
 template <typename T>
-void depthwise_accumulate(const Lattice& L, int64_t channels, int64_t mult, const T* x,
-                          const T* w, T* y) {
+void depthwise_accumulate(const Lattice& L, int64_t channels, int64_t mult, const T* x, const T* w,
+                          T* y) {
   if (L.r == 1) return depthwise_1d(L, channels, mult, x, w, y);
+  if constexpr (std::is_same_v<T, float>) {
+    if (L.r == 2) return depthwise_2d_f32(L, channels, mult, x, w, y);
+  }
   const int64_t rows = L.grid_size() / L.grid[L.r - 1];
   const int64_t ksize = L.kernel_size(), plane = L.grid_size();
   for_each_col_row(L, channels, 0, rows,
@@ -231,6 +234,56 @@ void depthwise_accumulate(const Lattice& L, int64_t channels, int64_t mult, cons
                        }
                      }
                    });
+}
+
+// 2-D float depthwise conv of `channels` channels (`mult` outputs each), one output row at
+// a time: the outputs whose windows lie inside the input rows in one vectorized pass that
+// keeps every sum in registers, the few at the borders with clipped windows.
+void depthwise_2d_f32(const Lattice& L, int64_t channels, int64_t mult, const float* x,
+                      const float* w, float* y) {
+  const int64_t H = L.image[0], W = L.image[1], OH = L.grid[0], OW = L.grid[1];
+  const int64_t KH = L.kernel[0], KW = L.kernel[1], SH = L.stride[0], SW = L.stride[1];
+  const int64_t DH = L.dilation[0], DW = L.dilation[1], PT = L.pad[0], PL = L.pad[1];
+  // Outputs [ow_lo, ow_hi) have every horizontal tap inside the row.
+  const int64_t ow_lo = std::min(OW, (PL + SW - 1) / SW);
+  int64_t ow_hi = OW;
+  while (ow_hi > ow_lo && (ow_hi - 1) * SW - PL + (KW - 1) * DW >= W) --ow_hi;
+  SmallVec<const float*, 16> rows, wrows;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* xc = x + c * H * W;
+    for (int64_t m = 0; m < mult; ++m) {
+      const float* wc = w + (c * mult + m) * KH * KW;
+      float* yc = y + (c * mult + m) * OH * OW;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        float* out = yc + oh * OW;
+        rows.clear();
+        wrows.clear();
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          const int64_t ih = oh * SH - PT + kh * DH;
+          if (ih < 0 || ih >= H) continue;
+          rows.push_back(xc + ih * W);
+          wrows.push_back(wc + kh * KW);
+        }
+        if (ow_hi > ow_lo) {
+          SmallVec<const float*, 16> starts;
+          for (const float* r : rows) starts.push_back(r + ow_lo * SW - PL);
+          vmath::depthwise_row(starts.data(), wrows.data(), rows.size(), KW, SW, DW, out + ow_lo,
+                               size_t(ow_hi - ow_lo));
+        }
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          if (ow == ow_lo && ow_hi > ow_lo) ow = ow_hi;
+          if (ow >= OW) break;
+          float acc = 0.0f;
+          for (size_t r = 0; r < rows.size(); ++r)
+            for (int64_t q = 0; q < KW; ++q) {
+              const int64_t iw = ow * SW - PL + q * DW;
+              if (iw >= 0 && iw < W) acc += wrows[r][q] * rows[r][iw];
+            }
+          out[ow] = acc;
+        }
+      }
+    }
+  }
 }
 
 template <typename T>
@@ -262,7 +315,8 @@ void with_compute_type(const Tensor& x, const Tensor& w, const Tensor* b, Tensor
 
 Status check_bias(const Tensor* b, int64_t channels) {
   if (b && (b->rank() != 1 || b->shape()[0] != channels))
-    return invalid_argument("bias has shape ", b->shape().to_string(), "; expected [", channels, "]");
+    return invalid_argument("bias has shape ", b->shape().to_string(), "; expected [", channels,
+                            "]");
   return Status();
 }
 
@@ -311,7 +365,8 @@ class ConvKernel final : public Kernel {
           run<W>(L, N, C, M, px, pw, pb, py, packed);
         });
       })
-      default: return not_implemented("Conv of ", tensor_type_name(x.dtype()));
+      default:
+        return not_implemented("Conv of ", tensor_type_name(x.dtype()));
     }
     return Status();
   }
@@ -329,7 +384,8 @@ class ConvKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(check_bias(b, M));
     const std::span<const int64_t> kernel = spatial(w.shape());
     if (!attrs_.kernel_shape.empty() &&
-        !std::equal(attrs_.kernel_shape.begin(), attrs_.kernel_shape.end(), kernel.begin(), kernel.end()))
+        !std::equal(attrs_.kernel_shape.begin(), attrs_.kernel_shape.end(), kernel.begin(),
+                    kernel.end()))
       return invalid_argument("kernel_shape does not match W ", w.shape().to_string());
     Window win;
     NXRT_RETURN_IF_ERROR(resolve_window(attrs_, spatial(x.shape()), kernel, win));
@@ -341,8 +397,8 @@ class ConvKernel final : public Kernel {
   }
 
   template <typename T>
-  void run(const Lattice& L, int64_t N, int64_t C, int64_t M, const T* x, const T* w,
-           const T* bias, T* y, const PackedWeights* packed = nullptr) const {
+  void run(const Lattice& L, int64_t N, int64_t C, int64_t M, const T* x, const T* w, const T* bias,
+           T* y, const PackedWeights* packed = nullptr) const {
     const int64_t G = group_, Cg = C / G, Mg = M / G;
     const int64_t in_size = L.image_size(), out_size = L.grid_size();
     const int64_t K = Cg * L.kernel_size();
@@ -460,7 +516,9 @@ class ConvTransposeKernel final : public Kernel {
  public:
   ConvTransposeKernel(WindowAttrs attrs, int64_t group, std::vector<int64_t> output_padding,
                       std::vector<int64_t> output_shape)
-      : attrs_(std::move(attrs)), group_(group), output_padding_(std::move(output_padding)),
+      : attrs_(std::move(attrs)),
+        group_(group),
+        output_padding_(std::move(output_padding)),
         output_shape_(std::move(output_shape)) {}
 
   Status compute(KernelContext& ctx) const override {
@@ -490,21 +548,21 @@ class ConvTransposeKernel final : public Kernel {
           run<W>(L, N, C, M, px, pw, pb, py, packed);
         });
       })
-      default: return not_implemented("ConvTranspose of ", tensor_type_name(x.dtype()));
+      default:
+        return not_implemented("ConvTranspose of ", tensor_type_name(x.dtype()));
     }
     return Status();
   }
 
  private:
-  Status geometry(std::span<const int64_t> in, std::span<const int64_t> kernel,
-                  Lattice& L) const {
+  Status geometry(std::span<const int64_t> in, std::span<const int64_t> kernel, Lattice& L) const {
     const size_t r = in.size();
     const WindowAttrs& a = attrs_;
     if (!a.kernel_shape.empty() &&
         !std::equal(a.kernel_shape.begin(), a.kernel_shape.end(), kernel.begin(), kernel.end()))
       return invalid_argument("kernel_shape does not match W");
-    auto sized = [&](const std::vector<int64_t>& v, size_t n, int64_t fill,
-                     const char* what, SmallVec<int64_t>& dst) -> Status {
+    auto sized = [&](const std::vector<int64_t>& v, size_t n, int64_t fill, const char* what,
+                     SmallVec<int64_t>& dst) -> Status {
       if (v.empty()) {
         dst.assign(n, fill);
         return Status();
@@ -523,8 +581,10 @@ class ConvTransposeKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(sized(output_padding_, r, 0, "output_padding", out_pad));
     if (!output_shape_.empty()) {
       // output_shape may list only the spatial dims or the full shape
-      if (output_shape_.size() == r + 2) out_shape.assign(output_shape_.begin() + 2, output_shape_.end());
-      else out_shape = output_shape_;
+      if (output_shape_.size() == r + 2)
+        out_shape.assign(output_shape_.begin() + 2, output_shape_.end());
+      else
+        out_shape = output_shape_;
       if (out_shape.size() != r)
         return invalid_argument("output_shape has ", output_shape_.size(), " values for ", r,
                                 " spatial dims");
@@ -553,8 +613,8 @@ class ConvTransposeKernel final : public Kernel {
   }
 
   template <typename T>
-  void run(const Lattice& L, int64_t N, int64_t C, int64_t M, const T* x, const T* w,
-           const T* bias, T* y, const PackedWeights* packed) const {
+  void run(const Lattice& L, int64_t N, int64_t C, int64_t M, const T* x, const T* w, const T* bias,
+           T* y, const PackedWeights* packed) const {
     const int64_t G = group_, Cg = C / G, Mg = M / G;
     const int64_t in_size = L.grid_size(), out_size = L.image_size();
     const int64_t rows = Mg * L.kernel_size();
@@ -656,9 +716,8 @@ Expected<KernelPtr> create_conv_transpose(KernelInit& init) {
   if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
   NXRT_RETURN_IF_ERROR(check_float_inputs(init, 3));
   init.set_all_outputs(init.input_type(0));
-  auto kernel = std::make_unique<ConvTransposeKernel>(std::move(w), group,
-                                                      std::move(output_padding),
-                                                      std::move(output_shape));
+  auto kernel = std::make_unique<ConvTransposeKernel>(
+      std::move(w), group, std::move(output_padding), std::move(output_shape));
   if (const Tensor* weights = init.constant_input(1)) kernel->pack_weights(*weights);
   return KernelPtr(std::move(kernel));
 }

@@ -147,6 +147,19 @@ void dequantize_8bit(const void* x, bool is_signed, size_t n, float scale, float
   }
 }
 
+void depthwise_row(const float* const* rows, const float* const* w, size_t nrows, int64_t taps,
+                   int64_t stride, int64_t dilation, float* out, size_t count) {
+  if (uses_avx2() && stride < (int64_t(1) << 27))
+    return detail::depthwise_row_avx2(rows, w, nrows, taps, stride, dilation, out, count);
+  for (size_t o = 0; o < count; ++o) {
+    float acc = 0.0f;
+    for (size_t r = 0; r < nrows; ++r)
+      for (int64_t q = 0; q < taps; ++q)
+        acc += w[r][q] * rows[r][int64_t(o) * stride + q * dilation];
+    out[o] = acc;
+  }
+}
+
 void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   if (uses_avx2())
     detail::unary_avx2(fn, p, x, y, n);

@@ -66,6 +66,12 @@ void quantize_8bit(const float* x, size_t n, float scale, float zero_point, bool
 void dequantize_8bit(const void* x, bool is_signed, size_t n, float scale, float zero_point,
                      float* y);
 
+// out[o] = sum over r < nrows, q < taps of w[r][q] * rows[r][o*stride + q*dilation], for
+// o < count: one output row of a depthwise convolution whose windows lie inside the input
+// rows (w[r] is the kernel row that meets input row rows[r]).
+void depthwise_row(const float* const* rows, const float* const* w, size_t nrows, int64_t taps,
+                   int64_t stride, int64_t dilation, float* out, size_t count);
+
 // True when unary() runs the AVX2+FMA implementation here. NXRT_VMATH=portable in the
 // environment (read once) forces the portable one, to compare whole models.
 bool uses_avx2();

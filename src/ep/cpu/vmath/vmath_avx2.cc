@@ -330,6 +330,43 @@ NXRT_AVX2 __m256 load_strided(const float* p, int64_t stride, __m256i idx) {
   return stride == 1 ? _mm256_loadu_ps(p) : _mm256_i32gather_ps(p, idx, 4);
 }
 
+__attribute__((target("avx2,fma"))) void depthwise_row_avx2(const float* const* rows,
+                                                            const float* const* w, size_t nrows,
+                                                            int64_t taps, int64_t stride,
+                                                            int64_t dilation, float* out,
+                                                            size_t count) {
+  const __m256i idx =
+      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int(stride)));
+  size_t o = 0;
+  for (; o + 8 <= count; o += 8) {
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t r = 0; r < nrows; ++r) {
+      const float* p = rows[r] + int64_t(o) * stride;
+      for (int64_t q = 0; q < taps; ++q)
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(w[r][q]), load_strided(p + q * dilation, stride, idx),
+                              acc);
+    }
+    _mm256_storeu_ps(out + o, acc);
+  }
+  if (o < count) {
+    // The last few outputs with masked loads (short rows are common: 7 or 14 wide).
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(count - o)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t r = 0; r < nrows; ++r) {
+      const float* p = rows[r] + int64_t(o) * stride;
+      for (int64_t q = 0; q < taps; ++q) {
+        const __m256 v = stride == 1
+                             ? _mm256_maskload_ps(p + q * dilation, mask)
+                             : _mm256_mask_i32gather_ps(_mm256_setzero_ps(), p + q * dilation, idx,
+                                                        _mm256_castsi256_ps(mask), 4);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(w[r][q]), v, acc);
+      }
+    }
+    _mm256_maskstore_ps(out + o, mask, acc);
+  }
+}
+
 // Eight outputs at a time: contiguous loads for stride 1, a gather otherwise.
 __attribute__((target("avx2,fma"))) void reduce_taps_avx2(bool max, const float* r, size_t count,
                                                           int64_t stride, int64_t taps,
@@ -380,6 +417,8 @@ void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t
 void max_rows_avx2(const float* const*, size_t, float*, size_t) {}
 void sum_rows_avx2(const float* const*, size_t, float*, size_t) {}
 void reduce_taps_avx2(bool, const float*, size_t, int64_t, int64_t, int64_t, float, float*) {}
+void depthwise_row_avx2(const float* const*, const float* const*, size_t, int64_t, int64_t, int64_t,
+                        float*, size_t) {}
 void quantize_8bit_avx2(const float*, size_t, float, float, bool, void*) {}
 void dequantize_8bit_avx2(const void*, bool, size_t, float, float, float*) {}
 }  // namespace nxrt::vmath::detail

@@ -12,6 +12,8 @@ void quantize_8bit_avx2(const float* x, size_t n, float scale, float zero_point,
                         void* y);
 void dequantize_8bit_avx2(const void* x, bool is_signed, size_t n, float scale, float zero_point,
                           float* y);
+void depthwise_row_avx2(const float* const* rows, const float* const* w, size_t nrows, int64_t taps,
+                        int64_t stride, int64_t dilation, float* out, size_t count);
 void reduce_taps_avx2(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                       int64_t dilation, float scale, float* out);
 
