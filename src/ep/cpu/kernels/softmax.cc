@@ -12,19 +12,28 @@
 #include <type_traits>
 
 #include "ep/cpu/kernels/common.h"
+#include "ep/cpu/vmath/vmath.h"
 
 namespace nxrt::cpu {
 namespace {
 
 enum class SoftKind { kSoftmax, kLogSoftmax, kHardmax };
 
-template <typename T> struct Wide { using type = float; };
-template <> struct Wide<double> { using type = double; };
+template <typename T>
+struct Wide {
+  using type = float;
+};
+template <>
+struct Wide<double> {
+  using type = double;
+};
 
 template <typename T, typename A>
 inline T narrow(A v) {
-  if constexpr (std::is_same_v<T, A>) return v;
-  else return T(float(v));
+  if constexpr (std::is_same_v<T, A>)
+    return v;
+  else
+    return T(float(v));
 }
 
 // GCC keeps float compares (clamps, selects) as branches under its default
@@ -36,34 +45,10 @@ inline T narrow(A v) {
 #define NXRT_NO_TRAPPING_MATH
 #endif
 
-// exp(x) for float in a form that vectorizes (glibc's expf is a scalar call):
-// exp(x) = 2^n * exp(r) with n = round(x / ln 2), |r| <= ln(2)/2, and exp(r) from a
-// degree-6 Taylor polynomial (about 2 ulp). Inputs below -87 give 0 and above 88 give
-// inf; softmax only feeds it x - max <= 0.
-NXRT_NO_TRAPPING_MATH inline float exp_vectorizable(float x) {
-  // NaN clamps to -87 so int32_t(n) below stays defined behaviour; it is restored at the end.
-  const float xc = x > 88.0f ? 88.0f : (x >= -87.0f ? x : -87.0f);
-  const float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;  // 1.5 * 2^23 rounds
-  const float r = (xc - n * 0.693359375f) + n * 2.12194440e-4f;    // ln 2 split in two parts
-  float p = 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const int32_t bits = (int32_t(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  float result = p * scale;
-  result = x < -87.0f ? 0.0f : result;
-  result = x != x ? x : result;
-  return x > 88.0f ? std::numeric_limits<float>::infinity() : result;
-}
-
 // e[k] = exp(src[k] - m) for k < n; e may be src.
 NXRT_NO_TRAPPING_MATH void exp_shifted_f32(const float* src, float m, float* e, int64_t n) {
-  for (int64_t k = 0; k < n; ++k) e[k] = exp_vectorizable(src[k] - m);
+  for (int64_t k = 0; k < n; ++k) e[k] = src[k] - m;
+  vmath::unary(vmath::Unary::kExp, {}, e, e, size_t(n));
 }
 
 // e[k] = exp(x[k] - m) for k < n; returns their sum.
@@ -117,8 +102,10 @@ void soft_rows(const T* x, T* y, int64_t rows, int64_t n) {
     for (int64_t k = 1; k < n; ++k) m = std::max(m, A(xr[k]));
     if (!std::isfinite(m)) m = std::isnan(m) ? m : A(0);  // keep inf inputs from making NaN
     A* e;
-    if constexpr (std::is_same_v<T, A>) e = yr;
-    else e = scratch.data();
+    if constexpr (std::is_same_v<T, A>)
+      e = yr;
+    else
+      e = scratch.data();
     const A sum = exp_shifted(xr, m, e, n);
     if constexpr (K == SoftKind::kSoftmax) {
       const A inv = A(1) / sum;
@@ -169,8 +156,10 @@ void soft_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
     for (A& v : m)
       if (!std::isfinite(v) && !std::isnan(v)) v = A(0);
     A* e;
-    if constexpr (std::is_same_v<T, A>) e = yb;
-    else e = scratch.data();
+    if constexpr (std::is_same_v<T, A>)
+      e = yb;
+    else
+      e = scratch.data();
     std::fill(sum.begin(), sum.end(), A(0));
     for (int64_t k = 0; k < n; ++k)
       for (int64_t j = 0; j < inner; ++j) e[k * inner + j] = A(xb[k * inner + j]) - m[size_t(j)];
@@ -206,7 +195,8 @@ class SoftKernel final : public Kernel {
     const int64_t rank = int64_t(x.rank());
     int64_t axis = axis_;
     // The 2-D coercion also accepts axis == rank (a single column of everything).
-    const bool in_range = coerce_2d_ ? (axis >= -rank && axis <= rank) : (axis >= -rank && axis < rank);
+    const bool in_range =
+        coerce_2d_ ? (axis >= -rank && axis <= rank) : (axis >= -rank && axis < rank);
     if (!in_range)
       return invalid_argument("axis ", axis_, " is out of range for an input of rank ", rank);
     if (axis < 0) axis += rank;
@@ -218,10 +208,19 @@ class SoftKernel final : public Kernel {
     if (outer * n * inner == 0) return Status();
     switch (dtype_) {
       NXRT_CASES_FLOAT({
-        if (inner == 1) soft_rows<K>(x.data<T>(), y->data<T>(), outer, n);
-        else soft_strided<K>(x.data<T>(), y->data<T>(), outer, n, inner);
+        if (inner == 1) {
+          // Rows are independent: big inputs are split across the run's threads.
+          const int64_t pieces = int64_t(parallel_pieces(double(outer * n), double(1 << 15)));
+          const int64_t chunk = (outer + pieces - 1) / pieces;
+          parallel_for(size_t(pieces), [&](size_t p) {
+            const int64_t r0 = int64_t(p) * chunk, r1 = std::min(outer, r0 + chunk);
+            if (r1 > r0) soft_rows<K>(x.data<T>() + r0 * n, y->data<T>() + r0 * n, r1 - r0, n);
+          });
+        } else
+          soft_strided<K>(x.data<T>(), y->data<T>(), outer, n, inner);
       })
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -246,8 +245,14 @@ Expected<KernelPtr> create_soft(KernelInit& init) {
 
 }  // namespace
 
-Expected<KernelPtr> create_softmax(KernelInit& init) { return create_soft<SoftKind::kSoftmax>(init); }
-Expected<KernelPtr> create_log_softmax(KernelInit& init) { return create_soft<SoftKind::kLogSoftmax>(init); }
-Expected<KernelPtr> create_hardmax(KernelInit& init) { return create_soft<SoftKind::kHardmax>(init); }
+Expected<KernelPtr> create_softmax(KernelInit& init) {
+  return create_soft<SoftKind::kSoftmax>(init);
+}
+Expected<KernelPtr> create_log_softmax(KernelInit& init) {
+  return create_soft<SoftKind::kLogSoftmax>(init);
+}
+Expected<KernelPtr> create_hardmax(KernelInit& init) {
+  return create_soft<SoftKind::kHardmax>(init);
+}
 
 }  // namespace nxrt::cpu
