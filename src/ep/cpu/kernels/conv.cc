@@ -2,6 +2,8 @@
 // float runs on the packed SGEMM, double on the simple loop; float16/bfloat16 widen to float.
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -446,22 +448,43 @@ class ConvKernel final : public Kernel {
     // Every (image, group, chunk of rows) is independent: with several, they go to the
     // run's threads (each with its own column scratch); with one, the GEMM splits itself.
     const int64_t chunks = pointwise ? 1 : (rows + chunk - 1) / chunk;
+    // Constant weights are packed as left operands on first use (once, for all runs):
+    // only models that reach this wide path pay the memory for a second packing.
+    const std::vector<gemm::PackedMatrix>* left = nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      if (packed) {
+        std::call_once(left_->once, [&] {
+          for (int64_t g = 0; g < G; ++g)
+            left_->groups.push_back(gemm::PackedMatrix::pack_left(false, Mg, K, w + g * Mg * K, K));
+        });
+        left = &left_->groups;
+      }
+    }
+    auto product = [&](int64_t g, int64_t cols, const T* b, int64_t ldb, T* out) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (left) {
+          gemm::sgemm_packed_left((*left)[size_t(g)], false, cols, 1.0f, b, ldb, 0.0f, out,
+                                  out_size);
+          return;
+        }
+      }
+      gemm_any<T>(false, false, Mg, cols, K, w + g * Mg * K, K, b, ldb, T(0), out, out_size);
+    };
     parallel_for(size_t(N * G * chunks), [&](size_t task) {
       const int64_t c = int64_t(task) % chunks, g = int64_t(task) / chunks % G;
       const int64_t n = int64_t(task) / chunks / G;
       const T* xg = x + (n * C + g * Cg) * in_size;
-      const T* wg = w + g * Mg * K;
       T* yg = y + (n * M + g * Mg) * out_size;
       if (pointwise) {
         // The input already is the column matrix (out dims equal in dims here).
-        gemm_any<T>(false, false, Mg, out_size, K, wg, K, xg, in_size, T(0), yg, out_size);
+        product(g, out_size, xg, in_size, yg);
         return;
       }
       const int64_t r0 = c * chunk, r1 = std::min(rows, r0 + chunk);
       const int64_t cols = (r1 - r0) * gl;
       T* col = scratch<T>(size_t(K * gl * std::min(chunk, rows)));
       im2col(L, Cg, r0, r1, xg, col);
-      gemm_any<T>(false, false, Mg, cols, K, wg, K, col, cols, T(0), yg + r0 * gl, out_size);
+      product(g, cols, col, cols, yg + r0 * gl);
     });
     if (bias) add_bias(y, bias, N, M, out_size);
   }
@@ -470,6 +493,12 @@ class ConvKernel final : public Kernel {
   WindowAttrs attrs_;
   int64_t group_;
   PackedWeights packed_;
+  // Per group W_g packed as a left operand, set once (behind a pointer: the kernel moves).
+  struct LazyLeft {
+    std::once_flag once;
+    std::vector<gemm::PackedMatrix> groups;
+  };
+  std::unique_ptr<LazyLeft> left_ = std::make_unique<LazyLeft>();
 };
 
 // ConvInteger: (x - x_zero_point) conv (w - w_zero_point) in int32. Padding holds the
