@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <type_traits>
 
 namespace nxrt {
 
@@ -47,7 +48,10 @@ void parallel_for(size_t n, Body&& body) {
     for (size_t i = 0; i < n; ++i) body(i);
     return;
   }
-  p->run(n, [](void* ctx, size_t i) { (*static_cast<Body*>(ctx))(i); }, &body);
+  using Fn = std::remove_reference_t<Body>;
+  p->run(
+      n, [](void* ctx, size_t i) { (*static_cast<Fn*>(ctx))(i); },
+      const_cast<void*>(static_cast<const void*>(&body)));
 }
 
 // The number of pieces to split work of `units` (of roughly equal cost) into: 1 when

@@ -107,9 +107,18 @@ void run_matmul(const MatMulPlan& p, const T* A, const T* B, T* Y) {
       return;
     }
   }
-  for (int64_t n = 0; n < batches; ++n)
-    gemm_any<T>(false, false, p.M, p.N, p.K, T(1), A + p.a_off[size_t(n)], p.K,
-                B + p.b_off[size_t(n)], p.N, T(0), Y + n * p.M * p.N, p.N);
+  auto one = [&](size_t n) {
+    gemm_any<T>(false, false, p.M, p.N, p.K, T(1), A + p.a_off[n], p.K, B + p.b_off[n], p.N, T(0),
+                Y + int64_t(n) * p.M * p.N, p.N);
+  };
+  // Several small products (attention heads): whole products go to the run's threads,
+  // each running serially, rather than splitting each small one.
+  const double work = double(batches) * double(p.M) * double(p.N) * double(p.K);
+  if (batches > 1 && parallel_pieces(work, double(1 << 20)) > 1) {
+    parallel_for(size_t(batches), one);
+    return;
+  }
+  for (int64_t n = 0; n < batches; ++n) one(size_t(n));
 }
 
 template <typename T>
@@ -139,10 +148,16 @@ struct PackedB {
     std::vector<float> wide;
     const float* pb = nullptr;
     switch (b.dtype()) {
-      case DataType::kFloat: pb = b.data<float>(); break;
+      case DataType::kFloat:
+        pb = b.data<float>();
+        break;
       case DataType::kFloat16:
-      case DataType::kBFloat16: wide = widen(b); pb = wide.data(); break;
-      default: return;
+      case DataType::kBFloat16:
+        wide = widen(b);
+        pb = wide.data();
+        break;
+      default:
+        return;
     }
     matrix = trans ? gemm::PackedMatrix::pack_right(true, cols, rows, pb, cols)
                    : gemm::PackedMatrix::pack_right(false, rows, cols, pb, cols);
@@ -151,8 +166,7 @@ struct PackedB {
 };
 
 // A (float) times a packed B: batches of A stacked into one tall product when contiguous.
-void run_matmul_packed(const MatMulPlan& p, const float* A, const gemm::PackedMatrix& B,
-                       float* Y) {
+void run_matmul_packed(const MatMulPlan& p, const float* A, const gemm::PackedMatrix& B, float* Y) {
   const int64_t batches = int64_t(p.a_off.size());
   bool contiguous = true;
   for (int64_t n = 0; n < batches; ++n) contiguous &= p.a_off[size_t(n)] == n * p.M * p.K;
@@ -183,14 +197,17 @@ class MatMulKernel final : public Kernel {
         const std::vector<float> fa = widen(a);
         std::vector<float> fy(size_t(y->numel()));
         run_matmul_packed(p, fa.data(), packed_.matrix, fy.data());
-        if (a.dtype() == DataType::kFloat16) narrow_into(fy, y->data<Float16>());
-        else narrow_into(fy, y->data<BFloat16>());
+        if (a.dtype() == DataType::kFloat16)
+          narrow_into(fy, y->data<Float16>());
+        else
+          narrow_into(fy, y->data<BFloat16>());
       }
       return Status();
     }
     switch (a.dtype()) {
       NXRT_CASES_NUMERIC(run_matmul_typed<T>(p, a, b, *y))
-      default: return not_implemented("MatMul of ", tensor_type_name(a.dtype()));
+      default:
+        return not_implemented("MatMul of ", tensor_type_name(a.dtype()));
     }
     return Status();
   }
@@ -226,8 +243,8 @@ class GemmKernel final : public Kernel {
       const int64_t cm = cs.rank() == 2 ? cs[0] : 1;
       const int64_t cn = cs.rank() >= 1 ? cs.back() : 1;
       if ((cm != 1 && cm != M) || (cn != 1 && cn != N))
-        return invalid_argument("Gemm C of shape ", cs.to_string(), " does not broadcast to [",
-                                M, ",", N, "]");
+        return invalid_argument("Gemm C of shape ", cs.to_string(), " does not broadcast to [", M,
+                                ",", N, "]");
       cs_row = cm == 1 ? 0 : cn;
       cs_col = cn == 1 ? 0 : 1;
     }
@@ -236,7 +253,8 @@ class GemmKernel final : public Kernel {
     const bool use_c = c && beta_ != 0.0f;
     switch (a.dtype()) {
       NXRT_CASES_NUMERIC(run<T>(a, b, c, *y, M, N, K, use_c, cs_row, cs_col))
-      default: return not_implemented("Gemm of ", tensor_type_name(a.dtype()));
+      default:
+        return not_implemented("Gemm of ", tensor_type_name(a.dtype()));
     }
     return Status();
   }
@@ -297,7 +315,7 @@ Status read_zero_points(const Tensor* zp, int64_t count, const char* what,
   for (int64_t i = 0; i < count; ++i) {
     const int64_t k = n == 1 ? 0 : i;
     out[size_t(i)] = zp->dtype() == DataType::kUint8 ? int32_t(zp->data<uint8_t>()[k])
-                                                      : int32_t(zp->data<int8_t>()[k]);
+                                                     : int32_t(zp->data<int8_t>()[k]);
   }
   return Status();
 }
@@ -322,8 +340,14 @@ class MatMulIntegerKernel final : public Kernel {
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, p.out));
     if (y->numel() == 0) return Status();
     std::vector<int32_t> wa, wb;
-    if (a.dtype() == DataType::kUint8) widen_int<uint8_t>(a, wa); else widen_int<int8_t>(a, wa);
-    if (b.dtype() == DataType::kUint8) widen_int<uint8_t>(b, wb); else widen_int<int8_t>(b, wb);
+    if (a.dtype() == DataType::kUint8)
+      widen_int<uint8_t>(a, wa);
+    else
+      widen_int<int8_t>(a, wa);
+    if (b.dtype() == DataType::kUint8)
+      widen_int<uint8_t>(b, wb);
+    else
+      widen_int<int8_t>(b, wb);
     // Subtracting the zero points first keeps the product a plain int32 GEMM.
     for (size_t i = 0; i < wa.size(); ++i) wa[i] -= za[(i / size_t(p.K)) % size_t(p.M)];
     for (size_t i = 0; i < wb.size(); ++i) wb[i] -= zb[i % size_t(p.N)];
