@@ -444,7 +444,12 @@ class ConvKernel final : public Kernel {
     // Whole grid rows at a time: ~1M column entries, but at least ~1024 columns so the
     // GEMM's repacking of the weights per chunk stays cheap relative to its work.
     const int64_t budget_rows = (int64_t(1) << 20) / std::max<int64_t>(1, K * gl);
-    const int64_t chunk = std::max<int64_t>({int64_t(1), budget_rows, (1023 + gl) / gl});
+    int64_t chunk = std::max<int64_t>({int64_t(1), budget_rows, (1023 + gl) / gl});
+    // With threads, a single image is cut into at least one chunk per thread, so im2col
+    // runs in parallel too (each chunk's product then runs on its own thread).
+    const int64_t width = int64_t(parallel_pieces(double(Mg * out_size * K), kMinConvWork));
+    if (width > 1 && N * G < width)
+      chunk = std::min(chunk, std::max<int64_t>(1, (rows + width - 1) / width));
     // Every (image, group, chunk of rows) is independent: with several, they go to the
     // run's threads (each with its own column scratch); with one, the GEMM splits itself.
     const int64_t chunks = pointwise ? 1 : (rows + chunk - 1) / chunk;
