@@ -99,11 +99,6 @@ def fetch_missing(entries):
     return missing
 
 
-def first_line(err):
-    text = str(err).strip() or type(err).__name__
-    return text.splitlines()[0]
-
-
 def _ort_session(path, threads):
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
@@ -151,27 +146,25 @@ def bench_one(entry, path, threads, quick):
     try:
         nx = _nxrt_session(path, threads)
     except Exception as err:  # noqa: BLE001 - any load error is reported, not raised
-        return {"status": "not loadable", "error": first_line(err)}
+        return {"status": "not loadable", "error": zoo.first_line(err)}
     try:
         rt = _ort_session(path, threads)
         feeds = zoo.make_feeds(entry, seed=0, session=rt)
         names = [o.name for o in rt.get_outputs()]
         expected = rt.run(None, feeds)
     except Exception as err:  # noqa: BLE001
-        return {"status": "error", "error": f"onnxruntime: {first_line(err)}"}
+        return {"status": "error", "error": f"onnxruntime: {zoo.first_line(err)}"}
     try:
         got = nx.run(None, feeds)
     except Exception as err:  # noqa: BLE001
-        return {"status": "error", "error": f"nxrt run: {first_line(err)}"}
+        return {"status": "error", "error": f"nxrt run: {zoo.first_line(err)}"}
     mismatch = zoo.compare_outputs(entry, got, expected, names)
     nx_run = Runner(nx, entry, zoo.carry(entry, got, feeds))
     rt_run = Runner(rt, entry, zoo.carry(entry, expected, feeds))
     t0 = time.perf_counter()
     nx_run()
-    t1 = time.perf_counter()
     rt_run()
-    t2 = time.perf_counter()
-    timing = plan((t2 - t0) * 1e6, quick)
+    timing = plan((time.perf_counter() - t0) * 1e6, quick)
     r = harness.compare(nx_run, rt_run, **timing)
     r.update(timing)
     r["status"] = "mismatch" if mismatch else "ok"
@@ -316,7 +309,7 @@ def profile_one(entry, path, threads, runs, top, tmpdir):
     try:
         nx = _nxrt_session(path, threads, profile_prefix=prefix)
     except Exception as err:  # noqa: BLE001
-        print(f"{entry['id']:<28} not loadable: {first_line(err)}", flush=True)
+        print(f"{entry['id']:<28} not loadable: {zoo.first_line(err)}", flush=True)
         return None
     feeds = zoo.make_feeds(entry, seed=0, session=nx)
     run = Runner(nx, entry, feeds)

@@ -14,7 +14,6 @@ into a cache outside the repository by scripts/fetch_zoo.py (`fetch()` here call
 
 import fnmatch
 import importlib.util
-import json
 import os
 import zlib
 
@@ -54,8 +53,13 @@ def fetch(ids=None, out=None, verbose=False):
 
 def load_manifest(path=MANIFEST):
     """The manifest's model entries (dicts), in manifest order."""
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)["models"]
+    return _fetcher().load_manifest(path)
+
+
+def first_line(err):
+    """The first line of an exception's message (its type's name when it has none)."""
+    text = str(err).strip() or type(err).__name__
+    return text.splitlines()[0]
 
 
 def get_entry(model_id, entries=None):

@@ -29,7 +29,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 import zipfile
 
@@ -163,18 +162,23 @@ class _Archive:
     def __init__(self, source, label):
         self.label = label
         self._zip = self._tar = None
-        if isinstance(source, str):
-            if zipfile.is_zipfile(source):
+        # The kind comes from the name (a wheel is a zip, an sdist a tar.gz), so a damaged
+        # archive reports what it should have been rather than a guess at another format.
+        is_zip = label.endswith((".whl", ".zip"))
+        try:
+            if is_zip:
                 self._zip = zipfile.ZipFile(source)
-            else:
+            elif isinstance(source, str):
                 self._tar = tarfile.open(source, "r:*")
-        else:
-            if zipfile.is_zipfile(source):
-                source.seek(0)
-                self._zip = zipfile.ZipFile(source)
             else:
-                source.seek(0)
                 self._tar = tarfile.open(fileobj=source, mode="r:*")
+        except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as e:
+            kind = "zip" if is_zip else "tar"
+            if isinstance(source, str) and os.path.isfile(source):
+                os.remove(source)  # a damaged download: the next fetch gets it anew
+                raise FetchError(f"{label} is not a readable {kind} archive ({e}); removed it, "
+                                 f"run the fetch again to download it anew") from e
+            raise FetchError(f"{label} is not a readable {kind} archive ({e})") from e
 
     def close(self):
         (self._zip or self._tar).close()

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
+
+#include "ep/cpu/vmath/vmath_internal.h"
 
 namespace {
 
@@ -87,3 +90,70 @@ TEST(Vmath, NanPropagates) {
 }
 
 }  // namespace
+
+// The array primitives of pooling, depthwise convolution and quantization: the dispatched
+// (vector) implementation against the portable one, over lengths with every tail, strides,
+// dilations and NaNs. Sums may differ in the last bits only where the order differs.
+namespace array_primitives {
+
+using namespace nxrt::vmath;
+
+std::vector<float> data(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t s = seed;
+  for (float& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = float(int32_t(s >> 8) % 2001 - 1000) / 250.0f;
+  }
+  v[3] = std::numeric_limits<float>::quiet_NaN();
+  return v;
+}
+
+void expect_same(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " at " << i;
+    } else {
+      EXPECT_NEAR(got[i], want[i], 1e-5f * (1.0f + std::fabs(want[i]))) << what << " at " << i;
+    }
+  }
+}
+
+TEST(VmathArrays, MatchPortable) {
+  const std::vector<float> x = data(4000, 1);
+  for (size_t n : {1, 7, 8, 9, 23, 64}) {
+    const float* rows[3] = {x.data() + 100, x.data(), x.data() + 1000};
+    std::vector<float> got(n), want(n);
+    max_rows(rows, 3, got.data(), n);
+    detail::max_rows_portable(rows, 3, want.data(), 0, n);
+    expect_same(got, want, "max_rows");
+    sum_rows(rows, 3, got.data(), n);
+    detail::sum_rows_portable(rows, 3, want.data(), 0, n);
+    expect_same(got, want, "sum_rows");
+    for (int64_t stride : {1, 2, 3}) {
+      for (bool max : {true, false}) {
+        reduce_taps(max, x.data(), n, stride, 3, 2, 1.0f / 3, got.data());
+        detail::reduce_taps_portable(max, x.data(), n, stride, 3, 2, 1.0f / 3, want.data());
+        expect_same(got, want, max ? "reduce_taps max" : "reduce_taps sum");
+      }
+      const float w0[3] = {0.5f, -1.0f, 2.0f}, w1[3] = {1.5f, 0.25f, -0.75f};
+      const float* w[2] = {w0, w1};
+      depthwise_row(rows, w, 2, 5, 3, stride, 2, got.data(), n);
+      detail::depthwise_row_portable(rows, w, 2, 5, 3, stride, 2, want.data(), 0, n);
+      expect_same(got, want, "depthwise_row");
+    }
+    for (bool is_signed : {false, true}) {
+      std::vector<uint8_t> q(n), q_want(n);
+      quantize_8bit(x.data(), n, 0.02f, is_signed ? -3.0f : 120.0f, is_signed, q.data());
+      detail::quantize_8bit_portable(x.data(), n, 0.02f, is_signed ? -3.0f : 120.0f, is_signed,
+                                     q_want.data());
+      EXPECT_EQ(q, q_want) << "quantize_8bit, n " << n;
+      dequantize_8bit(q.data(), is_signed, n, 0.02f, 5.0f, got.data());
+      detail::dequantize_8bit_portable(q.data(), is_signed, n, 0.02f, 5.0f, want.data());
+      expect_same(got, want, "dequantize_8bit");
+    }
+  }
+}
+
+}  // namespace array_primitives

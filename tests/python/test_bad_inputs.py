@@ -183,3 +183,21 @@ def test_absurd_reshape_is_refused():
     s = nxrt.InferenceSession(data)
     with pytest.raises(nxrt.InvalidArgument, match="huge"):
         s.run(None, {"x": np.ones(2, np.float32)})
+
+
+def test_gelu_unknown_approximation_names_it():
+    data = _model([helper.make_node("Gelu", ["x"], ["y"], name="g1", approximate="fast")],
+                  [_vi("x")], [_vi("y")], opset=20)
+    with pytest.raises(nxrt.InvalidGraph, match="g1.*approximate must be 'none' or 'tanh', got 'fast'"):
+        nxrt.InferenceSession(data)
+
+
+def test_quantize_per_axis_scale_of_wrong_length():
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q1", axis=1)]
+    inits = [onnx.numpy_helper.from_array(np.ones(5, np.float32), "s"),
+             onnx.numpy_helper.from_array(np.zeros(5, np.uint8), "z")]
+    data = _model(nodes, [_vi("x", (2, 3, 4))], [_vi("q", (2, 3, 4), TensorProto.UINT8)], inits,
+                  opset=19)
+    sess = nxrt.InferenceSession(data)
+    with pytest.raises(nxrt.InvalidArgument, match="QuantizeLinear.*q1.*per-axis scale must be 1-D of size 3"):
+        sess.run(None, {"x": np.zeros((2, 3, 4), np.float32)})

@@ -30,11 +30,6 @@ NOT_LOADABLE_YET = {
 _OUTPUTS = {}  # (model id, optimization level) -> nxrt outputs, shared by the two tests
 
 
-def _first_line(err):
-    text = str(err).strip() or type(err).__name__
-    return text.splitlines()[0]
-
-
 @pytest.fixture(scope="session")
 def fetched():
     """Fetches the zoo once per session; {id: (ok, message)}."""
@@ -42,7 +37,7 @@ def fetched():
     try:
         results = zoo.fetch(ids, out=None)
     except Exception as err:  # noqa: BLE001 - no pip, unwritable cache, ...
-        pytest.skip(f"fetching the model zoo failed: {_first_line(err)}")
+        pytest.skip(f"fetching the model zoo failed: {zoo.first_line(err)}")
     if results and all(ok is False for ok, _ in results.values()):
         pytest.skip(f"could not fetch any zoo model (network or pip?): "
                     f"{next(iter(results.values()))[1]}")
@@ -75,7 +70,7 @@ def _nxrt_session(entry, path, level):
         return nxrt.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     except Exception as err:  # noqa: BLE001
         if entry["id"] in NOT_LOADABLE_YET:
-            pytest.xfail(f"not loadable: {_first_line(err)}")
+            pytest.xfail(f"not loadable: {zoo.first_line(err)}")
         raise
 
 

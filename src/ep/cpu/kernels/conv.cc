@@ -208,16 +208,61 @@ void col2im_add(const Lattice& L, int64_t channels, const T* col, T* image) {
                    });
 }
 
-// Depthwise conv (one input channel per group; `mult` outputs per channel): each kernel
-// tap is accumulated straight into Y. An im2col and a one-row GEMM per channel would
-// cost more than the arithmetic. y (one image, C * mult channels) must start zeroed.
+// 2-D float depthwise conv of `channels` channels (`mult` outputs each), one output row at
+// a time: the outputs whose windows lie inside the input rows in one vectorized pass that
+// keeps every sum in registers, the few at the borders with clipped windows. Writes every
+// output (no zeroed y needed).
+void depthwise_2d_f32(const Lattice& L, int64_t channels, int64_t mult, const float* x,
+                      const float* w, float* y) {
+  const int64_t H = L.image[0], W = L.image[1], OH = L.grid[0], OW = L.grid[1];
+  const int64_t KH = L.kernel[0], KW = L.kernel[1], SH = L.stride[0], SW = L.stride[1];
+  const int64_t DH = L.dilation[0], DW = L.dilation[1], PT = L.pad[0], PL = L.pad[1];
+  int64_t ow_lo, ow_hi;
+  inner_outputs(OW, SW, PL, KW, DW, W, ow_lo, ow_hi);
+  SmallVec<const float*, 16> rows, wrows;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* xc = x + c * H * W;
+    for (int64_t m = 0; m < mult; ++m) {
+      const float* wc = w + (c * mult + m) * KH * KW;
+      float* yc = y + (c * mult + m) * OH * OW;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        float* out = yc + oh * OW;
+        rows.clear();
+        wrows.clear();
+        const DimRange vr = window_range(oh * SH - PT, KH, DH, H);
+        for (int64_t kh = vr.k_lo; kh < vr.k_hi; ++kh) {
+          rows.push_back(xc + (vr.start + kh * DH) * W);
+          wrows.push_back(wc + kh * KW);
+        }
+        if (ow_hi > ow_lo)
+          vmath::depthwise_row(rows.data(), wrows.data(), rows.size(), ow_lo * SW - PL, KW, SW, DW,
+                               out + ow_lo, size_t(ow_hi - ow_lo));
+        auto border = [&](int64_t ow) {
+          const DimRange hr = window_range(ow * SW - PL, KW, DW, W);
+          float acc = 0.0f;
+          for (size_t r = 0; r < rows.size(); ++r)
+            for (int64_t q = hr.k_lo; q < hr.k_hi; ++q)
+              acc += wrows[r][q] * rows[r][hr.start + q * DW];
+          out[ow] = acc;
+        };
+        for (int64_t ow = 0; ow < ow_lo; ++ow) border(ow);
+        for (int64_t ow = ow_hi; ow < OW; ++ow) border(ow);
+      }
+    }
+  }
+}
+
+// Depthwise conv (one input channel per group; `mult` outputs per channel) into y (one
+// image, C * mult channels): 2-D float by rows, the rest by accumulating each kernel tap
+// straight into a zeroed y. An im2col and a one-row GEMM per channel would cost more than
+// the arithmetic.
 template <typename T>
-void depthwise_accumulate(const Lattice& L, int64_t channels, int64_t mult, const T* x, const T* w,
-                          T* y) {
-  if (L.r == 1) return depthwise_1d(L, channels, mult, x, w, y);
+void depthwise(const Lattice& L, int64_t channels, int64_t mult, const T* x, const T* w, T* y) {
   if constexpr (std::is_same_v<T, float>) {
     if (L.r == 2) return depthwise_2d_f32(L, channels, mult, x, w, y);
   }
+  std::fill(y, y + channels * mult * L.grid_size(), T(0));
+  if (L.r == 1) return depthwise_1d(L, channels, mult, x, w, y);
   const int64_t rows = L.grid_size() / L.grid[L.r - 1];
   const int64_t ksize = L.kernel_size(), plane = L.grid_size();
   for_each_col_row(L, channels, 0, rows,
@@ -236,56 +281,6 @@ void depthwise_accumulate(const Lattice& L, int64_t channels, int64_t mult, cons
                        }
                      }
                    });
-}
-
-// 2-D float depthwise conv of `channels` channels (`mult` outputs each), one output row at
-// a time: the outputs whose windows lie inside the input rows in one vectorized pass that
-// keeps every sum in registers, the few at the borders with clipped windows.
-void depthwise_2d_f32(const Lattice& L, int64_t channels, int64_t mult, const float* x,
-                      const float* w, float* y) {
-  const int64_t H = L.image[0], W = L.image[1], OH = L.grid[0], OW = L.grid[1];
-  const int64_t KH = L.kernel[0], KW = L.kernel[1], SH = L.stride[0], SW = L.stride[1];
-  const int64_t DH = L.dilation[0], DW = L.dilation[1], PT = L.pad[0], PL = L.pad[1];
-  // Outputs [ow_lo, ow_hi) have every horizontal tap inside the row.
-  const int64_t ow_lo = std::min(OW, (PL + SW - 1) / SW);
-  int64_t ow_hi = OW;
-  while (ow_hi > ow_lo && (ow_hi - 1) * SW - PL + (KW - 1) * DW >= W) --ow_hi;
-  SmallVec<const float*, 16> rows, wrows;
-  for (int64_t c = 0; c < channels; ++c) {
-    const float* xc = x + c * H * W;
-    for (int64_t m = 0; m < mult; ++m) {
-      const float* wc = w + (c * mult + m) * KH * KW;
-      float* yc = y + (c * mult + m) * OH * OW;
-      for (int64_t oh = 0; oh < OH; ++oh) {
-        float* out = yc + oh * OW;
-        rows.clear();
-        wrows.clear();
-        for (int64_t kh = 0; kh < KH; ++kh) {
-          const int64_t ih = oh * SH - PT + kh * DH;
-          if (ih < 0 || ih >= H) continue;
-          rows.push_back(xc + ih * W);
-          wrows.push_back(wc + kh * KW);
-        }
-        if (ow_hi > ow_lo) {
-          SmallVec<const float*, 16> starts;
-          for (const float* r : rows) starts.push_back(r + ow_lo * SW - PL);
-          vmath::depthwise_row(starts.data(), wrows.data(), rows.size(), KW, SW, DW, out + ow_lo,
-                               size_t(ow_hi - ow_lo));
-        }
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          if (ow == ow_lo && ow_hi > ow_lo) ow = ow_hi;
-          if (ow >= OW) break;
-          float acc = 0.0f;
-          for (size_t r = 0; r < rows.size(); ++r)
-            for (int64_t q = 0; q < KW; ++q) {
-              const int64_t iw = ow * SW - PL + q * DW;
-              if (iw >= 0 && iw < W) acc += wrows[r][q] * rows[r][iw];
-            }
-          out[ow] = acc;
-        }
-      }
-    }
-  }
 }
 
 template <typename T>
@@ -410,7 +405,6 @@ class ConvKernel final : public Kernel {
     const int64_t gl = L.grid[L.r - 1];
     const int64_t rows = out_size / gl;
     if (Cg == 1 && G > 1 && Mg <= 4 && !pointwise) {
-      std::fill(y, y + N * M * out_size, T(0));
       // Channels are independent: blocks of them go to the run's threads.
       const int64_t ksize = L.kernel_size();
       const int64_t pieces = int64_t(parallel_pieces(double(M * out_size * ksize), kMinConvWork));
@@ -418,8 +412,8 @@ class ConvKernel final : public Kernel {
       for (int64_t n = 0; n < N; ++n)
         parallel_for(size_t(blocks), [&](size_t b) {
           const int64_t c0 = int64_t(b) * block, count = std::min(block, C - c0);
-          depthwise_accumulate(L, count, Mg, x + (n * C + c0) * in_size, w + c0 * Mg * ksize,
-                               y + (n * M + c0 * Mg) * out_size);
+          depthwise(L, count, Mg, x + (n * C + c0) * in_size, w + c0 * Mg * ksize,
+                    y + (n * M + c0 * Mg) * out_size);
         });
       if (bias) add_bias(y, bias, N, M, out_size);
       return;

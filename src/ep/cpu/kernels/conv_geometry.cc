@@ -12,11 +12,17 @@ Status read_window_attrs(AttrReader& attrs, bool with_ceil_mode, WindowAttrs& ou
   out.pads = attrs.get_ints("pads");
   if (with_ceil_mode) out.ceil_mode = attrs.get_int("ceil_mode", 0) != 0;
   NXRT_RETURN_IF_ERROR(attrs.status());
-  if (pad == "NOTSET" || pad.empty()) out.auto_pad = AutoPad::kNotSet;
-  else if (pad == "VALID") out.auto_pad = AutoPad::kValid;
-  else if (pad == "SAME_UPPER") out.auto_pad = AutoPad::kSameUpper;
-  else if (pad == "SAME_LOWER") out.auto_pad = AutoPad::kSameLower;
-  else return invalid_graph("auto_pad '", pad, "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+  if (pad == "NOTSET" || pad.empty())
+    out.auto_pad = AutoPad::kNotSet;
+  else if (pad == "VALID")
+    out.auto_pad = AutoPad::kValid;
+  else if (pad == "SAME_UPPER")
+    out.auto_pad = AutoPad::kSameUpper;
+  else if (pad == "SAME_LOWER")
+    out.auto_pad = AutoPad::kSameLower;
+  else
+    return invalid_graph("auto_pad '", pad,
+                         "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
   for (int64_t v : out.kernel_shape)
     if (v <= 0) return invalid_graph("kernel_shape values must be positive");
   for (int64_t v : out.strides)
@@ -44,10 +50,14 @@ Status resolve_window(const WindowAttrs& a, std::span<const int64_t> in,
   w.rank = r;
   w.in.assign(in.begin(), in.end());
   w.kernel.assign(kernel.begin(), kernel.end());
-  if (a.strides.empty()) w.stride.assign(r, 1);
-  else w.stride = a.strides;
-  if (a.dilations.empty()) w.dilation.assign(r, 1);
-  else w.dilation = a.dilations;
+  if (a.strides.empty())
+    w.stride.assign(r, 1);
+  else
+    w.stride = a.strides;
+  if (a.dilations.empty())
+    w.dilation.assign(r, 1);
+  else
+    w.dilation = a.dilations;
   w.pad_begin.assign(r, 0);
   w.pad_end.assign(r, 0);
   w.out.assign(r, 0);
@@ -92,17 +102,29 @@ Status resolve_window(const WindowAttrs& a, std::span<const int64_t> in,
 
 std::vector<DimRange> dim_ranges(const Window& w, size_t d) {
   std::vector<DimRange> r(size_t(w.out[d]));
-  const int64_t dil = w.dilation[d], k = w.kernel[d], in = w.in[d];
-  for (int64_t o = 0; o < w.out[d]; ++o) {
-    const int64_t start = o * w.stride[d] - w.pad_begin[d];
-    // smallest k with start + k*dil >= 0, and one past the largest with start + k*dil < in
-    int64_t lo = start >= 0 ? 0 : (-start + dil - 1) / dil;
-    int64_t hi = start >= in ? 0 : (in - start + dil - 1) / dil;
-    lo = std::min(lo, k);
-    hi = std::clamp<int64_t>(hi, lo, k);
-    r[size_t(o)] = {start, lo, hi};
-  }
+  for (int64_t o = 0; o < w.out[d]; ++o)
+    r[size_t(o)] =
+        window_range(o * w.stride[d] - w.pad_begin[d], w.kernel[d], w.dilation[d], w.in[d]);
   return r;
+}
+
+DimRange window_range(int64_t start, int64_t kernel, int64_t dilation, int64_t in) {
+  // smallest k with start + k*dil >= 0, and one past the largest with start + k*dil < in
+  int64_t lo = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+  int64_t hi = start >= in ? 0 : (in - start + dilation - 1) / dilation;
+  lo = std::min(lo, kernel);
+  hi = std::clamp<int64_t>(hi, lo, kernel);
+  return {start, lo, hi};
+}
+
+void inner_outputs(int64_t out, int64_t stride, int64_t pad_begin, int64_t kernel, int64_t dilation,
+                   int64_t in, int64_t& lo, int64_t& hi) {
+  // first o with o*stride >= pad_begin; last with o*stride - pad_begin + span < in
+  const int64_t span = (kernel - 1) * dilation;
+  lo = std::min(out, (pad_begin + stride - 1) / stride);
+  const int64_t room = in - 1 - span + pad_begin;  // o*stride <= room
+  hi = room < 0 ? 0 : std::min(out, room / stride + 1);
+  if (hi < lo) hi = lo;
 }
 
 }  // namespace nxrt::cpu

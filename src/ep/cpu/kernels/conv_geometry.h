@@ -13,7 +13,7 @@ enum class AutoPad { kNotSet, kValid, kSameUpper, kSameLower };
 
 struct WindowAttrs {
   AutoPad auto_pad = AutoPad::kNotSet;
-  std::vector<int64_t> kernel_shape;  // empty: taken from the weights (Conv)
+  std::vector<int64_t> kernel_shape;              // empty: taken from the weights (Conv)
   std::vector<int64_t> strides, dilations, pads;  // empty: defaults for the rank
   bool ceil_mode = false;
 };
@@ -47,5 +47,12 @@ struct DimRange {
   int64_t k_lo, k_hi;
 };
 std::vector<DimRange> dim_ranges(const Window& w, size_t d);
+// One window's range: the taps k < kernel with 0 <= start + k*dilation < in.
+DimRange window_range(int64_t start, int64_t kernel, int64_t dilation, int64_t in);
+
+// Output positions [lo, hi) along one dim whose whole window lies inside the input: the
+// interior a kernel can run without clipping (lo == hi when there is none).
+void inner_outputs(int64_t out, int64_t stride, int64_t pad_begin, int64_t kernel, int64_t dilation,
+                   int64_t in, int64_t& lo, int64_t& hi);
 
 }  // namespace nxrt::cpu

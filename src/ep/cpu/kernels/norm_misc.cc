@@ -13,15 +13,6 @@
 namespace nxrt::cpu {
 namespace {
 
-template <typename T>
-struct Wide {
-  using type = float;
-};
-template <>
-struct Wide<double> {
-  using type = double;
-};
-
 template <typename T, typename A>
 inline T narrow(A v) {
   if constexpr (std::is_same_v<T, A>)
@@ -230,7 +221,7 @@ class LrnKernel final : public Kernel {
  private:
   template <typename T>
   void run(const T* x, T* y, int64_t n, int64_t c, int64_t spatial) const {
-    using A = typename Wide<T>::type;
+    using A = wide_t<T>;
     const int64_t before = (size_ - 1) / 2;
     const int64_t after = size_ - 1 - before;
     const A scale = A(alpha_) / A(size_);
@@ -300,7 +291,7 @@ class LpNormKernel final : public Kernel {
  private:
   template <typename T>
   void run(const T* x, T* y, int64_t outer, int64_t len, int64_t inner) const {
-    using A = typename Wide<T>::type;
+    using A = wide_t<T>;
     const bool l1 = p_ == 1;
     // Norms of a block's `inner` columns, accumulated row by row in memory order.
     std::vector<A> norm(static_cast<size_t>(inner));
@@ -350,7 +341,7 @@ class MvnKernel final : public Kernel {
  private:
   template <typename T>
   static void run(const ReducePlan& p, const T* x, T* y) {
-    using A = typename Wide<T>::type;
+    using A = wide_t<T>;
     std::vector<A> mean(size_t(p.out_numel), A(0)), scale(size_t(p.out_numel), A(0));
     const int64_t len = p.inner;
     const A count = A(p.reduce_count);

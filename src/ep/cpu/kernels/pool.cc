@@ -15,32 +15,23 @@ namespace {
 
 enum class PoolKind { kMax, kAverage, kLp };
 
-template <typename T>
-struct Acc {
-  using type = T;
-};
-template <>
-struct Acc<Float16> {
-  using type = float;
-};
-template <>
-struct Acc<BFloat16> {
-  using type = float;
-};
-template <>
-struct Acc<int8_t> {
-  using type = float;
-};
-template <>
-struct Acc<uint8_t> {
-  using type = float;
-};
-
 struct PoolParams {
   PoolKind kind;
   bool count_include_pad = false;
   float p = 2.0f;
 };
+
+// Taps of a window starting at input index `start` that lie inside the padded input
+// [-pad_begin, in + pad_end): AveragePool's divisor with count_include_pad.
+int64_t padded_taps(int64_t start, int64_t kernel, int64_t dilation, int64_t in, int64_t pad_begin,
+                    int64_t pad_end) {
+  int64_t count = 0;
+  for (int64_t k = 0; k < kernel; ++k) {
+    const int64_t i = start + k * dilation;
+    count += i >= -pad_begin && i < in + pad_end;
+  }
+  return count;
+}
 
 // Visits every output position of one (n, c) plane with the clipped window: calls
 // fn(out_index, window) where window lists the input offsets inside the image and
@@ -49,7 +40,7 @@ template <typename T>
 void pool_plane(const Window& w, const std::vector<std::vector<DimRange>>& ranges,
                 const PoolParams& prm, const T* x, T* y, int64_t* indices, int64_t plane_base,
                 bool column_major) {
-  using A = typename Acc<T>::type;
+  using A = wide_t<T>;
   const size_t r = w.rank;
   std::vector<int64_t> istride(r, 1), cstride(r, 1), o(r, 0), k(r, 0);
   for (size_t d = r - 1; d-- > 0;) istride[d] = istride[d + 1] * w.in[d + 1];
@@ -63,13 +54,8 @@ void pool_plane(const Window& w, const std::vector<std::vector<DimRange>>& range
       const DimRange& dr = ranges[d][size_t(o[d])];
       empty |= dr.k_hi <= dr.k_lo;
       if (prm.count_include_pad) {
-        // positions within [-pad_begin, in + pad_end)
-        int64_t cnt = 0;
-        for (int64_t kk = 0; kk < w.kernel[d]; ++kk) {
-          const int64_t i = dr.start + kk * w.dilation[d];
-          cnt += i >= -w.pad_begin[d] && i < w.in[d] + w.pad_end[d];
-        }
-        full *= cnt;
+        full *= padded_taps(dr.start, w.kernel[d], w.dilation[d], w.in[d], w.pad_begin[d],
+                            w.pad_end[d]);
       } else {
         full *= dr.k_hi - dr.k_lo;
       }
@@ -146,34 +132,23 @@ Pool2d pool2d_geometry(const Window& w) {
           w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
 }
 
-// Taps k of a window starting at input index `start` with 0 <= start + k*dil < in, as
-// [lo, hi); `padded` counts the taps inside [-pad_begin, in + pad_end).
-void clip_taps(int64_t start, int64_t kernel, int64_t dil, int64_t in, int64_t pad_begin,
-               int64_t pad_end, int64_t& lo, int64_t& hi, int64_t& padded) {
-  lo = 0;
-  while (lo < kernel && start + lo * dil < 0) ++lo;
-  hi = kernel;
-  while (hi > lo && start + (hi - 1) * dil >= in) --hi;
-  padded = 0;
-  for (int64_t k = 0; k < kernel; ++k) {
-    const int64_t i = start + k * dil;
-    padded += i >= -pad_begin && i < in + pad_end;
-  }
-}
-
 void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, float* y,
                   float* row) {
+  // Outputs [ow_lo, ow_hi) have their whole window inside the row: one vectorized pass.
+  int64_t ow_lo, ow_hi;
+  inner_outputs(g.OW, g.SW, g.PL, g.KW, g.DW, g.W, ow_lo, ow_hi);
   SmallVec<const float*> rows;
   for (int64_t oh = 0; oh < g.OH; ++oh) {
-    int64_t klo, khi, hpad;
-    clip_taps(oh * g.SH - g.PT, g.KH, g.DH, g.H, g.PT, g.PB, klo, khi, hpad);
+    const DimRange vr = window_range(oh * g.SH - g.PT, g.KH, g.DH, g.H);
+    const int64_t nrows = vr.k_hi - vr.k_lo;
+    const int64_t hpad = include_pad ? padded_taps(vr.start, g.KH, g.DH, g.H, g.PT, g.PB) : 0;
     float* out = y + oh * g.OW;
-    if (khi <= klo) {  // the window lies in the padding
+    if (nrows <= 0) {  // the window lies in the padding
       std::fill(out, out + g.OW, 0.0f);
       continue;
     }
     rows.clear();
-    for (int64_t k = klo; k < khi; ++k) rows.push_back(x + (oh * g.SH - g.PT + k * g.DH) * g.W);
+    for (int64_t k = vr.k_lo; k < vr.k_hi; ++k) rows.push_back(x + (vr.start + k * g.DH) * g.W);
     const float* r = rows[0];
     if (rows.size() > 1) {
       if (max)
@@ -182,41 +157,32 @@ void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, f
         vmath::sum_rows(rows.data(), rows.size(), row, size_t(g.W));
       r = row;
     }
-    const int64_t nrows = khi - klo;
-    // Outputs whose window lies wholly inside the row: [ow_lo, ow_hi), vectorized.
-    int64_t ow_lo = std::min(g.OW, (g.PL + g.SW - 1) / g.SW);
-    int64_t ow_hi = g.OW;
-    while (ow_hi > ow_lo && (ow_hi - 1) * g.SW - g.PL + (g.KW - 1) * g.DW >= g.W) --ow_hi;
     if (ow_hi > ow_lo) {
       const float scale = 1.0f / float(include_pad ? hpad * g.KW : nrows * g.KW);
       vmath::reduce_taps(max, r + ow_lo * g.SW - g.PL, size_t(ow_hi - ow_lo), g.SW, g.KW, g.DW,
                          scale, out + ow_lo);
     }
-    for (int64_t ow = 0; ow < g.OW; ++ow) {
-      if (ow == ow_lo && ow_hi > ow_lo) ow = ow_hi;
-      if (ow >= g.OW) break;
-      const int64_t start = ow * g.SW - g.PL;
-      int64_t lo, hi, wpad;
-      clip_taps(start, g.KW, g.DW, g.W, g.PL, g.PR, lo, hi, wpad);
-      if (hi <= lo) {
+    // The border outputs, with clipped windows.
+    auto border = [&](int64_t ow) {
+      const DimRange hr = window_range(ow * g.SW - g.PL, g.KW, g.DW, g.W);
+      if (hr.k_hi <= hr.k_lo) {
         out[ow] = 0.0f;
-        continue;
+        return;
       }
-      const float* p = r + start;
-      if (max) {
-        float m = p[lo * g.DW];
-        for (int64_t k = lo + 1; k < hi; ++k) {
-          const float v = p[k * g.DW];
-          if (m == m && (v > m || v != v)) m = v;
-        }
-        out[ow] = m;
-      } else {
-        float sum = 0.0f;
-        for (int64_t k = lo; k < hi; ++k) sum += p[k * g.DW];
-        const int64_t count = include_pad ? hpad * wpad : nrows * (hi - lo);
-        out[ow] = sum / float(count);
+      const float* p = r + hr.start;
+      float acc = p[hr.k_lo * g.DW];
+      for (int64_t k = hr.k_lo + 1; k < hr.k_hi; ++k)
+        acc = max ? vmath::max_keep_nan(acc, p[k * g.DW]) : acc + p[k * g.DW];
+      if (!max) {
+        const int64_t count = include_pad
+                                  ? hpad * padded_taps(hr.start, g.KW, g.DW, g.W, g.PL, g.PR)
+                                  : nrows * (hr.k_hi - hr.k_lo);
+        acc /= float(count);
       }
-    }
+      out[ow] = acc;
+    };
+    for (int64_t ow = 0; ow < ow_lo; ++ow) border(ow);
+    for (int64_t ow = ow_hi; ow < g.OW; ++ow) border(ow);
   }
 }
 
@@ -306,7 +272,7 @@ class GlobalPoolKernel final : public Kernel {
     const int64_t size = x.shape().product(2, x.rank());
     switch (x.dtype()) {
       NXRT_CASES_FLOAT({
-        using A = typename Acc<T>::type;
+        using A = wide_t<T>;
         const T* px = x.data<T>();
         T* py = y->data<T>();
         for (int64_t p = 0; p < planes; ++p) {

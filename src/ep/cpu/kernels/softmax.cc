@@ -7,8 +7,6 @@
 // The max is subtracted before exp, so large inputs do not overflow.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <type_traits>
 
 #include "ep/cpu/kernels/common.h"
@@ -19,15 +17,6 @@ namespace {
 
 enum class SoftKind { kSoftmax, kLogSoftmax, kHardmax };
 
-template <typename T>
-struct Wide {
-  using type = float;
-};
-template <>
-struct Wide<double> {
-  using type = double;
-};
-
 template <typename T, typename A>
 inline T narrow(A v) {
   if constexpr (std::is_same_v<T, A>)
@@ -36,17 +25,8 @@ inline T narrow(A v) {
     return T(float(v));
 }
 
-// GCC keeps float compares (clamps, selects) as branches under its default
-// -ftrapping-math, which stops loops from vectorizing; the exp loop opts out locally.
-// Clang does not trap on compares by default.
-#if defined(__GNUC__) && !defined(__clang__)
-#define NXRT_NO_TRAPPING_MATH __attribute__((optimize("no-trapping-math")))
-#else
-#define NXRT_NO_TRAPPING_MATH
-#endif
-
 // e[k] = exp(src[k] - m) for k < n; e may be src.
-NXRT_NO_TRAPPING_MATH void exp_shifted_f32(const float* src, float m, float* e, int64_t n) {
+void exp_shifted_f32(const float* src, float m, float* e, int64_t n) {
   for (int64_t k = 0; k < n; ++k) e[k] = src[k] - m;
   vmath::unary(vmath::Unary::kExp, {}, e, e, size_t(n));
 }
@@ -81,7 +61,7 @@ inline bool hard_better(A v, A m) {
 
 template <SoftKind K, typename T>
 void soft_rows(const T* x, T* y, int64_t rows, int64_t n) {
-  using A = typename Wide<T>::type;
+  using A = wide_t<T>;
   std::vector<A> scratch;
   if constexpr (!std::is_same_v<T, A>) scratch.resize(size_t(n));
   for (int64_t r = 0; r < rows; ++r) {
@@ -121,7 +101,7 @@ void soft_rows(const T* x, T* y, int64_t rows, int64_t n) {
 // every pass reads whole rows of `inner` contiguous elements.
 template <SoftKind K, typename T>
 void soft_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
-  using A = typename Wide<T>::type;
+  using A = wide_t<T>;
   std::vector<A> m(static_cast<size_t>(inner)), sum(static_cast<size_t>(inner));
   std::vector<int64_t> at(static_cast<size_t>(inner));
   std::vector<A> scratch;

@@ -25,8 +25,8 @@ void apply_float(const Tensor& in, Tensor& out, FloatFn fn, const Params& p) {
   if constexpr (std::is_same_v<T, double>) {
     for (int64_t i = 0; i < n; ++i) y[i] = fn(x[i], p);
   } else {
-    // float math in double is exact enough and keeps one implementation per op; the
-    // hot activations (Relu, Sigmoid, Tanh) get vector kernels in the speed work.
+    // The rarer ops: float math in double keeps one implementation per op (the common
+    // activations run through vmath, VectorUnaryKernel).
     for (int64_t i = 0; i < n; ++i) y[i] = T(float(fn(double(float(x[i])), p)));
   }
 }
@@ -52,18 +52,15 @@ class FloatUnaryKernel final : public Kernel {
   Params params_;
 };
 
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
+// Ops without a vmath form, in double for every float type. The others (VectorUnaryKernel)
+// are defined once, in vmath: vectorized for float32, vmath::reference for float64.
 struct FloatOpDef {
   const char* name;
   FloatFn fn;
 };
 
 const FloatOpDef kFloatOps[] = {
-    {"Exp", [](double x, const Params&) { return std::exp(x); }},
     {"Log", [](double x, const Params&) { return std::log(x); }},
-    {"Sqrt", [](double x, const Params&) { return std::sqrt(x); }},
-    {"Reciprocal", [](double x, const Params&) { return 1.0 / x; }},
     {"Floor", [](double x, const Params&) { return std::floor(x); }},
     {"Ceil", [](double x, const Params&) { return std::ceil(x); }},
     {"Round", [](double x, const Params&) { return std::nearbyint(x); }},
@@ -78,40 +75,19 @@ const FloatOpDef kFloatOps[] = {
     {"Asinh", [](double x, const Params&) { return std::asinh(x); }},
     {"Acosh", [](double x, const Params&) { return std::acosh(x); }},
     {"Atanh", [](double x, const Params&) { return std::atanh(x); }},
-    {"Tanh", [](double x, const Params&) { return std::tanh(x); }},
-    {"Erf", [](double x, const Params&) { return std::erf(x); }},
-    {"Sigmoid", [](double x, const Params&) { return sigmoid(x); }},
     {"Softplus", [](double x, const Params&) { return x > 30 ? x : std::log1p(std::exp(x)); }},
-    {"Softsign", [](double x, const Params&) { return x / (1.0 + std::fabs(x)); }},
     {"Mish",
      [](double x, const Params&) { return x * std::tanh(x > 30 ? x : std::log1p(std::exp(x))); }},
-    {"LeakyRelu", [](double x, const Params& p) { return x >= 0 ? x : x * p.alpha; }},
-    {"Elu", [](double x, const Params& p) { return x >= 0 ? x : p.alpha * (std::exp(x) - 1.0); }},
     {"Celu",
      [](double x, const Params& p) {
        return std::max(0.0, x) + std::min(0.0, p.alpha * (std::exp(x / p.alpha) - 1.0));
      }},
-    {"Selu",
-     [](double x, const Params& p) {
-       return p.gamma * (x > 0 ? x : p.alpha * std::exp(x) - p.alpha);
-     }},
     {"ThresholdedRelu", [](double x, const Params& p) { return x > p.alpha ? x : 0.0; }},
-    {"HardSigmoid",
-     [](double x, const Params& p) {
-       return std::max(0.0, std::min(1.0, double(p.alpha) * x + double(p.beta)));
-     }},
-    {"HardSwish",
-     [](double x, const Params&) { return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); }},
-    {"Gelu",
-     [](double x, const Params& p) {
-       if (p.approximate == "tanh")
-         return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-       return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-     }},
 };
 
 // Float ops with a vector implementation (vmath): float32 runs straight through it,
-// float16/bfloat16 are widened a block at a time in a stack buffer and narrowed back.
+// float16/bfloat16 are widened a block at a time in a stack buffer and narrowed back,
+// float64 uses vmath's double-precision definition.
 // Large tensors are split across the run's threads (memory-bound: pieces of >= 32K).
 class VectorUnaryKernel final : public Kernel {
  public:
@@ -135,6 +111,10 @@ class VectorUnaryKernel final : public Kernel {
           break;
         case DataType::kBFloat16:
           run_widened(x.data<BFloat16>(), y->data<BFloat16>(), begin, end);
+          break;
+        case DataType::kDouble:  // float64 stays float64: the double-precision definition
+          for (int64_t i = begin; i < end; ++i)
+            y->data<double>()[i] = vmath::reference(fn_, params_, x.data<double>()[i]);
           break;
         default:
           break;
@@ -161,7 +141,7 @@ class VectorUnaryKernel final : public Kernel {
   vmath::UnaryParams params_;
 };
 
-// The vmath function for an op, or false when it has none (it then runs in double).
+// The vmath function for an op, or false when it has none (kFloatOps then defines it).
 bool vector_form(const std::string& op, const Params& p, vmath::Unary& fn) {
   using U = vmath::Unary;
   static const std::pair<const char*, U> kTable[] = {{"Exp", U::kExp},
@@ -176,8 +156,7 @@ bool vector_form(const std::string& op, const Params& p, vmath::Unary& fn) {
                                                      {"Sqrt", U::kSqrt},
                                                      {"Reciprocal", U::kReciprocal},
                                                      {"Softsign", U::kSoftsign}};
-  if (op == "Gelu") {
-    if (p.approximate != "none" && p.approximate != "tanh") return false;
+  if (op == "Gelu") {  // approximate is checked at creation
     fn = p.approximate == "tanh" ? U::kGeluTanh : U::kGelu;
     return true;
   }
@@ -204,8 +183,11 @@ Expected<KernelPtr> create_float_unary(KernelInit& init, const char* name) {
   p.gamma = attrs.get_float("gamma", 1.05070102214813232421875f);
   p.approximate = attrs.get_string("approximate", "none");
   NXRT_RETURN_IF_ERROR(attrs.status());
+  if (op == "Gelu" && p.approximate != "none" && p.approximate != "tanh")
+    return init.error(StatusCode::kInvalidGraph, "approximate must be 'none' or 'tanh', got '",
+                      p.approximate, "'");
   vmath::Unary vfn;
-  if (t != DataType::kDouble && vector_form(op, p, vfn)) {
+  if (vector_form(op, p, vfn)) {
     init.set_all_outputs(t);
     return make_kernel<VectorUnaryKernel>(t, vfn, vmath::UnaryParams{p.alpha, p.beta, p.gamma});
   }

@@ -14,7 +14,20 @@ namespace {
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
-double apply_reference(Unary fn, const UnaryParams& p, double x) {
+bool pick_avx2() {
+  const char* env = std::getenv("NXRT_VMATH");
+  if (env && std::strcmp(env, "portable") == 0) return false;
+  return gemm::has_avx2_fma();
+}
+
+}  // namespace
+
+bool uses_avx2() {
+  static const bool yes = pick_avx2();
+  return yes;
+}
+
+double reference(Unary fn, const UnaryParams& p, double x) {
   switch (fn) {
     case Unary::kExp:
       return std::exp(x);
@@ -59,87 +72,64 @@ double apply_reference(Unary fn, const UnaryParams& p, double x) {
   return x;
 }
 
-bool pick_avx2() {
-  const char* env = std::getenv("NXRT_VMATH");
-  if (env && std::strcmp(env, "portable") == 0) return false;
-  return gemm::has_avx2_fma();
-}
-
-}  // namespace
-
-bool uses_avx2() {
-  static const bool yes = pick_avx2();
-  return yes;
-}
-
 void unary_reference(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
-  for (size_t i = 0; i < n; ++i) y[i] = float(apply_reference(fn, p, double(x[i])));
+  for (size_t i = 0; i < n; ++i) y[i] = float(reference(fn, p, double(x[i])));
 }
 
-void max_rows(const float* const* rows, size_t nrows, float* out, size_t n) {
-  if (uses_avx2()) return detail::max_rows_avx2(rows, nrows, out, n);
-  for (size_t j = 0; j < n; ++j) {
+namespace detail {
+
+void max_rows_portable(const float* const* rows, size_t nrows, float* out, size_t begin,
+                       size_t end) {
+  for (size_t j = begin; j < end; ++j) {
     float m = rows[0][j];
-    for (size_t r = 1; r < nrows; ++r) {
-      const float v = rows[r][j];
-      if (v > m || std::isnan(v)) m = std::isnan(m) ? m : v;
-    }
+    for (size_t r = 1; r < nrows; ++r) m = max_keep_nan(m, rows[r][j]);
     out[j] = m;
   }
 }
 
-void sum_rows(const float* const* rows, size_t nrows, float* out, size_t n) {
-  if (uses_avx2()) return detail::sum_rows_avx2(rows, nrows, out, n);
-  for (size_t j = 0; j < n; ++j) {
+void sum_rows_portable(const float* const* rows, size_t nrows, float* out, size_t begin,
+                       size_t end) {
+  for (size_t j = begin; j < end; ++j) {
     float s = rows[0][j];
     for (size_t r = 1; r < nrows; ++r) s += rows[r][j];
     out[j] = s;
   }
 }
 
-void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
-                 int64_t dilation, float scale, float* out) {
-  if (uses_avx2())
-    return detail::reduce_taps_avx2(max, r, count, stride, taps, dilation, scale, out);
+void reduce_taps_portable(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
+                          int64_t dilation, float scale, float* out) {
   for (size_t o = 0; o < count; ++o) {
     const float* p = r + int64_t(o) * stride;
     float acc = p[0];
-    for (int64_t t = 1; t < taps; ++t) {
-      const float v = p[t * dilation];
-      if (!max)
-        acc += v;
-      else if (acc == acc && (v > acc || v != v))
-        acc = v;
-    }
+    for (int64_t t = 1; t < taps; ++t)
+      acc = max ? max_keep_nan(acc, p[t * dilation]) : acc + p[t * dilation];
     out[o] = max ? acc : acc * scale;
   }
 }
 
 namespace {
 template <typename Q>
-void quantize_scalar(const float* x, size_t n, float scale, float zero_point, Q* y) {
+void quantize_typed(const float* x, size_t n, float scale, float zero_point, Q* y) {
   constexpr float lo = std::is_signed_v<Q> ? -128.0f : 0.0f;
   constexpr float hi = std::is_signed_v<Q> ? 127.0f : 255.0f;
   for (size_t i = 0; i < n; ++i) {
-    float r = std::nearbyint(x[i] / scale);
+    float r = std::nearbyint(x[i] / scale) + zero_point;
     if (std::isnan(r)) r = 0;
-    y[i] = Q(std::clamp(r + zero_point, lo, hi));
+    y[i] = Q(std::clamp(r, lo, hi));
   }
 }
 }  // namespace
 
-void quantize_8bit(const float* x, size_t n, float scale, float zero_point, bool is_signed,
-                   void* y) {
-  if (uses_avx2()) return detail::quantize_8bit_avx2(x, n, scale, zero_point, is_signed, y);
+void quantize_8bit_portable(const float* x, size_t n, float scale, float zero_point, bool is_signed,
+                            void* y) {
   if (is_signed)
-    quantize_scalar(x, n, scale, zero_point, static_cast<int8_t*>(y));
+    quantize_typed(x, n, scale, zero_point, static_cast<int8_t*>(y));
   else
-    quantize_scalar(x, n, scale, zero_point, static_cast<uint8_t*>(y));
+    quantize_typed(x, n, scale, zero_point, static_cast<uint8_t*>(y));
 }
 
-void dequantize_8bit(const void* x, bool is_signed, size_t n, float scale, float zero_point,
-                     float* y) {
-  if (uses_avx2()) return detail::dequantize_8bit_avx2(x, is_signed, n, scale, zero_point, y);
+void dequantize_8bit_portable(const void* x, bool is_signed, size_t n, float scale,
+                              float zero_point, float* y) {
   for (size_t i = 0; i < n; ++i) {
     const float v = is_signed ? float(static_cast<const int8_t*>(x)[i])
                               : float(static_cast<const uint8_t*>(x)[i]);
@@ -147,17 +137,54 @@ void dequantize_8bit(const void* x, bool is_signed, size_t n, float scale, float
   }
 }
 
-void depthwise_row(const float* const* rows, const float* const* w, size_t nrows, int64_t taps,
-                   int64_t stride, int64_t dilation, float* out, size_t count) {
-  if (uses_avx2() && stride < (int64_t(1) << 27))
-    return detail::depthwise_row_avx2(rows, w, nrows, taps, stride, dilation, out, count);
-  for (size_t o = 0; o < count; ++o) {
+void depthwise_row_portable(const float* const* rows, const float* const* w, size_t nrows,
+                            int64_t first, int64_t taps, int64_t stride, int64_t dilation,
+                            float* out, size_t begin, size_t end) {
+  for (size_t o = begin; o < end; ++o) {
     float acc = 0.0f;
     for (size_t r = 0; r < nrows; ++r)
       for (int64_t q = 0; q < taps; ++q)
-        acc += w[r][q] * rows[r][int64_t(o) * stride + q * dilation];
+        acc += w[r][q] * rows[r][first + int64_t(o) * stride + q * dilation];
     out[o] = acc;
   }
+}
+
+}  // namespace detail
+
+void max_rows(const float* const* rows, size_t nrows, float* out, size_t n) {
+  if (uses_avx2()) return detail::max_rows_avx2(rows, nrows, out, n);
+  detail::max_rows_portable(rows, nrows, out, 0, n);
+}
+
+void sum_rows(const float* const* rows, size_t nrows, float* out, size_t n) {
+  if (uses_avx2()) return detail::sum_rows_avx2(rows, nrows, out, n);
+  detail::sum_rows_portable(rows, nrows, out, 0, n);
+}
+
+void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
+                 int64_t dilation, float scale, float* out) {
+  if (uses_avx2() && stride <= detail::kMaxGatherStride)
+    return detail::reduce_taps_avx2(max, r, count, stride, taps, dilation, scale, out);
+  detail::reduce_taps_portable(max, r, count, stride, taps, dilation, scale, out);
+}
+
+void quantize_8bit(const float* x, size_t n, float scale, float zero_point, bool is_signed,
+                   void* y) {
+  if (uses_avx2()) return detail::quantize_8bit_avx2(x, n, scale, zero_point, is_signed, y);
+  detail::quantize_8bit_portable(x, n, scale, zero_point, is_signed, y);
+}
+
+void dequantize_8bit(const void* x, bool is_signed, size_t n, float scale, float zero_point,
+                     float* y) {
+  if (uses_avx2()) return detail::dequantize_8bit_avx2(x, is_signed, n, scale, zero_point, y);
+  detail::dequantize_8bit_portable(x, is_signed, n, scale, zero_point, y);
+}
+
+void depthwise_row(const float* const* rows, const float* const* w, size_t nrows, int64_t first,
+                   int64_t taps, int64_t stride, int64_t dilation, float* out, size_t count) {
+  if (uses_avx2() && stride <= detail::kMaxGatherStride)
+    return detail::depthwise_row_avx2(rows, w, nrows, first, taps, stride, dilation, out, count);
+  detail::depthwise_row_portable(rows, w, nrows, first, taps, stride, dilation, out, 0, count);
 }
 
 void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {

@@ -45,6 +45,11 @@ void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
 
 // The portable implementation (double-precision libm), for tests and other CPUs.
 void unary_reference(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
+// One element of it: also the definition of each function for float64 tensors.
+double reference(Unary fn, const UnaryParams& p, double x);
+
+// The running max of pooling: v replaces m when larger or NaN, and a NaN in m stays.
+inline float max_keep_nan(float m, float v) { return m == m && (v > m || v != v) ? v : m; }
 
 // out[j] = the max (propagating NaN) or the sum over r < nrows of rows[r][j], j < n: the
 // vertical pass of pooling windows.
@@ -57,8 +62,8 @@ void sum_rows(const float* const* rows, size_t nrows, float* out, size_t n);
 void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                  int64_t dilation, float scale, float* out);
 
-// QuantizeLinear to 8 bits, per tensor: y = saturate(round_half_even(x / scale) + zero_point)
-// with x / scale in float and NaN giving 0 (before the zero point), as the kernels define it.
+// QuantizeLinear to 8 bits: y = saturate(round_half_even(x / scale) + zero_point) with
+// x / scale in float and a NaN result giving 0, as the QuantizeLinear kernel defines it.
 // y is uint8_t or int8_t storage.
 void quantize_8bit(const float* x, size_t n, float scale, float zero_point, bool is_signed,
                    void* y);
@@ -66,11 +71,11 @@ void quantize_8bit(const float* x, size_t n, float scale, float zero_point, bool
 void dequantize_8bit(const void* x, bool is_signed, size_t n, float scale, float zero_point,
                      float* y);
 
-// out[o] = sum over r < nrows, q < taps of w[r][q] * rows[r][o*stride + q*dilation], for
-// o < count: one output row of a depthwise convolution whose windows lie inside the input
-// rows (w[r] is the kernel row that meets input row rows[r]).
-void depthwise_row(const float* const* rows, const float* const* w, size_t nrows, int64_t taps,
-                   int64_t stride, int64_t dilation, float* out, size_t count);
+// out[o] = sum over r < nrows, q < taps of w[r][q] * rows[r][first + o*stride + q*dilation],
+// for o < count: one output row of a depthwise convolution whose windows lie inside the
+// input rows (w[r] is the kernel row that meets input row rows[r]).
+void depthwise_row(const float* const* rows, const float* const* w, size_t nrows, int64_t first,
+                   int64_t taps, int64_t stride, int64_t dilation, float* out, size_t count);
 
 // True when unary() runs the AVX2+FMA implementation here. NXRT_VMATH=portable in the
 // environment (read once) forces the portable one, to compare whole models.

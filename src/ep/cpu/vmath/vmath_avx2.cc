@@ -13,6 +13,12 @@ namespace {
 
 NXRT_AVX2 __m256 splat(float v) { return _mm256_set1_ps(v); }
 
+// max_keep_nan() on eight lanes. max_ps returns its second operand when either is NaN, so a
+// NaN in v wins; a NaN already in m is kept by the blend.
+NXRT_AVX2 __m256 max_keep_nan_ps(__m256 m, __m256 v) {
+  return _mm256_blendv_ps(_mm256_max_ps(m, v), m, _mm256_cmp_ps(m, m, _CMP_UNORD_Q));
+}
+
 // e^x. x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two parts so r is exact to float
 // precision), e^r by its Taylor series to r^7 (truncation < 1e-8 relative), and 2^n built
 // in the exponent field. n is applied as two halves so that results below 2^-126
@@ -235,22 +241,10 @@ __attribute__((target("avx2,fma"))) void max_rows_avx2(const float* const* rows,
   size_t j = 0;
   for (; j + 8 <= n; j += 8) {
     __m256 m = _mm256_loadu_ps(rows[0] + j);
-    for (size_t r = 1; r < nrows; ++r) {
-      // max_ps returns its second operand when either is NaN: a NaN in v wins; a NaN
-      // already in m is kept by the blend.
-      const __m256 v = _mm256_loadu_ps(rows[r] + j);
-      m = _mm256_blendv_ps(_mm256_max_ps(m, v), m, _mm256_cmp_ps(m, m, _CMP_UNORD_Q));
-    }
+    for (size_t r = 1; r < nrows; ++r) m = max_keep_nan_ps(m, _mm256_loadu_ps(rows[r] + j));
     _mm256_storeu_ps(out + j, m);
   }
-  for (; j < n; ++j) {
-    float m = rows[0][j];
-    for (size_t r = 1; r < nrows; ++r) {
-      const float v = rows[r][j];
-      if (m == m && (v > m || v != v)) m = v;
-    }
-    out[j] = m;
-  }
+  max_rows_portable(rows, nrows, out, j, n);
 }
 
 __attribute__((target("avx2,fma"))) void sum_rows_avx2(const float* const* rows, size_t nrows,
@@ -261,22 +255,19 @@ __attribute__((target("avx2,fma"))) void sum_rows_avx2(const float* const* rows,
     for (size_t r = 1; r < nrows; ++r) s = _mm256_add_ps(s, _mm256_loadu_ps(rows[r] + j));
     _mm256_storeu_ps(out + j, s);
   }
-  for (; j < n; ++j) {
-    float s = rows[0][j];
-    for (size_t r = 1; r < nrows; ++r) s += rows[r][j];
-    out[j] = s;
-  }
+  sum_rows_portable(rows, nrows, out, j, n);
 }
 
-// Eight quantized values: x / scale rounded half to even (the default MXCSR mode),
-// NaN -> 0, plus the zero point, clamped, narrowed through saturating packs (exact, as
+// Eight quantized values: x / scale rounded half to even (the default MXCSR mode), plus
+// the zero point, NaN -> 0, clamped, narrowed through saturating packs (exact, as
 // the values are already in range).
 NXRT_AVX2 __m128i quantize8(__m256 x, __m256 scale, __m256 zp, __m256 lo, __m256 hi,
                             bool is_signed) {
   __m256 r =
       _mm256_round_ps(_mm256_div_ps(x, scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  r = _mm256_add_ps(r, zp);
   r = _mm256_andnot_ps(_mm256_cmp_ps(r, r, _CMP_UNORD_Q), r);
-  r = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(r, zp)));
+  r = _mm256_min_ps(hi, _mm256_max_ps(lo, r));
   const __m256i i32 = _mm256_cvtps_epi32(r);
   const __m128i i16 =
       _mm_packs_epi32(_mm256_castsi256_si128(i32), _mm256_extracti128_si256(i32, 1));
@@ -294,14 +285,7 @@ __attribute__((target("avx2,fma"))) void quantize_8bit_avx2(const float* x, size
   for (; i + 8 <= n; i += 8)
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i),
                      quantize8(_mm256_loadu_ps(x + i), vs, vz, lo, hi, is_signed));
-  if (i < n) {
-    alignas(32) float buf[8] = {};
-    alignas(16) uint8_t q[16];
-    for (size_t j = i; j < n; ++j) buf[j - i] = x[j];
-    _mm_store_si128(reinterpret_cast<__m128i*>(q),
-                    quantize8(_mm256_load_ps(buf), vs, vz, lo, hi, is_signed));
-    for (size_t j = i; j < n; ++j) out[j] = q[j - i];
-  }
+  quantize_8bit_portable(x + i, n - i, scale, zero_point, is_signed, out + i);
 }
 
 NXRT_AVX2 __m256 dequantize8(const uint8_t* p, bool is_signed, __m256 scale, __m256 zp) {
@@ -317,13 +301,13 @@ __attribute__((target("avx2,fma"))) void dequantize_8bit_avx2(const void* x, boo
   const auto* in = static_cast<const uint8_t*>(x);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, dequantize8(in + i, is_signed, vs, vz));
-  if (i < n) {
-    alignas(16) uint8_t buf[16] = {};
-    alignas(32) float f[8];
-    for (size_t j = i; j < n; ++j) buf[j - i] = in[j];
-    _mm256_store_ps(f, dequantize8(buf, is_signed, vs, vz));
-    for (size_t j = i; j < n; ++j) y[j] = f[j - i];
-  }
+  dequantize_8bit_portable(in + i, is_signed, n - i, scale, zero_point, y + i);
+}
+
+// Lane i's offset i * stride, for gathers (stride <= kMaxGatherStride).
+NXRT_AVX2 __m256i lane_offsets(int64_t stride) {
+  return _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                            _mm256_set1_epi32(int32_t(stride)));
 }
 
 NXRT_AVX2 __m256 load_strided(const float* p, int64_t stride, __m256i idx) {
@@ -332,16 +316,15 @@ NXRT_AVX2 __m256 load_strided(const float* p, int64_t stride, __m256i idx) {
 
 __attribute__((target("avx2,fma"))) void depthwise_row_avx2(const float* const* rows,
                                                             const float* const* w, size_t nrows,
-                                                            int64_t taps, int64_t stride,
-                                                            int64_t dilation, float* out,
-                                                            size_t count) {
-  const __m256i idx =
-      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int(stride)));
+                                                            int64_t first, int64_t taps,
+                                                            int64_t stride, int64_t dilation,
+                                                            float* out, size_t count) {
+  const __m256i idx = lane_offsets(stride);
   size_t o = 0;
   for (; o + 8 <= count; o += 8) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t r = 0; r < nrows; ++r) {
-      const float* p = rows[r] + int64_t(o) * stride;
+      const float* p = rows[r] + first + int64_t(o) * stride;
       for (int64_t q = 0; q < taps; ++q)
         acc = _mm256_fmadd_ps(_mm256_set1_ps(w[r][q]), load_strided(p + q * dilation, stride, idx),
                               acc);
@@ -354,7 +337,7 @@ __attribute__((target("avx2,fma"))) void depthwise_row_avx2(const float* const* 
                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     __m256 acc = _mm256_setzero_ps();
     for (size_t r = 0; r < nrows; ++r) {
-      const float* p = rows[r] + int64_t(o) * stride;
+      const float* p = rows[r] + first + int64_t(o) * stride;
       for (int64_t q = 0; q < taps; ++q) {
         const __m256 v = stride == 1
                              ? _mm256_maskload_ps(p + q * dilation, mask)
@@ -372,55 +355,55 @@ __attribute__((target("avx2,fma"))) void reduce_taps_avx2(bool max, const float*
                                                           int64_t stride, int64_t taps,
                                                           int64_t dilation, float scale,
                                                           float* out) {
-  const __m256i idx =
-      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int(stride)));
+  const __m256i idx = lane_offsets(stride);
   size_t o = 0;
-  // Gather indices are 32-bit: rows longer than 2^31 / 8 elements take the scalar loop.
-  const bool vector_ok = stride * 8 < (int64_t(1) << 28) && taps * dilation < (int64_t(1) << 28);
-  for (; vector_ok && o + 8 <= count; o += 8) {
+  for (; o + 8 <= count; o += 8) {
     const float* p = r + int64_t(o) * stride;
     __m256 acc = load_strided(p, stride, idx);
-    if (max) {
-      for (int64_t t = 1; t < taps; ++t) {
-        const __m256 v = load_strided(p + t * dilation, stride, idx);
-        acc = _mm256_blendv_ps(_mm256_max_ps(acc, v), acc, _mm256_cmp_ps(acc, acc, _CMP_UNORD_Q));
-      }
-    } else {
-      for (int64_t t = 1; t < taps; ++t)
-        acc = _mm256_add_ps(acc, load_strided(p + t * dilation, stride, idx));
-      acc = _mm256_mul_ps(acc, _mm256_set1_ps(scale));
+    for (int64_t t = 1; t < taps; ++t) {
+      const __m256 v = load_strided(p + t * dilation, stride, idx);
+      acc = max ? max_keep_nan_ps(acc, v) : _mm256_add_ps(acc, v);
     }
+    if (!max) acc = _mm256_mul_ps(acc, _mm256_set1_ps(scale));
     _mm256_storeu_ps(out + o, acc);
   }
-  for (; o < count; ++o) {
-    const float* p = r + int64_t(o) * stride;
-    float acc = p[0];
-    for (int64_t t = 1; t < taps; ++t) {
-      const float v = p[t * dilation];
-      if (!max)
-        acc += v;
-      else if (acc == acc && (v > acc || v != v))
-        acc = v;
-    }
-    out[o] = max ? acc : acc * scale;
-  }
+  reduce_taps_portable(max, r + int64_t(o) * stride, count - o, stride, taps, dilation, scale,
+                       out + o);
 }
 
 }  // namespace nxrt::vmath::detail
 
 #else
 
+// Without x86 vector units vmath.cc never picks these; they forward to the portable code so
+// that every entry point is still defined and correct.
 namespace nxrt::vmath::detail {
 void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   unary_reference(fn, p, x, y, n);
 }
-void max_rows_avx2(const float* const*, size_t, float*, size_t) {}
-void sum_rows_avx2(const float* const*, size_t, float*, size_t) {}
-void reduce_taps_avx2(bool, const float*, size_t, int64_t, int64_t, int64_t, float, float*) {}
-void depthwise_row_avx2(const float* const*, const float* const*, size_t, int64_t, int64_t, int64_t,
-                        float*, size_t) {}
-void quantize_8bit_avx2(const float*, size_t, float, float, bool, void*) {}
-void dequantize_8bit_avx2(const void*, bool, size_t, float, float, float*) {}
+void max_rows_avx2(const float* const* rows, size_t nrows, float* out, size_t n) {
+  max_rows_portable(rows, nrows, out, 0, n);
+}
+void sum_rows_avx2(const float* const* rows, size_t nrows, float* out, size_t n) {
+  sum_rows_portable(rows, nrows, out, 0, n);
+}
+void quantize_8bit_avx2(const float* x, size_t n, float scale, float zero_point, bool is_signed,
+                        void* y) {
+  quantize_8bit_portable(x, n, scale, zero_point, is_signed, y);
+}
+void dequantize_8bit_avx2(const void* x, bool is_signed, size_t n, float scale, float zero_point,
+                          float* y) {
+  dequantize_8bit_portable(x, is_signed, n, scale, zero_point, y);
+}
+void depthwise_row_avx2(const float* const* rows, const float* const* w, size_t nrows,
+                        int64_t first, int64_t taps, int64_t stride, int64_t dilation, float* out,
+                        size_t count) {
+  depthwise_row_portable(rows, w, nrows, first, taps, stride, dilation, out, 0, count);
+}
+void reduce_taps_avx2(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
+                      int64_t dilation, float scale, float* out) {
+  reduce_taps_portable(max, r, count, stride, taps, dilation, scale, out);
+}
 }  // namespace nxrt::vmath::detail
 
 #endif

@@ -1,9 +1,28 @@
-// Per-ISA entry points of vmath, chosen by vmath.cc.
+// Per-ISA entry points of vmath, chosen by vmath.cc, and the portable implementations
+// they share: a vector kernel finishes the elements past its last whole vector with the
+// portable one, and builds without the ISA forward to it.
 #pragma once
 
 #include "ep/cpu/vmath/vmath.h"
 
 namespace nxrt::vmath::detail {
+
+// Largest stride the 32-bit gather offsets of eight lanes (lane * stride) can express.
+constexpr int64_t kMaxGatherStride = (int64_t(1) << 28) - 1;
+
+void max_rows_portable(const float* const* rows, size_t nrows, float* out, size_t begin,
+                       size_t end);
+void sum_rows_portable(const float* const* rows, size_t nrows, float* out, size_t begin,
+                       size_t end);
+void reduce_taps_portable(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
+                          int64_t dilation, float scale, float* out);
+void quantize_8bit_portable(const float* x, size_t n, float scale, float zero_point, bool is_signed,
+                            void* y);
+void dequantize_8bit_portable(const void* x, bool is_signed, size_t n, float scale,
+                              float zero_point, float* y);
+void depthwise_row_portable(const float* const* rows, const float* const* w, size_t nrows,
+                            int64_t first, int64_t taps, int64_t stride, int64_t dilation,
+                            float* out, size_t begin, size_t end);
 
 void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
 void max_rows_avx2(const float* const* rows, size_t nrows, float* out, size_t n);
@@ -12,8 +31,10 @@ void quantize_8bit_avx2(const float* x, size_t n, float scale, float zero_point,
                         void* y);
 void dequantize_8bit_avx2(const void* x, bool is_signed, size_t n, float scale, float zero_point,
                           float* y);
-void depthwise_row_avx2(const float* const* rows, const float* const* w, size_t nrows, int64_t taps,
-                        int64_t stride, int64_t dilation, float* out, size_t count);
+// stride <= kMaxGatherStride for these two.
+void depthwise_row_avx2(const float* const* rows, const float* const* w, size_t nrows,
+                        int64_t first, int64_t taps, int64_t stride, int64_t dilation, float* out,
+                        size_t count);
 void reduce_taps_avx2(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                       int64_t dilation, float scale, float* out);
 
