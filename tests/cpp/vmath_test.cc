@@ -125,12 +125,11 @@ TEST(VmathArrays, MatchPortable) {
   for (size_t n : {1, 7, 8, 9, 23, 64}) {
     const float* rows[3] = {x.data() + 100, x.data(), x.data() + 1000};
     std::vector<float> got(n), want(n);
-    max_rows(rows, 3, got.data(), n);
-    detail::max_rows_portable(rows, 3, want.data(), 0, n);
-    expect_same(got, want, "max_rows");
-    sum_rows(rows, 3, got.data(), n);
-    detail::sum_rows_portable(rows, 3, want.data(), 0, n);
-    expect_same(got, want, "sum_rows");
+    for (bool max : {true, false}) {
+      reduce_rows(max, rows, 3, got.data(), n);
+      detail::reduce_rows_portable(max, rows, 3, want.data(), 0, n);
+      expect_same(got, want, max ? "reduce_rows max" : "reduce_rows sum");
+    }
     for (int64_t stride : {1, 2, 3}) {
       for (bool max : {true, false}) {
         reduce_taps(max, x.data(), n, stride, 3, 2, 1.0f / 3, got.data());

@@ -137,7 +137,7 @@ void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, f
   // Outputs [ow_lo, ow_hi) have their whole window inside the row: one vectorized pass.
   int64_t ow_lo, ow_hi;
   inner_outputs(g.OW, g.SW, g.PL, g.KW, g.DW, g.W, ow_lo, ow_hi);
-  SmallVec<const float*> rows;
+  SmallVec<const float*, 16> rows;
   for (int64_t oh = 0; oh < g.OH; ++oh) {
     const DimRange vr = window_range(oh * g.SH - g.PT, g.KH, g.DH, g.H);
     const int64_t nrows = vr.k_hi - vr.k_lo;
@@ -151,10 +151,7 @@ void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, f
     for (int64_t k = vr.k_lo; k < vr.k_hi; ++k) rows.push_back(x + (vr.start + k * g.DH) * g.W);
     const float* r = rows[0];
     if (rows.size() > 1) {
-      if (max)
-        vmath::max_rows(rows.data(), rows.size(), row, size_t(g.W));
-      else
-        vmath::sum_rows(rows.data(), rows.size(), row, size_t(g.W));
+      vmath::reduce_rows(max, rows.data(), rows.size(), row, size_t(g.W));
       r = row;
     }
     if (ow_hi > ow_lo) {

@@ -78,21 +78,12 @@ void unary_reference(Unary fn, const UnaryParams& p, const float* x, float* y, s
 
 namespace detail {
 
-void max_rows_portable(const float* const* rows, size_t nrows, float* out, size_t begin,
-                       size_t end) {
+void reduce_rows_portable(bool max, const float* const* rows, size_t nrows, float* out,
+                          size_t begin, size_t end) {
   for (size_t j = begin; j < end; ++j) {
-    float m = rows[0][j];
-    for (size_t r = 1; r < nrows; ++r) m = max_keep_nan(m, rows[r][j]);
-    out[j] = m;
-  }
-}
-
-void sum_rows_portable(const float* const* rows, size_t nrows, float* out, size_t begin,
-                       size_t end) {
-  for (size_t j = begin; j < end; ++j) {
-    float s = rows[0][j];
-    for (size_t r = 1; r < nrows; ++r) s += rows[r][j];
-    out[j] = s;
+    float acc = rows[0][j];
+    for (size_t r = 1; r < nrows; ++r) acc = max ? max_keep_nan(acc, rows[r][j]) : acc + rows[r][j];
+    out[j] = acc;
   }
 }
 
@@ -151,14 +142,9 @@ void depthwise_row_portable(const float* const* rows, const float* const* w, siz
 
 }  // namespace detail
 
-void max_rows(const float* const* rows, size_t nrows, float* out, size_t n) {
-  if (uses_avx2()) return detail::max_rows_avx2(rows, nrows, out, n);
-  detail::max_rows_portable(rows, nrows, out, 0, n);
-}
-
-void sum_rows(const float* const* rows, size_t nrows, float* out, size_t n) {
-  if (uses_avx2()) return detail::sum_rows_avx2(rows, nrows, out, n);
-  detail::sum_rows_portable(rows, nrows, out, 0, n);
+void reduce_rows(bool max, const float* const* rows, size_t nrows, float* out, size_t n) {
+  if (uses_avx2()) return detail::reduce_rows_avx2(max, rows, nrows, out, n);
+  detail::reduce_rows_portable(max, rows, nrows, out, 0, n);
 }
 
 void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t taps,

@@ -51,10 +51,9 @@ double reference(Unary fn, const UnaryParams& p, double x);
 // The running max of pooling: v replaces m when larger or NaN, and a NaN in m stays.
 inline float max_keep_nan(float m, float v) { return m == m && (v > m || v != v) ? v : m; }
 
-// out[j] = the max (propagating NaN) or the sum over r < nrows of rows[r][j], j < n: the
+// out[j] = the max (max_keep_nan) or the sum over r < nrows of rows[r][j], j < n: the
 // vertical pass of pooling windows.
-void max_rows(const float* const* rows, size_t nrows, float* out, size_t n);
-void sum_rows(const float* const* rows, size_t nrows, float* out, size_t n);
+void reduce_rows(bool max, const float* const* rows, size_t nrows, float* out, size_t n);
 
 // out[o] = the max (propagating NaN), or the sum times `scale`, of r[o*stride + t*dilation]
 // over taps t < taps, for o < count: the horizontal pass of pooling windows that lie

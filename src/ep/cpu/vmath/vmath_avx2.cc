@@ -236,26 +236,18 @@ void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t
   }
 }
 
-__attribute__((target("avx2,fma"))) void max_rows_avx2(const float* const* rows, size_t nrows,
-                                                       float* out, size_t n) {
+__attribute__((target("avx2,fma"))) void reduce_rows_avx2(bool max, const float* const* rows,
+                                                          size_t nrows, float* out, size_t n) {
   size_t j = 0;
   for (; j + 8 <= n; j += 8) {
-    __m256 m = _mm256_loadu_ps(rows[0] + j);
-    for (size_t r = 1; r < nrows; ++r) m = max_keep_nan_ps(m, _mm256_loadu_ps(rows[r] + j));
-    _mm256_storeu_ps(out + j, m);
+    __m256 acc = _mm256_loadu_ps(rows[0] + j);
+    for (size_t r = 1; r < nrows; ++r) {
+      const __m256 v = _mm256_loadu_ps(rows[r] + j);
+      acc = max ? max_keep_nan_ps(acc, v) : _mm256_add_ps(acc, v);
+    }
+    _mm256_storeu_ps(out + j, acc);
   }
-  max_rows_portable(rows, nrows, out, j, n);
-}
-
-__attribute__((target("avx2,fma"))) void sum_rows_avx2(const float* const* rows, size_t nrows,
-                                                       float* out, size_t n) {
-  size_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    __m256 s = _mm256_loadu_ps(rows[0] + j);
-    for (size_t r = 1; r < nrows; ++r) s = _mm256_add_ps(s, _mm256_loadu_ps(rows[r] + j));
-    _mm256_storeu_ps(out + j, s);
-  }
-  sum_rows_portable(rows, nrows, out, j, n);
+  reduce_rows_portable(max, rows, nrows, out, j, n);
 }
 
 // Eight quantized values: x / scale rounded half to even (the default MXCSR mode), plus
@@ -381,11 +373,8 @@ namespace nxrt::vmath::detail {
 void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   unary_reference(fn, p, x, y, n);
 }
-void max_rows_avx2(const float* const* rows, size_t nrows, float* out, size_t n) {
-  max_rows_portable(rows, nrows, out, 0, n);
-}
-void sum_rows_avx2(const float* const* rows, size_t nrows, float* out, size_t n) {
-  sum_rows_portable(rows, nrows, out, 0, n);
+void reduce_rows_avx2(bool max, const float* const* rows, size_t nrows, float* out, size_t n) {
+  reduce_rows_portable(max, rows, nrows, out, 0, n);
 }
 void quantize_8bit_avx2(const float* x, size_t n, float scale, float zero_point, bool is_signed,
                         void* y) {

@@ -10,10 +10,8 @@ namespace nxrt::vmath::detail {
 // Largest stride the 32-bit gather offsets of eight lanes (lane * stride) can express.
 constexpr int64_t kMaxGatherStride = (int64_t(1) << 28) - 1;
 
-void max_rows_portable(const float* const* rows, size_t nrows, float* out, size_t begin,
-                       size_t end);
-void sum_rows_portable(const float* const* rows, size_t nrows, float* out, size_t begin,
-                       size_t end);
+void reduce_rows_portable(bool max, const float* const* rows, size_t nrows, float* out,
+                          size_t begin, size_t end);
 void reduce_taps_portable(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                           int64_t dilation, float scale, float* out);
 void quantize_8bit_portable(const float* x, size_t n, float scale, float zero_point, bool is_signed,
@@ -25,8 +23,7 @@ void depthwise_row_portable(const float* const* rows, const float* const* w, siz
                             float* out, size_t begin, size_t end);
 
 void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
-void max_rows_avx2(const float* const* rows, size_t nrows, float* out, size_t n);
-void sum_rows_avx2(const float* const* rows, size_t nrows, float* out, size_t n);
+void reduce_rows_avx2(bool max, const float* const* rows, size_t nrows, float* out, size_t n);
 void quantize_8bit_avx2(const float* x, size_t n, float scale, float zero_point, bool is_signed,
                         void* y);
 void dequantize_8bit_avx2(const void* x, bool is_signed, size_t n, float scale, float zero_point,
