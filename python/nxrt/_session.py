@@ -218,6 +218,9 @@ class InferenceSession:
         self._sess_options = sess_options if sess_options is not None else SessionOptions()
         self._providers, self._provider_options = _parse_providers(providers, provider_options)
         options = self._sess_options._native()
+        disabled = kwargs.pop("disabled_optimizers", None)
+        if disabled:
+            options["disabled_optimizers"] = set(map(str, disabled))
         if self._sess_options.optimized_model_filepath:
             import warnings
 

@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/set.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -157,6 +158,9 @@ class PySession {
       config.inter_op_num_threads = nb::cast<int>(options["inter_op_num_threads"]);
     if (options.contains("graph_optimization_level"))
       config.graph_optimization_level = nb::cast<int>(options["graph_optimization_level"]);
+    if (options.contains("disabled_optimizers"))
+      config.disabled_optimizers =
+          nb::cast<std::set<std::string>>(options["disabled_optimizers"]);
     if (options.contains("config_entries"))
       config.config_entries = nb::cast<std::map<std::string, std::string>>(options["config_entries"]);
     return config;

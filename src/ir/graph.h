@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/dtype.h"
@@ -116,5 +117,17 @@ struct Model {
   std::shared_ptr<void> storage;  // keeps mapped bytes alive while tensors view them
   std::shared_ptr<const MappedFile> mapped_file;  // the model file when loaded from a path
 };
+
+// Names `graph` (and its nested subgraphs) reads without defining them: the values a
+// subgraph takes from its enclosing scopes.
+std::vector<std::string> outer_names(const Graph& graph);
+
+// Subgraphs held by a node's attributes (If branches, Loop/Scan bodies).
+std::vector<Graph*> subgraphs_of(Node& node);
+std::vector<const Graph*> subgraphs_of(const Node& node);
+
+// Replaces every read of a renamed value: node inputs, graph outputs, and reads from
+// inside nested subgraphs.
+void rename_reads(Graph& graph, const std::unordered_map<std::string, std::string>& names);
 
 }  // namespace nxrt::ir

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "core/limits.h"
+#include "optimizer/passes/passes.h"
 
 namespace nxrt::optimizer {
 namespace {
@@ -13,22 +14,6 @@ using FunctionMap = std::unordered_map<std::string, const ir::Function*>;
 
 std::string function_key(const std::string& domain, const std::string& name) {
   return domain + "::" + name;
-}
-
-// Renames value references inside a subgraph body that point at renamed outer values.
-void rename_in_subgraph(ir::Graph& graph, const std::unordered_map<std::string, std::string>& names) {
-  auto rename = [&](std::string& name) {
-    auto it = names.find(name);
-    if (it != names.end()) name = it->second;
-  };
-  for (ir::Node& node : graph.nodes) {
-    for (std::string& in : node.inputs) rename(in);
-    for (ir::Attribute& a : node.attributes) {
-      if (a.g) rename_in_subgraph(*a.g, names);
-      for (auto& g : a.graphs) rename_in_subgraph(*g, names);
-    }
-  }
-  for (ir::ValueInfo& out : graph.outputs) rename(out.name);
 }
 
 // The attributes of a body node after resolving ref_attr_name against the call site.
@@ -94,11 +79,11 @@ Status expand_call(const ir::Node& call, const ir::Function& fn, const FunctionM
     for (ir::Attribute& a : copy.attributes) {
       if (a.g) {
         a.g = std::make_shared<ir::Graph>(*a.g);
-        rename_in_subgraph(*a.g, names);
+        ir::rename_reads(*a.g, names);
       }
       for (auto& g : a.graphs) {
         g = std::make_shared<ir::Graph>(*g);
-        rename_in_subgraph(*g, names);
+        ir::rename_reads(*g, names);
       }
     }
     body.nodes.push_back(std::move(copy));
@@ -135,11 +120,18 @@ Status inline_functions(ir::Model& model, int64_t max_nodes) {
   for (const ir::Function& fn : model.functions) {
     functions[function_key(fn.domain, fn.name)] = &fn;
     // A function body may use domains the model does not import; adopt its versions.
-    for (const auto& [domain, version] : fn.opset_imports) model.opset_imports.emplace(domain, version);
+    for (const auto& [domain, version] : fn.opset_imports)
+      model.opset_imports.emplace(domain, version);
   }
   Budget budget;
   budget.max_nodes = max_nodes;
   return inline_graph(model.graph, functions, 0, budget);
+}
+
+Status inline_functions_pass(ir::Graph& graph, PassContext& ctx) {
+  // Inlining walks nested subgraphs itself: the main graph's call covers them all.
+  if (&graph != &ctx.model.graph) return Status();
+  return inline_functions(ctx.model, ctx.limits.max_nodes);
 }
 
 }  // namespace nxrt::optimizer

@@ -77,7 +77,4 @@ Expected<std::shared_ptr<ExecutableGraph>> plan_graph(const ir::Graph& graph,
                                                       const std::vector<const Tensor*>& outer_constants = {},
                                                       const std::vector<ValueKind>& outer_kinds = {});
 
-// Names a graph (and its nested subgraphs) reads without defining them.
-std::vector<std::string> collect_outer_names(const ir::Graph& graph);
-
 }  // namespace nxrt

@@ -57,33 +57,6 @@ class FoldContext final : public KernelContext {
   std::vector<Tensor> results_;
 };
 
-void collect_outer_names_into(const ir::Graph& graph, std::vector<std::string>& out,
-                              std::unordered_set<std::string>& seen) {
-  std::unordered_set<std::string> defined;
-  for (const auto& v : graph.inputs) defined.insert(v.name);
-  for (const auto& init : graph.initializers) defined.insert(init.name);
-  for (const auto& node : graph.nodes)
-    for (const auto& o : node.outputs) defined.insert(o);
-  auto use = [&](const std::string& name) {
-    if (!name.empty() && !defined.count(name) && seen.insert(name).second) out.push_back(name);
-  };
-  for (const auto& node : graph.nodes) {
-    for (const auto& i : node.inputs) use(i);
-    for (const auto& attr : node.attributes) {
-      std::vector<const ir::Graph*> subs;
-      if (attr.g) subs.push_back(attr.g.get());
-      for (const auto& g : attr.graphs) subs.push_back(g.get());
-      for (const ir::Graph* sub : subs) {
-        std::vector<std::string> inner;
-        std::unordered_set<std::string> inner_seen;
-        collect_outer_names_into(*sub, inner, inner_seen);
-        for (const auto& name : inner) use(name);
-      }
-    }
-  }
-  for (const auto& o : graph.outputs) use(o.name);
-}
-
 // Inputs and outputs the op's ONNX schema requires, checked before a kernel sees the node.
 Status check_arity(const ir::Node& node, int64_t opset, const std::string& context) {
   const cpu::OpArity* arity = cpu::find_arity(node.domain, node.op_type, opset);
@@ -262,7 +235,7 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       if (attr.g) subs.push_back(attr.g.get());
       for (const auto& sg : attr.graphs) subs.push_back(sg.get());
       for (const ir::Graph* sub : subs)
-        for (const auto& name : collect_outer_names(*sub))
+        for (const auto& name : ir::outer_names(*sub))
           if (seen.insert(name).second) implicit[n].push_back(name);
     }
     std::set<size_t> deps;
@@ -470,13 +443,6 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
 }
 
 }  // namespace
-
-std::vector<std::string> collect_outer_names(const ir::Graph& graph) {
-  std::vector<std::string> out;
-  std::unordered_set<std::string> seen;
-  collect_outer_names_into(graph, out, seen);
-  return out;
-}
 
 Expected<std::shared_ptr<ExecutableGraph>> plan_graph(const ir::Graph& graph,
                                                       const PlanOptions& options,

@@ -7,7 +7,7 @@
 #endif
 
 #include "onnx/decoder.h"
-#include "optimizer/inline_functions.h"
+#include "optimizer/pass.h"
 
 namespace nxrt {
 
@@ -70,7 +70,10 @@ Expected<std::unique_ptr<Session>> Session::create_from_bytes(const void* data, 
 Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> model,
                                                    const SessionConfig& config,
                                                    const Limits& limits) {
-  NXRT_RETURN_IF_ERROR(optimizer::inline_functions(*model, limits.max_nodes));
+  optimizer::OptimizerOptions passes;
+  passes.level = config.graph_optimization_level;
+  passes.disabled = config.disabled_optimizers;
+  NXRT_RETURN_IF_ERROR(optimizer::optimize(*model, passes, limits));
   // Decoding touched every page of the file; planning reads back only the weights, so
   // dropping the pages now lowers the peak as well as the steady state.
   if (model->mapped_file) model->mapped_file->release_resident_pages();

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <set>
 #include <memory>
 #include <span>
 #include <string>
@@ -22,7 +23,11 @@ struct SessionConfig {
   // - 1 workers with the session; 0 and 1 run everything on the calling thread.
   int intra_op_num_threads = 0;
   int inter_op_num_threads = 0;
+  // onnxruntime's GraphOptimizationLevel: 0 disabled, 1 basic, 2 extended, 99 all. Selects
+  // the graph passes (optimizer/passes.inc); above 0 constants are also folded.
   int graph_optimization_level = 99;
+  // Graph passes switched off by name (onnxruntime's disabled_optimizers).
+  std::set<std::string> disabled_optimizers;
   // onnxruntime-style key/value entries; "nxrt.limits.*" keys set the Limits (see
   // core/limits.h and docs/SECURITY.md), an unknown or malformed one fails creation.
   std::map<std::string, std::string> config_entries;

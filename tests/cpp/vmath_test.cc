@@ -67,7 +67,8 @@ TEST(Vmath, MatchesReference) {
   expect_close(Unary::kLeakyRelu, {0.01f, 0, 0}, "leaky_relu");
   expect_close(Unary::kHardSigmoid, {0.2f, 0.5f, 0}, "hard_sigmoid");
   expect_close(Unary::kHardSwish, {}, "hard_swish");
-  expect_close(Unary::kSilu, {}, "silu");
+  expect_close(Unary::kSwish, {1.0f, 0, 0}, "silu");
+  expect_close(Unary::kSwish, {1.702f, 0, 0}, "quick_gelu");
   expect_close(Unary::kElu, {1.0f, 0, 0}, "elu");
   expect_close(Unary::kSelu, {1.6732632f, 0, 1.0507010f}, "selu");
   expect_close(Unary::kSqrt, {}, "sqrt");

@@ -25,37 +25,37 @@ constexpr int64_t kNC = 2048;  // columns of B packed at once (multiple of every
 // Portable R x 8 tile (MR = 4): 8 accumulator vectors with SSE2, so it stays in
 // registers on the x86-64 baseline; fixed-size loops GCC unrolls and vectorizes.
 template <int R>
-void portable_tile(int64_t kc, const float* a, int64_t ak, const float* b, float* c, int64_t rs_c,
-                   int64_t cs_c, float alpha, float beta, int64_t nr) {
+void portable_tile(int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row,
+                   float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t nr) {
   float acc[R][8] = {};
   for (int64_t k = 0; k < kc; ++k) {
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
       const float av = a[k * ak + i];
 #pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) acc[i][j] += av * b[k * 8 + j];
+      for (int j = 0; j < 8; ++j) acc[i][j] += av * b[k * b_row + j];
     }
   }
   store_tile(&acc[0][0], 8, c, rs_c, cs_c, alpha, beta, R, nr);
 }
 
-void micro_kernel_portable_4x8(int64_t kc, const float* a, int64_t ak, const float* b, float* c,
-                               int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr,
-                               int64_t nr) {
-  for (int64_t j = 0; j < nr; j += 8, b += kc * 8, c += 8 * cs_c) {
+void micro_kernel_portable_4x8(int64_t kc, const float* a, int64_t ak, const float* b,
+                               int64_t b_row, int64_t b_panel, float* c, int64_t rs_c,
+                               int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr) {
+  for (int64_t j = 0; j < nr; j += 8, b += b_panel, c += 8 * cs_c) {
     const int64_t w = std::min<int64_t>(8, nr - j);
     switch (mr) {
       case 1:
-        portable_tile<1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, w);
+        portable_tile<1>(kc, a, ak, b, b_row, c, rs_c, cs_c, alpha, beta, w);
         break;
       case 2:
-        portable_tile<2>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, w);
+        portable_tile<2>(kc, a, ak, b, b_row, c, rs_c, cs_c, alpha, beta, w);
         break;
       case 3:
-        portable_tile<3>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, w);
+        portable_tile<3>(kc, a, ak, b, b_row, c, rs_c, cs_c, alpha, beta, w);
         break;
       default:
-        portable_tile<4>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, w);
+        portable_tile<4>(kc, a, ak, b, b_row, c, rs_c, cs_c, alpha, beta, w);
         break;
     }
   }
@@ -153,6 +153,21 @@ struct Operand {
   const PackedMatrix* packed = nullptr;
 };
 
+// Whether the rows of a row-major B, `ld` floats apart, can be read in place by the
+// micro-kernel. A panel's kc rows must spread over the L1 cache's sets: with a stride
+// that is a multiple of a large power of two (4 KiB pages of floats, 1024-float rows)
+// they all land in a few sets and evict each other, so such a B is packed instead.
+bool b_rows_spread(int64_t ld) {
+  constexpr int64_t kSetSpan = 4096;  // bytes: L1 sets x line size
+  int64_t stride = ld * int64_t(sizeof(float)) % kSetSpan, span = kSetSpan;
+  while (stride != 0) {  // gcd(stride, span)
+    const int64_t t = span % stride;
+    span = stride;
+    stride = t;
+  }
+  return span <= 256;  // at least 16 of the 64 sets
+}
+
 template <int MR, int NR>
 void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float alpha,
                   const Operand& A, const Operand& B, float beta, float* C, int64_t rs_c,
@@ -167,6 +182,9 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
   // (ak = lda) or a single row (ak = 1). Small problems then pack nothing but B.
   const bool a_direct = !A.packed && M <= MR && (A.trans || M == 1);
   const bool a_pack = !A.packed && !a_direct;
+  // A row-major B is read in place (no packing pass) for its whole NR-wide panels; only
+  // its last, partial panel is packed (zero padded).
+  const bool b_direct = !B.packed && !B.trans && N >= NR && b_rows_spread(B.ld);
   const int64_t kc_max = std::min<int64_t>(kKC, K);
   float* pa = nullptr;
   float* pb = nullptr;
@@ -174,7 +192,9 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
     const int64_t mc_max = std::min<int64_t>(kMC, (M + MR - 1) / MR * MR);
     pa = scratch(tls.a, tls.a_cap, size_t(mc_max * kc_max));
   }
-  if (!B.packed) {
+  if (b_direct) {
+    pb = scratch(tls.b, tls.b_cap, size_t(NR * kc_max));
+  } else if (!B.packed) {
     const int64_t nc_max = std::min<int64_t>(kNC, (N + NR - 1) / NR * NR);
     pb = scratch(tls.b, tls.b_cap, size_t(nc_max * kc_max));
   }
@@ -186,7 +206,15 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
       // Later K slices accumulate onto the first one's result.
       const float beta_k = pc == 0 ? beta : 1.0f;
       const float* bs;
-      if (B.packed) {
+      // Panels [0, whole) of this block are read in place; the rest from packed `bs`.
+      int64_t whole = 0;
+      const float* b_in_place = nullptr;
+      if (b_direct) {
+        b_in_place = B.p + pc * B.ld + jc;
+        whole = nc / NR * NR;
+        if (whole < nc) pack_b<NR>(false, b_in_place + whole, B.ld, kc, nc - whole, pb);
+        bs = pb;  // the packed tail, which starts at column `whole`
+      } else if (B.packed) {
         bs = B.packed->data() + pc * B.packed->padded() + jc * kc;
       } else {
         pack_b<NR>(B.trans, B.trans ? B.p + jc * B.ld + pc : B.p + pc * B.ld + jc, B.ld, kc, nc,
@@ -211,15 +239,20 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
         // One A panel: hand the kernel several B panels (thin tiles run them together).
         // Several: one B panel at a time, so it stays in L1 while all A panels pass.
         const int64_t width = NR * (mc <= MR ? kPanelGroup : 1);
-        for (int64_t jr = 0; jr < nc; jr += width) {
-          const int64_t nr = std::min<int64_t>(width, nc - jr);
-          const float* bp = bs + jr * kc;
-          for (int64_t ir = 0; ir < mc; ir += MR) {
-            const int64_t mr = std::min<int64_t>(MR, mc - ir);
-            kernel(kc, as + ir / MR * a_step, ak, bp, C + (ic + ir) * rs_c + (jc + jr) * cs_c, rs_c,
-                   cs_c, alpha, beta_k, mr, nr);
+        auto sweep = [&](int64_t j0, int64_t j1, bool in_place) {
+          for (int64_t jr = j0; jr < j1; jr += width) {
+            const int64_t nr = std::min<int64_t>(width, j1 - jr);
+            const float* bp = in_place ? b_in_place + jr : bs + (jr - whole) * kc;
+            const int64_t b_row = in_place ? B.ld : NR, b_panel = in_place ? NR : kc * NR;
+            for (int64_t ir = 0; ir < mc; ir += MR) {
+              const int64_t mr = std::min<int64_t>(MR, mc - ir);
+              kernel(kc, as + ir / MR * a_step, ak, bp, b_row, b_panel,
+                     C + (ic + ir) * rs_c + (jc + jr) * cs_c, rs_c, cs_c, alpha, beta_k, mr, nr);
+            }
           }
-        }
+        };
+        sweep(0, whole, true);
+        sweep(whole, nc, false);
       }
     }
   }

@@ -15,10 +15,9 @@ namespace {
 // NP > 1 supplies the independent chains (~8 in flight) that hide the FMA latency.
 template <int R, int NP>
 __attribute__((target("avx2,fma"), always_inline)) inline void tile(
-    int64_t kc, const float* a, int64_t ak, const float* b, float* c, int64_t rs_c,
-    int64_t cs_c, float alpha, float beta, int64_t nr) {
+    int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row, int64_t b_panel,
+    float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t nr) {
   constexpr int V = 2 * NP;  // accumulator vectors per row
-  const int64_t pstride = kc * 16;
   __m256 acc[R][V];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
@@ -28,8 +27,8 @@ __attribute__((target("avx2,fma"), always_inline)) inline void tile(
     __m256 bv[V];
 #pragma GCC unroll 4
     for (int q = 0; q < NP; ++q) {
-      bv[2 * q] = _mm256_loadu_ps(b + q * pstride + k * 16);
-      bv[2 * q + 1] = _mm256_loadu_ps(b + q * pstride + k * 16 + 8);
+      bv[2 * q] = _mm256_loadu_ps(b + q * b_panel + k * b_row);
+      bv[2 * q + 1] = _mm256_loadu_ps(b + q * b_panel + k * b_row + 8);
     }
     const float* ap = a + k * ak;
 #pragma GCC unroll 6
@@ -66,32 +65,32 @@ __attribute__((target("avx2,fma"), always_inline)) inline void tile(
 // Runs rows x nr (up to kPanelGroup panels) as tiles of NP panels, then single panels.
 template <int R, int NP>
 __attribute__((target("avx2,fma"), always_inline)) inline void rows(
-    int64_t kc, const float* a, int64_t ak, const float* b, float* c, int64_t rs_c,
-    int64_t cs_c, float alpha, float beta, int64_t nr) {
+    int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row, int64_t b_panel,
+    float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t nr) {
   int64_t j = 0;
   if constexpr (NP > 1) {
     for (; j + 16 * (NP - 1) < nr; j += 16 * NP)
-      tile<R, NP>(kc, a, ak, b + j * kc, c + j * cs_c, rs_c, cs_c, alpha, beta,
+      tile<R, NP>(kc, a, ak, b + j / 16 * b_panel, b_row, b_panel, c + j * cs_c, rs_c, cs_c, alpha, beta,
                   std::min<int64_t>(nr - j, 16 * NP));
   }
   for (; j < nr; j += 16)
-    tile<R, 1>(kc, a, ak, b + j * kc, c + j * cs_c, rs_c, cs_c, alpha, beta,
+    tile<R, 1>(kc, a, ak, b + j / 16 * b_panel, b_row, b_panel, c + j * cs_c, rs_c, cs_c, alpha, beta,
                std::min<int64_t>(nr - j, 16));
 }
 
 }  // namespace
 
 __attribute__((target("avx2,fma"))) void micro_kernel_avx2_6x16(
-    int64_t kc, const float* a, int64_t ak, const float* b, float* c, int64_t rs_c,
-    int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr) {
+    int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row, int64_t b_panel,
+    float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr) {
   // 6 rows: 12 accumulators + 2 B vectors + 1 broadcast = 15 of 16 ymm registers.
   switch (mr) {
-    case 1: return rows<1, 4>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 2: return rows<2, 2>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 3: return rows<3, 1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 4: return rows<4, 1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 5: return rows<5, 1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    default: return rows<6, 1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
+    case 1: return rows<1, 4>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 2: return rows<2, 2>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 3: return rows<3, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 4: return rows<4, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 5: return rows<5, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    default: return rows<6, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
   }
 }
 

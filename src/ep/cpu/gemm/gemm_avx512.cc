@@ -16,10 +16,9 @@ namespace {
 // NP > 1 supplies the independent chains (~8 in flight) that hide the FMA latency.
 template <int R, int NP>
 __attribute__((target("avx512f"), always_inline)) inline void tile(
-    int64_t kc, const float* a, int64_t ak, const float* b, float* c, int64_t rs_c,
-    int64_t cs_c, float alpha, float beta, int64_t nr) {
+    int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row, int64_t b_panel,
+    float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t nr) {
   constexpr int V = 2 * NP;  // accumulator vectors per row
-  const int64_t pstride = kc * 32;
   __m512 acc[R][V];
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r)
@@ -29,9 +28,13 @@ __attribute__((target("avx512f"), always_inline)) inline void tile(
     __m512 bv[V];
 #pragma GCC unroll 4
     for (int q = 0; q < NP; ++q) {
-      bv[2 * q] = _mm512_loadu_ps(b + q * pstride + k * 32);
-      bv[2 * q + 1] = _mm512_loadu_ps(b + q * pstride + k * 32 + 16);
+      bv[2 * q] = _mm512_loadu_ps(b + q * b_panel + k * b_row);
+      bv[2 * q + 1] = _mm512_loadu_ps(b + q * b_panel + k * b_row + 16);
     }
+    // The next panel's row k: a B read in place has its rows far apart (one page each),
+    // where the hardware prefetchers lose track; packed panels just stream.
+    _mm_prefetch(reinterpret_cast<const char*>(b + NP * b_panel + k * b_row), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(b + NP * b_panel + k * b_row + 16), _MM_HINT_T0);
     const float* ap = a + k * ak;
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
@@ -76,37 +79,37 @@ __attribute__((target("avx512f"), always_inline)) inline void tile(
 // Runs rows x nr (up to kPanelGroup panels) as tiles of NP panels, then single panels.
 template <int R, int NP>
 __attribute__((target("avx512f"), always_inline)) inline void rows(
-    int64_t kc, const float* a, int64_t ak, const float* b, float* c, int64_t rs_c,
-    int64_t cs_c, float alpha, float beta, int64_t nr) {
+    int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row, int64_t b_panel,
+    float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t nr) {
   int64_t j = 0;
   if constexpr (NP > 1) {
     for (; j + 32 * (NP - 1) < nr; j += 32 * NP)
-      tile<R, NP>(kc, a, ak, b + j * kc, c + j * cs_c, rs_c, cs_c, alpha, beta,
+      tile<R, NP>(kc, a, ak, b + j / 32 * b_panel, b_row, b_panel, c + j * cs_c, rs_c, cs_c, alpha, beta,
                   std::min<int64_t>(nr - j, 32 * NP));
   }
   for (; j < nr; j += 32)
-    tile<R, 1>(kc, a, ak, b + j * kc, c + j * cs_c, rs_c, cs_c, alpha, beta,
+    tile<R, 1>(kc, a, ak, b + j / 32 * b_panel, b_row, b_panel, c + j * cs_c, rs_c, cs_c, alpha, beta,
                std::min<int64_t>(nr - j, 32));
 }
 
 }  // namespace
 
 __attribute__((target("avx512f"))) void micro_kernel_avx512_12x32(
-    int64_t kc, const float* a, int64_t ak, const float* b, float* c, int64_t rs_c,
-    int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr) {
+    int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row, int64_t b_panel,
+    float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr) {
   switch (mr) {
-    case 1: return rows<1, 4>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 2: return rows<2, 2>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 3: return rows<3, 2>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 4: return rows<4, 1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 5: return rows<5, 1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 6: return rows<6, 1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 7: return rows<7, 1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 8: return rows<8, 1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 9: return rows<9, 1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 10: return rows<10, 1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    case 11: return rows<11, 1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
-    default: return rows<12, 1>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr);
+    case 1: return rows<1, 4>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 2: return rows<2, 2>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 3: return rows<3, 2>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 4: return rows<4, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 5: return rows<5, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 6: return rows<6, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 7: return rows<7, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 8: return rows<8, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 9: return rows<9, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 10: return rows<10, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 11: return rows<11, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    default: return rows<12, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
   }
 }
 

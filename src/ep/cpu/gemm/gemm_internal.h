@@ -12,24 +12,25 @@ constexpr int64_t kPanelGroup = 4;
 // C = alpha * Ap * Bp + beta * C.
 //  - Ap: element (i, k) at a[k * ak + i]. Packed panels have ak == MR; an unpacked
 //    transposed A (or a single row of A, ak == 1) is read in place.
-//  - Bp: NR-column panels packed k-major (NR floats per k, zero padded), kc * NR floats
-//    apart.
+//  - Bp: NR-column panels, row k of panel q at b + q * b_panel + k * b_row. Packed panels
+//    are k-major (b_row == NR, b_panel == kc * NR, zero padded); a row-major B is read in
+//    place (b_row == ldb, b_panel == NR) where its panels are whole.
 //  - C: element (i, j) at c[i * rs_c + j * cs_c], so a kernel can also write C^T.
 // beta == 0 must not read C. Kernels compute only the mr rows asked for, so a thin
 // problem (a few rows) does not pay for the whole MR-row tile.
-using MicroKernelFn = void (*)(int64_t kc, const float* a, int64_t ak, const float* b, float* c,
-                               int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr,
-                               int64_t nr);
+using MicroKernelFn = void (*)(int64_t kc, const float* a, int64_t ak, const float* b,
+                               int64_t b_row, int64_t b_panel, float* c, int64_t rs_c,
+                               int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr);
 
 // 6 x 16 with AVX2+FMA; only call when has_avx2_fma().
-void micro_kernel_avx2_6x16(int64_t kc, const float* a, int64_t ak, const float* b, float* c,
-                            int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr,
-                            int64_t nr);
+void micro_kernel_avx2_6x16(int64_t kc, const float* a, int64_t ak, const float* b,
+                            int64_t b_row, int64_t b_panel, float* c, int64_t rs_c, int64_t cs_c,
+                            float alpha, float beta, int64_t mr, int64_t nr);
 
 // 12 x 32 with AVX-512F; only call when has_avx512f().
-void micro_kernel_avx512_12x32(int64_t kc, const float* a, int64_t ak, const float* b, float* c,
-                               int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr,
-                               int64_t nr);
+void micro_kernel_avx512_12x32(int64_t kc, const float* a, int64_t ak, const float* b,
+                               int64_t b_row, int64_t b_panel, float* c, int64_t rs_c,
+                               int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr);
 
 // Writes a finished tile held in `acc` (row stride `acc_ld`) into C with alpha/beta.
 inline void store_tile(const float* acc, int64_t acc_ld, float* c, int64_t rs_c, int64_t cs_c,

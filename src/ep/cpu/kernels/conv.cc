@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -310,6 +311,18 @@ void with_compute_type(const Tensor& x, const Tensor& w, const Tensor* b, Tensor
   }
 }
 
+// FusedConv's sum input in the compute type: float16/bfloat16 widened into `wide`.
+template <typename T>
+const std::conditional_t<kHalf<T>, float, T>* sum_input(const Tensor* z, std::vector<float>& wide) {
+  if (!z) return nullptr;
+  if constexpr (kHalf<T>) {
+    wide = widen(z->data<T>(), z->numel());
+    return wide.data();
+  } else {
+    return z->data<T>();
+  }
+}
+
 Status check_bias(const Tensor* b, int64_t channels) {
   if (b && (b->rank() != 1 || b->shape()[0] != channels))
     return invalid_argument("bias has shape ", b->shape().to_string(), "; expected [", channels,
@@ -328,9 +341,17 @@ struct PackedWeights {
   bool matches(const Tensor& w) const { return !groups.empty() && w.raw() == source.raw(); }
 };
 
+// FusedConv's activation, applied to each finished block of output.
+struct ConvActivation {
+  vmath::Unary fn;
+  vmath::UnaryParams params;
+};
+
 class ConvKernel final : public Kernel {
  public:
-  ConvKernel(WindowAttrs attrs, int64_t group) : attrs_(std::move(attrs)), group_(group) {}
+  ConvKernel(WindowAttrs attrs, int64_t group, std::optional<ConvActivation> activation = {},
+             bool has_sum = false)
+      : attrs_(std::move(attrs)), group_(group), activation_(activation), has_sum_(has_sum) {}
 
   // Packs a constant float/float16/bfloat16 W; leaves the kernel unpacked if W's shape
   // cannot be right (compute reports that).
@@ -349,17 +370,24 @@ class ConvKernel final : public Kernel {
     const Tensor& x = *ctx.input(0);
     const Tensor& w = *ctx.input(1);
     const Tensor* b = ctx.input(2);
+    const Tensor* z = has_sum_ ? ctx.input(3) : nullptr;
     Lattice L;
     Tensor* y = nullptr;
     NXRT_RETURN_IF_ERROR(prepare_output(ctx, x, w, b, L, y));
+    if (z && (z->dtype() != x.dtype() || z->shape() != y->shape()))
+      return invalid_argument("the sum input Z is ", tensor_type_name(z->dtype()), " ",
+                              z->shape().to_string(), "; FusedConv needs the output's type and "
+                              "shape ", y->shape().to_string());
     if (y->numel() == 0) return Status();
     const int64_t N = x.shape()[0], C = x.shape()[1], M = w.shape()[0];
     switch (x.dtype()) {
       NXRT_CASES_FLOAT({
         using W = std::conditional_t<kHalf<T>, float, T>;
         const PackedWeights* packed = packed_.matches(w) ? &packed_ : nullptr;
+        std::vector<float> wide_z;
+        const W* pz = sum_input<T>(z, wide_z);
         with_compute_type<T>(x, w, b, *y, [&](const W* px, const W* pw, const W* pb, W* py) {
-          run<W>(L, N, C, M, px, pw, pb, py, packed);
+          run<W>(L, N, C, M, px, pw, pb, py, packed, pz);
         });
       })
       default:
@@ -393,9 +421,36 @@ class ConvKernel final : public Kernel {
     return Status();
   }
 
+  // Adds the bias and the sum input to `channels` rows of `cols` outputs starting at
+  // y[offset] (channel first_channel; rows out_size apart) and applies the activation:
+  // called on each block right after its product, while the block is in cache.
+  template <typename T>
+  void finish(T* y, const T* z, const T* bias, int64_t out_size, int64_t offset,
+              int64_t first_channel, int64_t channels, int64_t cols) const {
+    if (!bias && !z && !activation_) return;
+    for (int64_t c = 0; c < channels; ++c) {
+      T* row = y + offset + c * out_size;
+      if (bias) {
+        const T b = bias[first_channel + c];
+        for (int64_t i = 0; i < cols; ++i) row[i] += b;
+      }
+      if (z) {
+        const T* zrow = z + offset + c * out_size;
+        for (int64_t i = 0; i < cols; ++i) row[i] += zrow[i];
+      }
+      if (!activation_) continue;
+      if constexpr (std::is_same_v<T, float>) {
+        vmath::unary(activation_->fn, activation_->params, row, row, size_t(cols));
+      } else {
+        for (int64_t i = 0; i < cols; ++i)
+          row[i] = T(vmath::reference(activation_->fn, activation_->params, double(row[i])));
+      }
+    }
+  }
+
   template <typename T>
   void run(const Lattice& L, int64_t N, int64_t C, int64_t M, const T* x, const T* w, const T* bias,
-           T* y, const PackedWeights* packed = nullptr) const {
+           T* y, const PackedWeights* packed = nullptr, const T* z = nullptr) const {
     const int64_t G = group_, Cg = C / G, Mg = M / G;
     const int64_t in_size = L.image_size(), out_size = L.grid_size();
     const int64_t K = Cg * L.kernel_size();
@@ -414,8 +469,9 @@ class ConvKernel final : public Kernel {
           const int64_t c0 = int64_t(b) * block, count = std::min(block, C - c0);
           depthwise(L, count, Mg, x + (n * C + c0) * in_size, w + c0 * Mg * ksize,
                     y + (n * M + c0 * Mg) * out_size);
+          finish(y, z, bias, out_size, (n * M + c0 * Mg) * out_size, c0 * Mg, count * Mg,
+                 out_size);
         });
-      if (bias) add_bias(y, bias, N, M, out_size);
       return;
     }
     if constexpr (std::is_same_v<T, float>) {
@@ -430,8 +486,8 @@ class ConvKernel final : public Kernel {
             gemm::sgemm_packed_right(true, out_size, 1.0f, pointwise ? xg : col, out_size,
                                      packed->groups[size_t(g)], 0.0f,
                                      y + (n * M + g * Mg) * out_size, out_size, true);
+            finish(y, z, bias, out_size, (n * M + g * Mg) * out_size, g * Mg, Mg, out_size);
           }
-        if (bias) add_bias(y, bias, N, M, out_size);
         return;
       }
     }
@@ -446,7 +502,8 @@ class ConvKernel final : public Kernel {
       chunk = std::min(chunk, std::max<int64_t>(1, (rows + width - 1) / width));
     // Every (image, group, chunk of rows) is independent: with several, they go to the
     // run's threads (each with its own column scratch); with one, the GEMM splits itself.
-    const int64_t chunks = pointwise ? 1 : (rows + chunk - 1) / chunk;
+    // A pointwise conv reads its chunks straight from the input.
+    const int64_t chunks = (rows + chunk - 1) / chunk;
     // Constant weights are packed as left operands on first use (once, for all runs):
     // only models that reach this wide path pay the memory for a second packing.
     const std::vector<gemm::PackedMatrix>* left = nullptr;
@@ -474,23 +531,25 @@ class ConvKernel final : public Kernel {
       const int64_t n = int64_t(task) / chunks / G;
       const T* xg = x + (n * C + g * Cg) * in_size;
       T* yg = y + (n * M + g * Mg) * out_size;
-      if (pointwise) {
-        // The input already is the column matrix (out dims equal in dims here).
-        product(g, out_size, xg, in_size, yg);
-        return;
-      }
       const int64_t r0 = c * chunk, r1 = std::min(rows, r0 + chunk);
       const int64_t cols = (r1 - r0) * gl;
-      T* col = scratch<T>(size_t(K * gl * std::min(chunk, rows)));
-      im2col(L, Cg, r0, r1, xg, col);
-      product(g, cols, col, cols, yg + r0 * gl);
+      if (pointwise) {
+        // The input already is the column matrix (out dims equal in dims here).
+        product(g, cols, xg + r0 * gl, in_size, yg + r0 * gl);
+      } else {
+        T* col = scratch<T>(size_t(K * gl * std::min(chunk, rows)));
+        im2col(L, Cg, r0, r1, xg, col);
+        product(g, cols, col, cols, yg + r0 * gl);
+      }
+      finish(y, z, bias, out_size, (n * M + g * Mg) * out_size + r0 * gl, g * Mg, Mg, cols);
     });
-    if (bias) add_bias(y, bias, N, M, out_size);
   }
 
  private:
   WindowAttrs attrs_;
   int64_t group_;
+  std::optional<ConvActivation> activation_;
+  bool has_sum_;  // FusedConv's input 3, added before the activation
   PackedWeights packed_;
   // Per group W_g packed as a left operand, set once (behind a pointer: the kernel moves).
   struct LazyLeft {
@@ -713,6 +772,53 @@ Expected<KernelPtr> create_conv(KernelInit& init) {
   NXRT_RETURN_IF_ERROR(check_float_inputs(init, 3));
   init.set_all_outputs(init.input_type(0));
   auto kernel = std::make_unique<ConvKernel>(std::move(w), group);
+  if (const Tensor* weights = init.constant_input(1)) kernel->pack_weights(*weights);
+  return KernelPtr(std::move(kernel));
+}
+
+// com.microsoft FusedConv: Conv, plus an optional sum input Z (same shape as Y) and an
+// activation (Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, Clip: onnxruntime's set)
+// applied to conv + bias + Z. nxrt's own FusedConv also takes HardSwish and QuickGelu.
+Expected<KernelPtr> create_fused_conv(KernelInit& init) {
+  AttrReader attrs(init.node);
+  WindowAttrs w;
+  const int64_t group = attrs.get_int("group", 1);
+  Status st = read_window_attrs(attrs, false, w);
+  if (!st.ok()) return init.error(st.code(), st.message());
+  if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
+  NXRT_RETURN_IF_ERROR(check_float_inputs(init, 4));
+  const std::string name = attrs.get_string("activation");
+  const std::vector<float> p = attrs.get_floats("activation_params");
+  auto params_needed = [&](size_t n) -> Status {
+    if (p.size() == n) return Status();
+    return init.error(StatusCode::kInvalidGraph, "activation ", name, " takes ", n,
+                      " activation_params, got ", p.size());
+  };
+  std::optional<ConvActivation> act;
+  if (name == "Relu" || name == "Sigmoid" || name == "Tanh") {
+    NXRT_RETURN_IF_ERROR(params_needed(0));
+    act = ConvActivation{name == "Relu"      ? vmath::Unary::kRelu
+                         : name == "Sigmoid" ? vmath::Unary::kSigmoid
+                                             : vmath::Unary::kTanh,
+                         {}};
+  } else if (name == "LeakyRelu" || name == "QuickGelu") {
+    NXRT_RETURN_IF_ERROR(params_needed(1));
+    act = ConvActivation{name == "LeakyRelu" ? vmath::Unary::kLeakyRelu : vmath::Unary::kSwish,
+                         {p[0], 0, 0}};
+  } else if (name == "HardSwish") {
+    NXRT_RETURN_IF_ERROR(params_needed(0));
+    act = ConvActivation{vmath::Unary::kHardSwish, {}};
+  } else if (name == "HardSigmoid" || name == "Clip") {
+    NXRT_RETURN_IF_ERROR(params_needed(2));
+    act = ConvActivation{name == "Clip" ? vmath::Unary::kClip : vmath::Unary::kHardSigmoid,
+                         {p[0], p[1], 0}};
+  } else if (!name.empty()) {
+    return init.error(StatusCode::kNotImplemented, "activation '", name,
+                      "' is not one FusedConv supports (Relu, LeakyRelu, Sigmoid, Tanh, "
+                      "HardSigmoid, Clip, HardSwish, QuickGelu)");
+  }
+  init.set_all_outputs(init.input_type(0));
+  auto kernel = std::make_unique<ConvKernel>(std::move(w), group, act, init.has_input(3));
   if (const Tensor* weights = init.constant_input(1)) kernel->pack_weights(*weights);
   return KernelPtr(std::move(kernel));
 }

@@ -1,4 +1,4 @@
-// Assorted ops: BitCast, ReverseSequence, TensorScatter (KV-cache writes), Det and Swish.
+// Assorted ops: BitCast, ReverseSequence, TensorScatter (KV-cache writes) and Det.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -215,37 +215,6 @@ class DetKernel final : public Kernel {
 };
 
 // x * sigmoid(alpha * x).
-class SwishKernel final : public Kernel {
- public:
-  SwishKernel(DataType dtype, float alpha) : dtype_(dtype), alpha_(alpha) {}
-
-  Status compute(KernelContext& ctx) const override {
-    const Tensor& x = *ctx.input(0);
-    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
-    const int64_t n = x.numel();
-    switch (dtype_) {
-      NXRT_CASE(kDouble, run<T, double>(x.data<T>(), y->data<T>(), n))
-      NXRT_CASE(kFloat, run<T, float>(x.data<T>(), y->data<T>(), n))
-      NXRT_CASE(kFloat16, run<T, float>(x.data<T>(), y->data<T>(), n))
-      NXRT_CASE(kBFloat16, run<T, float>(x.data<T>(), y->data<T>(), n))
-      default: return not_implemented("type ", dtype_name(dtype_), " is not supported");
-    }
-    return Status();
-  }
-
- private:
-  template <typename T, typename W>
-  void run(const T* x, T* y, int64_t n) const {
-    const W alpha = W(alpha_);
-    for (int64_t i = 0; i < n; ++i) {
-      const W v = W(x[i]);
-      y[i] = T(v / (W(1) + std::exp(-alpha * v)));
-    }
-  }
-
-  DataType dtype_;
-  float alpha_;
-};
 
 }  // namespace
 
@@ -310,14 +279,5 @@ Expected<KernelPtr> create_det(KernelInit& init) {
   return make_kernel<DetKernel>(t);
 }
 
-Expected<KernelPtr> create_swish(KernelInit& init) {
-  AttrReader attrs(init.node);
-  const float alpha = attrs.get_float("alpha", 1.0f);
-  NXRT_RETURN_IF_ERROR(attrs.status());
-  const DataType t = init.input_type(0);
-  if (!is_float_type(t)) return init.unsupported_type(0);
-  init.set_all_outputs(t);
-  return make_kernel<SwishKernel>(t, alpha);
-}
 
 }  // namespace nxrt::cpu

@@ -155,7 +155,9 @@ bool vector_form(const std::string& op, const Params& p, vmath::Unary& fn) {
                                                      {"Selu", U::kSelu},
                                                      {"Sqrt", U::kSqrt},
                                                      {"Reciprocal", U::kReciprocal},
-                                                     {"Softsign", U::kSoftsign}};
+                                                     {"Softsign", U::kSoftsign},
+                                                     {"Swish", U::kSwish},
+                                                     {"QuickGelu", U::kSwish}};
   if (op == "Gelu") {  // approximate is checked at creation
     fn = p.approximate == "tanh" ? U::kGeluTanh : U::kGelu;
     return true;
@@ -178,6 +180,7 @@ Expected<KernelPtr> create_float_unary(KernelInit& init, const char* name) {
   p.alpha = attrs.get_float("alpha", op == "LeakyRelu"     ? 0.01f
                                      : op == "HardSigmoid" ? 0.2f
                                      : op == "Selu"        ? 1.67326319217681884765625f
+                                     : op == "QuickGelu"   ? 1.702f
                                                            : 1.0f);
   p.beta = attrs.get_float("beta", 0.5f);
   p.gamma = attrs.get_float("gamma", 1.05070102214813232421875f);
@@ -360,6 +363,8 @@ NXRT_FLOAT_UNARY(create_thresholded_relu, "ThresholdedRelu")
 NXRT_FLOAT_UNARY(create_hard_sigmoid, "HardSigmoid")
 NXRT_FLOAT_UNARY(create_hard_swish, "HardSwish")
 NXRT_FLOAT_UNARY(create_gelu, "Gelu")
+NXRT_FLOAT_UNARY(create_swish, "Swish")
+NXRT_FLOAT_UNARY(create_quick_gelu, "QuickGelu")  // com.microsoft: x * sigmoid(alpha * x)
 #undef NXRT_FLOAT_UNARY
 
 Expected<KernelPtr> create_abs(KernelInit& init) { return create_signed(init, SignedOp::kAbs); }

@@ -49,8 +49,8 @@ double reference(Unary fn, const UnaryParams& p, double x) {
       return std::max(0.0, std::min(1.0, double(p.alpha) * x + double(p.beta)));
     case Unary::kHardSwish:
       return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
-    case Unary::kSilu:
-      return x * sigmoid(x);
+    case Unary::kSwish:
+      return x * sigmoid(double(p.alpha) * x);
     case Unary::kElu:
       return x < 0 ? double(p.alpha) * (std::exp(x) - 1.0) : x;
     case Unary::kSelu:

@@ -24,7 +24,7 @@ enum class Unary : uint8_t {
   kLeakyRelu,    // alpha
   kHardSigmoid,  // max(0, min(1, alpha * x + beta))
   kHardSwish,    // x * max(0, min(1, x / 6 + 1 / 2))
-  kSilu,         // x * sigmoid(x) (contrib QuickGelu with alpha 1, fused Swish)
+  kSwish,        // x * sigmoid(alpha * x): Swish, SiLU (alpha 1), contrib QuickGelu
   kElu,          // alpha
   kSelu,         // alpha, gamma
   kSqrt,

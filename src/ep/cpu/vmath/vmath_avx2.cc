@@ -166,7 +166,8 @@ NXRT_AVX2 __m256 apply(__m256 x, const UnaryParams& p) {
     return clamp01(_mm256_fmadd_ps(x, splat(p.alpha), splat(p.beta)));
   if constexpr (F == Unary::kHardSwish)
     return _mm256_mul_ps(x, clamp01(_mm256_fmadd_ps(x, splat(1.0f / 6), splat(0.5f))));
-  if constexpr (F == Unary::kSilu) return _mm256_mul_ps(x, sigmoid_ps(x));
+  if constexpr (F == Unary::kSwish)
+    return _mm256_mul_ps(x, sigmoid_ps(_mm256_mul_ps(x, splat(p.alpha))));
   if constexpr (F == Unary::kElu || F == Unary::kSelu) {
     const __m256 neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
     const __m256 e =
@@ -223,7 +224,7 @@ void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t
     NXRT_VMATH_CASE(kLeakyRelu)
     NXRT_VMATH_CASE(kHardSigmoid)
     NXRT_VMATH_CASE(kHardSwish)
-    NXRT_VMATH_CASE(kSilu)
+    NXRT_VMATH_CASE(kSwish)
     NXRT_VMATH_CASE(kElu)
     NXRT_VMATH_CASE(kSelu)
     NXRT_VMATH_CASE(kSqrt)

@@ -1,0 +1,22 @@
+// The pass functions listed in passes.inc, one file each.
+#pragma once
+
+#include "optimizer/pass.h"
+
+namespace nxrt::optimizer {
+
+// Replaces calls to model-local functions with their bodies (inline_functions.h).
+Status inline_functions_pass(ir::Graph& graph, PassContext& ctx);
+// Identity, and Dropout that cannot be in training mode: readers take the input instead.
+Status eliminate_identity(ir::Graph& graph, PassContext& ctx);
+// BatchNormalization after a Conv with constant weights: folded into W and B.
+Status fuse_conv_batchnorm(ir::Graph& graph, PassContext& ctx);
+// x * Sigmoid(x): one com.microsoft QuickGelu (alpha 1).
+Status fuse_quick_gelu(ir::Graph& graph, PassContext& ctx);
+// Conv followed by an activation: one FusedConv node (com.microsoft, or nxrt's own domain
+// for activations onnxruntime's FusedConv lacks).
+Status fuse_conv_activation(ir::Graph& graph, PassContext& ctx);
+// Nodes none of whose outputs anything reads.
+Status eliminate_dead_nodes(ir::Graph& graph, PassContext& ctx);
+
+}  // namespace nxrt::optimizer

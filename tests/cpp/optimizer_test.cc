@@ -1,0 +1,138 @@
+// Graph passes: what each one rewrites, what it must leave alone, and that the rewritten
+// model computes what the original does.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model_builder.h"
+#include "onnx/decoder.h"
+#include "optimizer/pass.h"
+#include "runtime/session.h"
+
+namespace nxrt {
+namespace {
+
+using testing::build_model;
+using testing::InitSpec;
+
+std::shared_ptr<ir::Model> optimized(const std::string& bytes,
+                                     optimizer::OptimizerOptions options = {}) {
+  auto model = onnx::decode_model(bytes.data(), bytes.size(), nullptr, "");
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  Status st = optimizer::optimize(**model, options, default_limits());
+  EXPECT_TRUE(st.ok()) << st.message();
+  return *model;
+}
+
+std::vector<std::string> op_types(const ir::Model& model) {
+  std::vector<std::string> out;
+  for (const ir::Node& n : model.graph.nodes) out.push_back(n.op_type);
+  return out;
+}
+
+// Runs the model on x at an optimization level and returns output 0.
+std::vector<float> run_at(const std::string& bytes, int level, const std::vector<float>& x,
+                          const Shape& shape) {
+  SessionConfig config;
+  config.graph_optimization_level = level;
+  auto session = Session::create_from_bytes(bytes.data(), bytes.size(), config);
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  if (!session.ok()) return {};
+  std::vector<Value> feeds = {Tensor(DataType::kFloat, shape, const_cast<float*>(x.data()))};
+  std::vector<std::string> names = {"x"};
+  std::vector<Value> outputs;
+  Status st = (*session)->run(names, feeds, {}, outputs);
+  EXPECT_TRUE(st.ok()) << st.message();
+  const Tensor& y = outputs.at(0).tensor;
+  return std::vector<float>(y.data<float>(), y.data<float>() + y.numel());
+}
+
+std::vector<float> ramp(size_t n, float scale, float offset) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = std::sin(float(i) * scale) + offset;
+  return v;
+}
+
+void expect_close(const std::vector<float>& a, const std::vector<float>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-5f + 1e-4f * std::fabs(b[i])) << i;
+}
+
+// x [1, 3, 5, 5] -> Conv (4 filters 3x3, bias) -> BatchNormalization -> Relu -> y.
+std::string conv_bn_relu(bool weights_are_inputs = false) {
+  std::vector<InitSpec> inits = {
+      {"w", {4, 3, 3, 3}, ramp(108, 0.37f, 0.0f)}, {"b", {4}, {0.1f, -0.2f, 0.3f, 0.0f}},
+      {"scale", {4}, {1.5f, 0.5f, -1.0f, 2.0f}},   {"beta", {4}, {0.0f, 0.25f, -0.5f, 1.0f}},
+      {"mean", {4}, {0.2f, -0.1f, 0.0f, 0.4f}},    {"var", {4}, {1.0f, 0.5f, 2.0f, 0.25f}}};
+  std::vector<std::string> inputs = {"x"};
+  if (weights_are_inputs) inputs.push_back("w");  // overridable: not a constant
+  return build_model({{"Conv", {"x", "w", "b"}, {"c"}, "conv"},
+                      {"BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {"n"}, "bn"},
+                      {"Relu", {"n"}, {"y"}, "relu"}},
+                     inputs, {"y"}, inits);
+}
+
+TEST(Optimizer, FoldsBatchNormIntoConvAndFusesTheActivation) {
+  const std::string bytes = conv_bn_relu();
+  auto model = optimized(bytes);
+  EXPECT_EQ(op_types(*model), std::vector<std::string>{"FusedConv"});
+  EXPECT_EQ(model->graph.nodes[0].domain, "com.microsoft");
+  EXPECT_EQ(model->graph.nodes[0].outputs[0], "y");
+  EXPECT_EQ(model->opset_imports.at("com.microsoft"), 1);
+  const std::vector<float> x = ramp(75, 0.11f, 0.2f);
+  expect_close(run_at(bytes, 99, x, Shape{1, 3, 5, 5}), run_at(bytes, 0, x, Shape{1, 3, 5, 5}));
+}
+
+TEST(Optimizer, LevelsAndDisabledPassesChooseWhatRuns) {
+  const std::string bytes = conv_bn_relu();
+  optimizer::OptimizerOptions basic;
+  basic.level = 1;
+  EXPECT_EQ(op_types(*optimized(bytes, basic)), (std::vector<std::string>{"Conv", "Relu"}));
+  optimizer::OptimizerOptions off;
+  off.level = 0;
+  EXPECT_EQ(op_types(*optimized(bytes, off)),
+            (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
+  optimizer::OptimizerOptions no_bn;
+  no_bn.disabled = {"fuse_conv_batchnorm"};
+  EXPECT_EQ(op_types(*optimized(bytes, no_bn)),
+            (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
+
+  auto model = onnx::decode_model(bytes.data(), bytes.size(), nullptr, "");
+  ASSERT_TRUE(model.ok());
+  optimizer::OptimizerOptions unknown;
+  unknown.disabled = {"no_such_pass"};
+  Status st = optimizer::optimize(**model, unknown, default_limits());
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("no_such_pass"), std::string::npos);
+}
+
+TEST(Optimizer, LeavesOverridableWeightsAndSharedValuesAlone) {
+  // W is a graph input too (IR 8): callers may feed another W, so BN cannot fold into it.
+  auto model = optimized(conv_bn_relu(true));
+  EXPECT_EQ(op_types(*model), (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
+
+  // The conv's output is also a graph output: fusing would lose it.
+  const std::string shared =
+      build_model({{"Conv", {"x", "w"}, {"c"}, "conv"}, {"Relu", {"c"}, {"y"}, "relu"}}, {"x"},
+                  {"y", "c"}, {{"w", {2, 1, 1, 1}, {1.0f, -1.0f}}});
+  EXPECT_EQ(op_types(*optimized(shared)), (std::vector<std::string>{"Conv", "Relu"}));
+}
+
+TEST(Optimizer, RemovesIdentitiesAndDeadNodes) {
+  const std::string bytes = build_model({{"Neg", {"x"}, {"a"}, "neg"},
+                                         {"Identity", {"a"}, {"b"}, "id1"},
+                                         {"Identity", {"b"}, {"c"}, "id2"},
+                                         {"Relu", {"c"}, {"y"}, "relu"},
+                                         {"Exp", {"a"}, {"unused"}, "dead"},
+                                         {"Identity", {"y"}, {"out"}, "kept_as_output"}},
+                                        {"x"}, {"out"});
+  auto model = optimized(bytes);
+  EXPECT_EQ(op_types(*model), (std::vector<std::string>{"Neg", "Relu", "Identity"}));
+  EXPECT_EQ(model->graph.nodes[1].inputs[0], "a");
+  const std::vector<float> x = {-1.0f, 2.0f, -3.0f};
+  EXPECT_EQ(run_at(bytes, 99, x, Shape{3}), (std::vector<float>{1.0f, 0.0f, 3.0f}));
+}
+
+}  // namespace
+}  // namespace nxrt

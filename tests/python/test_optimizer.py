@@ -1,0 +1,233 @@
+"""Graph passes and the fused kernels they produce, against onnxruntime.
+
+The passes rewrite Conv -> BatchNormalization -> activation into one com.microsoft
+FusedConv. FusedConv is also a contrib op users meet in models saved after onnxruntime's
+optimizer, so it is tested directly against onnxruntime's own kernel too.
+"""
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import nxrt
+
+RNG = np.random.default_rng(7)
+
+
+def _ort(model_bytes, level=ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
+    options = ort.SessionOptions()
+    options.graph_optimization_level = level
+    return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+
+
+def _nxrt(model_bytes, threads=1, level=None, **kwargs):
+    options = nxrt.SessionOptions()
+    options.intra_op_num_threads = threads
+    if level is not None:
+        options.graph_optimization_level = level
+    return nxrt.InferenceSession(model_bytes, options, **kwargs)
+
+
+def _fused_conv_model(x_shape, w_shape, activation, params, with_bias, with_sum, y_shape,
+                      **conv_attrs):
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)]
+    node_inputs = ["x", "w", "b" if with_bias else ""]
+    if with_sum:
+        node_inputs.append("z")
+        inputs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, y_shape))
+    attrs = dict(conv_attrs)
+    if activation:
+        attrs["activation"] = activation
+    if params:
+        attrs["activation_params"] = params
+    node = helper.make_node("FusedConv", node_inputs, ["y"], domain="com.microsoft", **attrs)
+    w = RNG.standard_normal(w_shape).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w")]
+    if with_bias:
+        inits.append(numpy_helper.from_array(RNG.standard_normal(w_shape[0]).astype(np.float32), "b"))
+    graph = helper.make_graph([node], "fused", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+ACTIVATIONS = [("", []), ("Relu", []), ("LeakyRelu", [0.1]), ("Sigmoid", []), ("Tanh", []),
+               ("HardSigmoid", [0.2, 0.5]), ("Clip", [-0.5, 0.7])]
+
+# (x shape, w shape, y shape, conv attributes): the kernel's paths: im2col + GEMM, pointwise,
+# depthwise, grouped, a thin output (<= 64 positions, weights packed transposed), 1-D.
+SHAPES = [
+    ((1, 3, 9, 9), (8, 3, 3, 3), (1, 8, 9, 9), dict(pads=[1, 1, 1, 1])),
+    ((2, 16, 12, 12), (24, 16, 1, 1), (2, 24, 12, 12), {}),
+    ((1, 8, 10, 10), (8, 1, 3, 3), (1, 8, 5, 5), dict(group=8, strides=[2, 2], pads=[1, 1, 1, 1])),
+    ((1, 8, 7, 7), (12, 4, 3, 3), (1, 12, 5, 5), dict(group=2)),
+    ((1, 32, 4, 4), (40, 32, 3, 3), (1, 40, 4, 4), dict(pads=[1, 1, 1, 1])),
+    ((1, 4, 50), (6, 4, 5), (1, 6, 50), dict(pads=[2, 2])),
+]
+
+
+@pytest.mark.parametrize("activation,params", ACTIVATIONS, ids=[a or "none" for a, _ in ACTIVATIONS])
+@pytest.mark.parametrize("shape", SHAPES, ids=["im2col", "pointwise", "depthwise", "grouped",
+                                               "thin", "conv1d"])
+@pytest.mark.parametrize("with_sum", [False, True], ids=["", "sum"])
+def test_fused_conv_matches_onnxruntime(activation, params, shape, with_sum):
+    x_shape, w_shape, y_shape, attrs = shape
+    model = _fused_conv_model(x_shape, w_shape, activation, params, True, with_sum, y_shape,
+                              **attrs)
+    feeds = {"x": RNG.standard_normal(x_shape).astype(np.float32)}
+    if with_sum:
+        feeds["z"] = RNG.standard_normal(y_shape).astype(np.float32)
+    expected = _ort(model).run(None, feeds)[0]
+    for threads in (1, 2):
+        got = _nxrt(model, threads).run(None, feeds)[0]
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_fused_conv_rejects_bad_activations_and_sums():
+    model = _fused_conv_model((1, 2, 4, 4), (2, 2, 1, 1), "Gelu", [], False, False, (1, 2, 4, 4))
+    with pytest.raises(nxrt.NotImplemented, match="activation 'Gelu'.*FusedConv"):
+        _nxrt(model)
+    model = _fused_conv_model((1, 2, 4, 4), (2, 2, 1, 1), "Clip", [0.0], False, False, (1, 2, 4, 4))
+    with pytest.raises(nxrt.InvalidGraph, match="Clip takes 2 activation_params, got 1"):
+        _nxrt(model)
+    model = _fused_conv_model((1, 2, 4, 4), (2, 2, 1, 1), "Relu", [], False, True, None)
+    with pytest.raises(nxrt.InvalidArgument, match="sum input Z.*output's type and shape"):
+        _nxrt(model).run(None, {"x": np.zeros((1, 2, 4, 4), np.float32),
+                                "z": np.zeros((1, 2, 4, 3), np.float32)})
+
+
+def _conv_bn_act_model(activation_node):
+    c = 6
+    inits = [
+        numpy_helper.from_array(RNG.standard_normal((c, 3, 3, 3)).astype(np.float32), "w"),
+        numpy_helper.from_array(RNG.standard_normal(c).astype(np.float32), "b"),
+        numpy_helper.from_array(RNG.uniform(0.5, 1.5, c).astype(np.float32), "scale"),
+        numpy_helper.from_array(RNG.standard_normal(c).astype(np.float32), "beta"),
+        numpy_helper.from_array(RNG.standard_normal(c).astype(np.float32), "mean"),
+        numpy_helper.from_array(RNG.uniform(0.5, 2.0, c).astype(np.float32), "var"),
+        numpy_helper.from_array(np.array(-1.0, np.float32), "lo"),
+        numpy_helper.from_array(np.array(2.0, np.float32), "hi"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "scale", "beta", "mean", "var"], ["n"],
+                         epsilon=1e-3),
+        helper.make_node("Identity", ["n"], ["i"]),
+        activation_node,
+    ]
+    graph = helper.make_graph(nodes, "conv_bn", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("act", [
+    helper.make_node("Relu", ["i"], ["y"]),
+    helper.make_node("Clip", ["i", "lo", "hi"], ["y"]),
+    helper.make_node("LeakyRelu", ["i"], ["y"], alpha=0.2),
+    helper.make_node("HardSigmoid", ["i"], ["y"], alpha=0.3, beta=0.4),
+    helper.make_node("Sigmoid", ["i"], ["y"]),
+    helper.make_node("HardSwish", ["i"], ["y"]),  # nxrt's own FusedConv
+    helper.make_node("Softplus", ["i"], ["y"]),  # no FusedConv form: BN folds, it stays
+], ids=["relu", "clip", "leaky", "hardsigmoid", "sigmoid", "hardswish", "softplus"])
+def test_conv_batchnorm_activation_fusions_match_onnxruntime(act):
+    model = _conv_bn_act_model(act)
+    x = RNG.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    expected = _ort(model).run(None, {"x": x})[0]
+    for level in (nxrt.GraphOptimizationLevel.ORT_DISABLE_ALL,
+                  nxrt.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                  nxrt.GraphOptimizationLevel.ORT_ENABLE_ALL):
+        got = _nxrt(model, level=level).run(None, {"x": x})[0]
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_fusion_shows_in_the_profile_and_can_be_disabled():
+    model = _conv_bn_act_model(helper.make_node("Relu", ["i"], ["y"]))
+    x = RNG.standard_normal((2, 3, 8, 8)).astype(np.float32)
+
+    def ops_run(**kwargs):
+        options = nxrt.SessionOptions()
+        options.enable_profiling = True
+        sess = nxrt.InferenceSession(model, options, **kwargs)
+        sess.run(None, {"x": x})
+        import json
+        import os
+        path = sess.end_profiling()
+        with open(path) as f:
+            events = json.load(f)
+        os.remove(path)
+        return sorted({e["args"]["op_name"] for e in events
+                       if e.get("cat") == "Node" and "op_name" in e.get("args", {})})
+
+    assert ops_run() == ["FusedConv"]
+    assert ops_run(disabled_optimizers=["fuse_conv_activation"]) == ["Conv", "Relu"]
+    assert ops_run(disabled_optimizers=["fuse_conv_batchnorm", "fuse_conv_activation",
+                                        "eliminate_identity"]) == [
+        "BatchNormalization", "Conv", "Identity", "Relu"]
+    with pytest.raises(nxrt.InvalidArgument, match="'nonsense', which is not a graph pass"):
+        nxrt.InferenceSession(model, disabled_optimizers=["nonsense"])
+
+
+def _silu_model(mul_inputs):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["c"], ["s"]),
+             helper.make_node("Mul", mul_inputs, ["y"])]
+    w = numpy_helper.from_array(RNG.standard_normal((5, 3, 3, 3)).astype(np.float32), "w")
+    graph = helper.make_graph(nodes, "silu", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 9])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("mul_inputs", [["c", "s"], ["s", "c"]], ids=["x*s", "s*x"])
+def test_conv_silu_fuses_and_matches_onnxruntime(mul_inputs):
+    model = _silu_model(mul_inputs)
+    x = RNG.standard_normal((1, 3, 9, 9)).astype(np.float32)
+    expected = _ort(model).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        np.testing.assert_allclose(_nxrt(model, threads).run(None, {"x": x})[0], expected,
+                                   rtol=1e-4, atol=1e-5)
+
+
+def test_silu_whose_sigmoid_is_read_elsewhere_is_not_fused():
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]),
+             helper.make_node("Mul", ["x", "s"], ["y"]),
+             helper.make_node("Neg", ["s"], ["z"])]
+    graph = helper.make_graph(nodes, "silu_shared", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [7])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    x = np.linspace(-4, 4, 7).astype(np.float32)
+    y, z = _nxrt(model.SerializeToString()).run(None, {"x": x})
+    s = 1 / (1 + np.exp(-x.astype(np.float64)))
+    np.testing.assert_allclose(y, x * s, rtol=1e-5)
+    np.testing.assert_allclose(z, -s, rtol=1e-5)
+
+
+@pytest.mark.parametrize("alpha", [None, 1.0, 0.5])
+def test_quick_gelu_matches_onnxruntime(alpha):
+    attrs = {} if alpha is None else {"alpha": alpha}
+    node = helper.make_node("QuickGelu", ["x"], ["y"], domain="com.microsoft", **attrs)
+    graph = helper.make_graph([node], "qg", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 1000])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    x = (RNG.standard_normal((3, 1000)) * 6).astype(np.float32)
+    got = _nxrt(data).run(None, {"x": x})[0]
+    # onnxruntime's own sigmoid approximation is off by ~1e-6 absolute on tiny outputs.
+    np.testing.assert_allclose(got, _ort(data).run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    a = 1.702 if alpha is None else alpha
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(got, x64 / (1 + np.exp(-a * x64)), rtol=1e-5, atol=1e-7)
