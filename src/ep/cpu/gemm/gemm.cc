@@ -7,6 +7,7 @@
 #include "ep/cpu/gemm/gemm.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -18,7 +19,7 @@ namespace nxrt::gemm {
 namespace detail {
 namespace {
 
-constexpr int64_t kKC = 256;   // depth of a packed slice: a 16-wide B panel is 16 KiB
+constexpr int64_t kKC = 128;   // depth of a packed slice: a 16-wide B panel is 16 KiB
 constexpr int64_t kMC = 96;    // rows of A packed at once (multiple of every MR)
 constexpr int64_t kNC = 2048;  // columns of B packed at once (multiple of every NR)
 
@@ -153,11 +154,13 @@ struct Operand {
   const PackedMatrix* packed = nullptr;
 };
 
-// Whether the rows of a row-major B, `ld` floats apart, can be read in place by the
-// micro-kernel. A panel's kc rows must spread over the L1 cache's sets: with a stride
-// that is a multiple of a large power of two (4 KiB pages of floats, 1024-float rows)
-// they all land in a few sets and evict each other, so such a B is packed instead.
-bool b_rows_spread(int64_t ld) {
+// Whether a row-major B at `p`, rows `ld` floats apart, can be read in place by the
+// micro-kernel. Every row must start on a cache line (else each vector load splits across
+// two lines), and a panel's kc rows must spread over the L1 cache's sets: with a stride
+// that is a multiple of a large power of two they all land in a few sets and evict each
+// other. Anything else is packed.
+bool b_readable_in_place(const float* p, int64_t ld) {
+  if (reinterpret_cast<uintptr_t>(p) % 64 != 0 || ld % 16 != 0) return false;
   constexpr int64_t kSetSpan = 4096;  // bytes: L1 sets x line size
   int64_t stride = ld * int64_t(sizeof(float)) % kSetSpan, span = kSetSpan;
   while (stride != 0) {  // gcd(stride, span)
@@ -184,7 +187,7 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
   const bool a_pack = !A.packed && !a_direct;
   // A row-major B is read in place (no packing pass) for its whole NR-wide panels; only
   // its last, partial panel is packed (zero padded).
-  const bool b_direct = !B.packed && !B.trans && N >= NR && b_rows_spread(B.ld);
+  const bool b_direct = !B.packed && !B.trans && N >= NR && b_readable_in_place(B.p, B.ld);
   const int64_t kc_max = std::min<int64_t>(kKC, K);
   float* pa = nullptr;
   float* pb = nullptr;
@@ -348,6 +351,12 @@ void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t rs_c, int64_t c
 
 }  // namespace
 }  // namespace detail
+
+int64_t in_place_ld(int64_t cols) {
+  int64_t ld = (cols + 15) / 16 * 16;
+  while (!detail::b_readable_in_place(nullptr, ld)) ld += 16;
+  return ld;
+}
 
 bool has_avx2_fma() {
 #if defined(__x86_64__) || defined(__i386__)

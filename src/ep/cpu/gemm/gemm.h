@@ -19,6 +19,10 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
            int64_t ldc, MicroKernel kernel = MicroKernel::kAuto);
 
+// A row stride (>= cols) for a B the caller writes itself (im2col) that sgemm then reads
+// in place, without packing it, when the buffer is 64-byte aligned.
+int64_t in_place_ld(int64_t cols);
+
 // Straightforward loops; the oracle for tests.
 void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                      const float* A, int64_t lda, const float* B, int64_t ldb, float beta,

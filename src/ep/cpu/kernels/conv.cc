@@ -29,11 +29,17 @@ void gemm_any(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int
 }
 
 // Per-thread scratch that only grows: per-call column buffers without heap traffic.
+// 64-byte aligned, so the GEMM can read a column matrix in place (gemm::in_place_ld).
 template <typename T>
 T* scratch(size_t n) {
-  thread_local std::vector<T> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
+  static_assert(std::is_trivial_v<T>);
+  thread_local std::unique_ptr<T, void (*)(void*)> buf(nullptr, &std::free);
+  thread_local size_t cap = 0;
+  if (cap < n) {
+    buf.reset(static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64)));
+    cap = n;
+  }
+  return buf.get();
 }
 
 // Products with at most this many output positions (per group and image) use the
@@ -129,14 +135,14 @@ void for_each_col_row(const Lattice& L, int64_t channels, int64_t row0, int64_t 
 // im2col of a 1-D conv (the audio models' case) with plain loops: their rows are a few
 // positions long, where a memcpy/fill call per row costs more than the copying itself.
 template <typename T>
-void im2col_1d(const Lattice& L, int64_t channels, const T* image, T* col) {
+void im2col_1d(const Lattice& L, int64_t channels, const T* image, T* col, int64_t ld) {
   const int64_t gl = L.grid[0], il = L.image[0], s = L.stride[0], kl = L.kernel[0];
   for (int64_t q = 0; q < kl; ++q) {
     const int64_t off = q * L.dilation[0] - L.pad[0];
     int64_t lo, hi;
     tap_span(off, s, il, gl, lo, hi);
     for (int64_t c = 0; c < channels; ++c) {
-      T* dst = col + (c * kl + q) * gl;
+      T* dst = col + (c * kl + q) * ld;
       const T* src = image + c * il;
       int64_t o = 0;
       for (; o < lo; ++o) dst[o] = T(0);
@@ -169,13 +175,13 @@ void depthwise_1d(const Lattice& L, int64_t channels, int64_t mult, const T* x, 
   }
 }
 
-// col[(c*K + k) * ld + j] for grid rows [row0, row1), j over those rows' positions.
+// col[(c*K + k) * ld + j] for grid rows [row0, row1), j over those rows' positions
+// (ld >= their count).
 template <typename T>
 void im2col(const Lattice& L, int64_t channels, int64_t row0, int64_t row1, const T* image,
-            T* col) {
-  if (L.r == 1) return im2col_1d(L, channels, image, col);
+            T* col, int64_t ld) {
+  if (L.r == 1) return im2col_1d(L, channels, image, col, ld);
   const int64_t gl = L.grid[L.r - 1];
-  const int64_t ld = (row1 - row0) * gl;
   for_each_col_row(L, channels, row0, row1,
                    [&](int64_t cr, int64_t, int64_t, int64_t j0, int64_t base, int64_t lo,
                        int64_t hi, int64_t first, int64_t step) {
@@ -481,7 +487,7 @@ class ConvKernel final : public Kernel {
           for (int64_t g = 0; g < G; ++g) {
             const float* xg = x + (n * C + g * Cg) * in_size;
             // The input already is the column matrix when the conv is pointwise.
-            if (!pointwise) im2col(L, Cg, 0, rows, xg, col);
+            if (!pointwise) im2col(L, Cg, 0, rows, xg, col, out_size);
             // Y_g^T (positions x Mg) = col^T * W_g^T, stored transposed into Y_g.
             gemm::sgemm_packed_right(true, out_size, 1.0f, pointwise ? xg : col, out_size,
                                      packed->groups[size_t(g)], 0.0f,
@@ -491,15 +497,21 @@ class ConvKernel final : public Kernel {
         return;
       }
     }
-    // Whole grid rows at a time: ~1M column entries, but at least ~1024 columns so the
-    // GEMM's repacking of the weights per chunk stays cheap relative to its work.
-    const int64_t budget_rows = (int64_t(1) << 20) / std::max<int64_t>(1, K * gl);
-    int64_t chunk = std::max<int64_t>({int64_t(1), budget_rows, (1023 + gl) / gl});
+    // Whole grid rows at a time: ~256K column entries (1 MiB, so the column matrix im2col
+    // writes is still in L2 when the GEMM reads it in place), but at least ~256 columns
+    // (8 panels) so packing the weights, when they are not constant, stays cheap.
+    const int64_t budget_rows = (int64_t(1) << 18) / std::max<int64_t>(1, K * gl);
+    int64_t chunk = std::max<int64_t>({int64_t(1), budget_rows, (255 + gl) / gl});
     // With threads, a single image is cut into at least one chunk per thread, so im2col
     // runs in parallel too (each chunk's product then runs on its own thread).
     const int64_t width = int64_t(parallel_pieces(double(Mg * out_size * K), kMinConvWork));
     if (width > 1 && N * G < width)
       chunk = std::min(chunk, std::max<int64_t>(1, (rows + width - 1) / width));
+    if (width > 1 && N * G == 1) {
+      // Equal shares: 3 chunks on 2 threads would leave one thread idle a third of the time.
+      const int64_t count = ((rows + chunk - 1) / chunk + width - 1) / width * width;
+      chunk = std::max<int64_t>(1, (rows + count - 1) / count);
+    }
     // Every (image, group, chunk of rows) is independent: with several, they go to the
     // run's threads (each with its own column scratch); with one, the GEMM splits itself.
     // A pointwise conv reads its chunks straight from the input.
@@ -537,9 +549,11 @@ class ConvKernel final : public Kernel {
         // The input already is the column matrix (out dims equal in dims here).
         product(g, cols, xg + r0 * gl, in_size, yg + r0 * gl);
       } else {
-        T* col = scratch<T>(size_t(K * gl * std::min(chunk, rows)));
-        im2col(L, Cg, r0, r1, xg, col);
-        product(g, cols, col, cols, yg + r0 * gl);
+        // Rows of the column matrix padded so the GEMM reads it in place, unpacked.
+        const int64_t ld = gemm::in_place_ld(gl * std::min(chunk, rows));
+        T* col = scratch<T>(size_t(K * ld));
+        im2col(L, Cg, r0, r1, xg, col, ld);
+        product(g, cols, col, ld, yg + r0 * gl);
       }
       finish(y, z, bias, out_size, (n * M + g * Mg) * out_size + r0 * gl, g * Mg, Mg, cols);
     });
