@@ -50,11 +50,15 @@ class WorkerPool final : public Parallel {
       for (size_t i = 0; i < n; ++i) fn(ctx, i);
       return;
     }
-    fn_ = fn;
-    ctx_ = ctx;
-    n_ = n;
-    next_.store(0, std::memory_order_relaxed);
-    pending_.store(workers_.size(), std::memory_order_relaxed);
+    // Publish the loop: close the claim word first, so a worker still looking at the
+    // previous loop cannot claim with the new bounds, then the loop, then open it.
+    const uint64_t loop = ++loops_ & kLoopMask;
+    claim_.store(loop << 32 | kClosed);
+    fn_.store(fn);
+    ctx_.store(ctx);
+    n_.store(n);
+    done_.store(0);
+    claim_.store(loop << 32);
     // seq_cst with the sleepers_ check below and the worker's (increment sleepers_, then
     // re-read generation_): either the worker sees this generation or we see it asleep.
     generation_.fetch_add(1);
@@ -63,7 +67,9 @@ class WorkerPool final : public Parallel {
       wake_.notify_all();
     }
     drain();
-    for (unsigned spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    // Wait only for pieces a worker has taken: a worker still asleep, or one whose vCPU
+    // the host took away, has nothing of this loop, and this thread ran the rest.
+    for (unsigned spins = 0; done_.load(std::memory_order_acquire) != n; ++spins) {
       if (spins < 4096)
         cpu_relax();
       else
@@ -73,9 +79,22 @@ class WorkerPool final : public Parallel {
   }
 
  private:
-  // Takes indices until none are left.
+  static constexpr uint64_t kLoopMask = 0xFFFFFFFFu;
+  static constexpr uint64_t kClosed = 0xFFFFFFFFu;
+
+  // Claims indices of the published loop until none are left: the claim word holds the
+  // loop's number and its next index, so a claim made against a loop that has since
+  // been replaced fails instead of taking an index of the new one.
   void drain() {
-    for (size_t i = next_.fetch_add(1); i < n_; i = next_.fetch_add(1)) fn_(ctx_, i);
+    uint64_t v = claim_.load();
+    for (;;) {
+      const uint64_t index = v & kLoopMask;
+      if (index == kClosed || index >= n_.load()) return;
+      if (!claim_.compare_exchange_weak(v, v + 1)) continue;  // v reloaded
+      fn_.load()(ctx_.load(), size_t(index));
+      done_.fetch_add(1, std::memory_order_release);
+      v = claim_.load();
+    }
   }
 
   void work() {
@@ -86,7 +105,6 @@ class WorkerPool final : public Parallel {
       if (!wait_for_work(seen)) return;
       seen = generation_.load(std::memory_order_acquire);
       drain();
-      pending_.fetch_sub(1, std::memory_order_release);
     }
   }
 
@@ -112,12 +130,14 @@ class WorkerPool final : public Parallel {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<bool> stop_{false};
-  std::atomic<size_t> generation_{0}, pending_{0}, sleepers_{0};
-  // The current loop; written before generation_ is bumped, read after it is seen.
-  size_t n_ = 0;
-  void (*fn_)(void*, size_t) = nullptr;
-  void* ctx_ = nullptr;
-  std::atomic<size_t> next_{0};
+  std::atomic<size_t> generation_{0}, sleepers_{0};
+  // The current loop. Atomic because a worker may still read them while the next loop
+  // is published (its claim then fails).
+  uint64_t loops_ = 0;  // loops published, by the thread holding busy_
+  std::atomic<uint64_t> claim_{kClosed};  // loop number << 32 | next index
+  std::atomic<size_t> n_{0}, done_{0};
+  std::atomic<void (*)(void*, size_t)> fn_{nullptr};
+  std::atomic<void*> ctx_{nullptr};
 };
 
 }  // namespace

@@ -43,6 +43,28 @@ TEST(Parallel, WorkerPoolRunsEveryIndexOnceFromConcurrentCallers) {
   }
 }
 
+TEST(Parallel, BackToBackTinyLoopsNeverLeakIndicesAcrossLoops) {
+  // Loops of 2..6 indices published as fast as possible: a worker that arrives late for
+  // one loop must neither run one of its indices again nor take one of the next loop's
+  // with the old loop's function.
+  auto pool = make_worker_pool(4);
+  ParallelScope scope(pool.get());
+  int failures = 0;
+  for (int round = 0; round < 20000; ++round) {
+    const size_t n = 2 + size_t(round % 5);
+    std::atomic<int> hits[6] = {};
+    const int tag = round;
+    std::atomic<int> wrong_tag{0};
+    parallel_for(n, [&](size_t i) {
+      if (tag != round) wrong_tag.fetch_add(1);
+      hits[i].fetch_add(1);
+    });
+    for (size_t i = 0; i < 6; ++i) failures += hits[i].load() != (i < n ? 1 : 0);
+    failures += wrong_tag.load();
+  }
+  EXPECT_EQ(failures, 0);
+}
+
 TEST(Parallel, GemmOnThreadsMatchesSerial) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);

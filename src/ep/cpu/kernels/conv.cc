@@ -49,7 +49,7 @@ T* scratch(size_t n) {
 constexpr int64_t kPackedMaxPositions = 64;
 
 // Multiply-adds below which a convolution is not split across threads (~50 us of work).
-constexpr double kMinConvWork = double(1 << 21);
+constexpr double kMinConvWork = double(1 << 19);
 
 // The im2col correspondence: an "image" (Conv input, ConvTranspose output) and a "grid" of
 // window positions (Conv output, ConvTranspose input); image = grid*stride - pad + k*dilation.
