@@ -175,12 +175,52 @@ void depthwise_1d(const Lattice& L, int64_t channels, int64_t mult, const T* x, 
   }
 }
 
+// im2col of a 2-D conv for grid rows [row0, row1): per (channel, kernel row, kernel
+// column), each output row is a zero head, a copy (strided when the stride is) and a zero
+// tail, with the bounds worked out once per kernel column instead of per row.
+template <typename T>
+void im2col_2d(const Lattice& L, int64_t channels, int64_t row0, int64_t row1, const T* image,
+               T* col, int64_t ld) {
+  const int64_t H = L.image[0], W = L.image[1], OW = L.grid[1];
+  const int64_t KH = L.kernel[0], KW = L.kernel[1], SH = L.stride[0], SW = L.stride[1];
+  const int64_t DH = L.dilation[0], DW = L.dilation[1], PT = L.pad[0], PL = L.pad[1];
+  T* dst = col;
+  for (int64_t c = 0; c < channels; ++c) {
+    const T* plane = image + c * H * W;
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      for (int64_t kw = 0; kw < KW; ++kw, dst += ld) {
+        const int64_t off = kw * DW - PL;
+        int64_t lo, hi;
+        tap_span(off, SW, W, OW, lo, hi);
+        T* out = dst;
+        for (int64_t oh = row0; oh < row1; ++oh, out += OW) {
+          const int64_t ih = oh * SH - PT + kh * DH;
+          if (ih < 0 || ih >= H) {
+            std::fill(out, out + OW, T(0));
+            continue;
+          }
+          const T* src = plane + ih * W + off;
+          for (int64_t o = 0; o < lo; ++o) out[o] = T(0);
+          if (SW == 1) {
+            // libc's copy uses the widest vectors; a loop here gets the baseline ISA's.
+            if (hi > lo) std::memcpy(out + lo, src + lo, size_t(hi - lo) * sizeof(T));
+          } else {
+            for (int64_t o = lo; o < hi; ++o) out[o] = src[o * SW];
+          }
+          for (int64_t o = hi; o < OW; ++o) out[o] = T(0);
+        }
+      }
+    }
+  }
+}
+
 // col[(c*K + k) * ld + j] for grid rows [row0, row1), j over those rows' positions
 // (ld >= their count).
 template <typename T>
 void im2col(const Lattice& L, int64_t channels, int64_t row0, int64_t row1, const T* image,
             T* col, int64_t ld) {
   if (L.r == 1) return im2col_1d(L, channels, image, col, ld);
+  if (L.r == 2) return im2col_2d(L, channels, row0, row1, image, col, ld);
   const int64_t gl = L.grid[L.r - 1];
   for_each_col_row(L, channels, row0, row1,
                    [&](int64_t cr, int64_t, int64_t, int64_t j0, int64_t base, int64_t lo,
