@@ -1,4 +1,4 @@
-// The vector math (AVX2 polynomials) against the double-precision reference, over a dense
+// The vector math (AVX2 and AVX-512 polynomials) against the double-precision reference, over a dense
 // sweep of each function's interesting range plus the special values, at a tolerance
 // tighter than the ONNX tests' (rtol 1e-3, atol 1e-7): relative 2e-6, absolute 1e-7.
 #include "ep/cpu/vmath/vmath.h"
@@ -31,10 +31,20 @@ std::vector<float> sweep() {
   return x;
 }
 
-void expect_close(Unary fn, nxrt::vmath::UnaryParams p, const char* name) {
+using UnaryImpl = void (*)(Unary, const nxrt::vmath::UnaryParams&, const float*, float*, size_t);
+
+// Every vector implementation this CPU runs, by name.
+std::vector<std::pair<const char*, UnaryImpl>> implementations() {
+  std::vector<std::pair<const char*, UnaryImpl>> out;
+  if (nxrt::vmath::uses_avx2()) out.push_back({"avx2", &nxrt::vmath::detail::unary_avx2});
+  if (nxrt::vmath::uses_avx512()) out.push_back({"avx512", &nxrt::vmath::detail::unary_avx512});
+  return out;
+}
+
+void expect_close_with(UnaryImpl impl, Unary fn, nxrt::vmath::UnaryParams p, const char* name) {
   const std::vector<float> x = sweep();
   std::vector<float> got(x.size()), want(x.size());
-  nxrt::vmath::unary(fn, p, x.data(), got.data(), x.size());
+  impl(fn, p, x.data(), got.data(), x.size());
   nxrt::vmath::unary_reference(fn, p, x.data(), want.data(), x.size());
   int bad = 0;
   for (size_t i = 0; i < x.size() && bad < 5; ++i) {
@@ -52,6 +62,13 @@ void expect_close(Unary fn, nxrt::vmath::UnaryParams p, const char* name) {
     const bool ok = std::fabs(g - w) <= 1e-7 + 2e-6 * std::fabs(w);
     bad += !ok;
     EXPECT_TRUE(ok) << name << "(" << x[i] << "): got " << g << ", want " << w;
+  }
+}
+
+void expect_close(Unary fn, nxrt::vmath::UnaryParams p, const char* name) {
+  for (const auto& [isa, impl] : implementations()) {
+    SCOPED_TRACE(isa);
+    expect_close_with(impl, fn, p, name);
   }
 }
 
@@ -83,10 +100,12 @@ TEST(Vmath, NanPropagates) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (Unary fn : {Unary::kExp, Unary::kTanh, Unary::kSigmoid, Unary::kErf, Unary::kGelu,
                    Unary::kRelu, Unary::kClip, Unary::kHardSigmoid}) {
-    float x[3] = {1.0f, nan, -1.0f}, y[3];
-    nxrt::vmath::unary(fn, {0.2f, 0.5f, 1.0f}, x, y, 3);
-    EXPECT_TRUE(std::isnan(y[1])) << int(fn);
-    EXPECT_FALSE(std::isnan(y[0])) << int(fn);
+    for (const auto& [isa, impl] : implementations()) {
+      float x[3] = {1.0f, nan, -1.0f}, y[3];
+      impl(fn, {0.2f, 0.5f, 1.0f}, x, y, 3);
+      EXPECT_TRUE(std::isnan(y[1])) << isa << " " << int(fn);
+      EXPECT_FALSE(std::isnan(y[0])) << isa << " " << int(fn);
+    }
   }
 }
 

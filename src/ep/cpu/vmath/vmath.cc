@@ -20,10 +20,25 @@ bool pick_avx2() {
   return gemm::has_avx2_fma();
 }
 
+bool pick_avx512() {
+  const char* env = std::getenv("NXRT_VMATH");
+  if (env && std::strcmp(env, "avx2") == 0) return false;
+#if defined(__x86_64__) || defined(__i386__)
+  return uses_avx2() && gemm::has_avx512f() && __builtin_cpu_supports("avx512dq");
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 bool uses_avx2() {
   static const bool yes = pick_avx2();
+  return yes;
+}
+
+bool uses_avx512() {
+  static const bool yes = pick_avx512();
   return yes;
 }
 
@@ -174,7 +189,9 @@ void depthwise_row(const float* const* rows, const float* const* w, size_t nrows
 }
 
 void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
-  if (uses_avx2())
+  if (uses_avx512())
+    detail::unary_avx512(fn, p, x, y, n);
+  else if (uses_avx2())
     detail::unary_avx2(fn, p, x, y, n);
   else
     unary_reference(fn, p, x, y, n);

@@ -76,8 +76,11 @@ void dequantize_8bit(const void* x, bool is_signed, size_t n, float scale, float
 void depthwise_row(const float* const* rows, const float* const* w, size_t nrows, int64_t first,
                    int64_t taps, int64_t stride, int64_t dilation, float* out, size_t count);
 
-// True when unary() runs the AVX2+FMA implementation here. NXRT_VMATH=portable in the
-// environment (read once) forces the portable one, to compare whole models.
+// True when the AVX2+FMA implementations run here. NXRT_VMATH=portable in the
+// environment (read once) forces the portable ones, to compare whole models.
 bool uses_avx2();
+// True when unary() runs its AVX-512 implementation (AVX-512F and DQ present, and not
+// capped by NXRT_VMATH=avx2 or =portable).
+bool uses_avx512();
 
 }  // namespace nxrt::vmath

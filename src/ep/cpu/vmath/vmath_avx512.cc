@@ -1,0 +1,81 @@
+// AVX-512 implementations of vmath's unary functions: the same polynomials as the AVX2
+// ones (vmath_unary.inc) on sixteen lanes. Only this file is compiled for AVX-512; vmath.cc
+// picks it at run time when the CPU has AVX-512F and DQ.
+#include "ep/cpu/vmath/vmath_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx2,fma")
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its flow analysis
+// reports as "may be used uninitialized" once inlined (a known false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define NXRT_AVX512 __attribute__((always_inline)) inline
+
+namespace nxrt::vmath::detail {
+namespace {
+
+// The operations vmath_unary.inc is written in, on sixteen lanes; masks are k registers.
+struct Avx512 {
+  using R = __m512;
+  using M = __mmask16;
+  static constexpr size_t kWidth = 16;
+  static NXRT_AVX512 R splat(float v) { return _mm512_set1_ps(v); }
+  static NXRT_AVX512 R load(const float* p) { return _mm512_loadu_ps(p); }
+  static NXRT_AVX512 void store(float* p, R v) { _mm512_storeu_ps(p, v); }
+  static NXRT_AVX512 R add(R a, R b) { return _mm512_add_ps(a, b); }
+  static NXRT_AVX512 R sub(R a, R b) { return _mm512_sub_ps(a, b); }
+  static NXRT_AVX512 R mul(R a, R b) { return _mm512_mul_ps(a, b); }
+  static NXRT_AVX512 R div(R a, R b) { return _mm512_div_ps(a, b); }
+  static NXRT_AVX512 R fmadd(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
+  static NXRT_AVX512 R fnmadd(R a, R b, R c) { return _mm512_fnmadd_ps(a, b, c); }
+  static NXRT_AVX512 R min(R a, R b) { return _mm512_min_ps(a, b); }
+  static NXRT_AVX512 R max(R a, R b) { return _mm512_max_ps(a, b); }
+  static NXRT_AVX512 R bit_and(R a, R b) { return _mm512_and_ps(a, b); }
+  static NXRT_AVX512 R bit_or(R a, R b) { return _mm512_or_ps(a, b); }
+  static NXRT_AVX512 R bit_xor(R a, R b) { return _mm512_xor_ps(a, b); }
+  static NXRT_AVX512 R clear_sign(R a) { return _mm512_abs_ps(a); }
+  static NXRT_AVX512 M lt(R a, R b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+  static NXRT_AVX512 M ge(R a, R b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+  static NXRT_AVX512 R blend(R a, R b, M m) { return _mm512_mask_blend_ps(m, a, b); }
+  static NXRT_AVX512 R zero_where(M m, R v) { return _mm512_maskz_mov_ps(M(~m), v); }
+  static NXRT_AVX512 R rcp(R a) { return _mm512_rcp14_ps(a); }
+  static NXRT_AVX512 R sqrt(R a) { return _mm512_sqrt_ps(a); }
+  static NXRT_AVX512 R round_nearest(R a) {
+    return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  // vscalefps: p * 2^n in one instruction, subnormal results and overflow included.
+  static NXRT_AVX512 R scale_by_pow2(R p, R n) { return _mm512_scalef_ps(p, n); }
+};
+
+namespace avx512 {
+using V = Avx512;
+#include "ep/cpu/vmath/vmath_unary.inc"
+}  // namespace avx512
+
+}  // namespace
+
+void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
+  avx512::unary_dispatch(fn, p, x, y, n);
+}
+
+}  // namespace nxrt::vmath::detail
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+#else
+
+namespace nxrt::vmath::detail {
+void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
+  unary_reference(fn, p, x, y, n);
+}
+}  // namespace nxrt::vmath::detail
+
+#endif
