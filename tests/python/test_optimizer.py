@@ -146,23 +146,28 @@ def test_conv_batchnorm_activation_fusions_match_onnxruntime(act):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
+def _profiled_ops(model, feeds, **kwargs):
+    """The op types a run of the optimized model executes, from nxrt's profile."""
+    import json
+    import os
+    options = nxrt.SessionOptions()
+    options.enable_profiling = True
+    sess = nxrt.InferenceSession(model, options, **kwargs)
+    sess.run(None, feeds)
+    path = sess.end_profiling()
+    with open(path) as f:
+        events = json.load(f)
+    os.remove(path)
+    return sorted({e["args"]["op_name"] for e in events
+                   if e.get("cat") == "Node" and "op_name" in e.get("args", {})})
+
+
 def test_fusion_shows_in_the_profile_and_can_be_disabled():
     model = _conv_bn_act_model(helper.make_node("Relu", ["i"], ["y"]))
     x = RNG.standard_normal((2, 3, 8, 8)).astype(np.float32)
 
     def ops_run(**kwargs):
-        options = nxrt.SessionOptions()
-        options.enable_profiling = True
-        sess = nxrt.InferenceSession(model, options, **kwargs)
-        sess.run(None, {"x": x})
-        import json
-        import os
-        path = sess.end_profiling()
-        with open(path) as f:
-            events = json.load(f)
-        os.remove(path)
-        return sorted({e["args"]["op_name"] for e in events
-                       if e.get("cat") == "Node" and "op_name" in e.get("args", {})})
+        return _profiled_ops(model, {"x": x}, **kwargs)
 
     assert ops_run() == ["FusedConv"]
     assert ops_run(disabled_optimizers=["fuse_conv_activation"]) == ["Conv", "Relu"]
@@ -231,3 +236,92 @@ def test_quick_gelu_matches_onnxruntime(alpha):
     a = 1.702 if alpha is None else alpha
     x64 = x.astype(np.float64)
     np.testing.assert_allclose(got, x64 / (1 + np.exp(-a * x64)), rtol=1e-5, atol=1e-7)
+
+
+def _int8_matmul_model(op, a_type, b_type, with_zero_points, per_column, batch_dims, b_const=True):
+    """MatMulInteger or com.microsoft MatMulIntegerToFloat on 8-bit inputs."""
+    K, N = 37, 50
+    a_np = np.int8 if a_type == TensorProto.INT8 else np.uint8
+    b_np = np.int8 if b_type == TensorProto.INT8 else np.uint8
+    b = RNG.integers(np.iinfo(b_np).min, np.iinfo(b_np).max + 1, (K, N)).astype(b_np)
+    inits = []
+    inputs = [helper.make_tensor_value_info("a", a_type, batch_dims + [K])]
+    if b_const:
+        inits.append(numpy_helper.from_array(b, "b"))
+    else:
+        inputs.append(helper.make_tensor_value_info("b", b_type, [K, N]))
+    names = ["a", "b"]
+    if op == "MatMulIntegerToFloat":
+        inits.append(numpy_helper.from_array(np.array(0.02, np.float32), "a_scale"))
+        scale = RNG.uniform(0.001, 0.01, N if per_column else ()).astype(np.float32)
+        inits.append(numpy_helper.from_array(np.asarray(scale), "b_scale"))
+        names += ["a_scale", "b_scale"]
+    if with_zero_points:
+        inits.append(numpy_helper.from_array(np.array(3 if a_np == np.int8 else 131, a_np), "az"))
+        bz = RNG.integers(-4, 5, N if per_column else ()) + (0 if b_np == np.int8 else 128)
+        inits.append(numpy_helper.from_array(np.asarray(bz).astype(b_np), "bz"))
+        names += ["az", "bz"]
+    out_type = TensorProto.FLOAT if op == "MatMulIntegerToFloat" else TensorProto.INT32
+    domain = "com.microsoft" if op == "MatMulIntegerToFloat" else ""
+    node = helper.make_node(op, names, ["y"], domain=domain)
+    graph = helper.make_graph([node], "q", inputs, [helper.make_tensor_value_info("y", out_type, None)],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    feeds = {"a": RNG.integers(np.iinfo(a_np).min, np.iinfo(a_np).max + 1,
+                               batch_dims + [K]).astype(a_np)}
+    if not b_const:
+        feeds["b"] = b
+    return model.SerializeToString(), feeds
+
+
+@pytest.mark.parametrize("op", ["MatMulInteger", "MatMulIntegerToFloat"])
+@pytest.mark.parametrize("types", [(TensorProto.UINT8, TensorProto.INT8),
+                                   (TensorProto.UINT8, TensorProto.UINT8),
+                                   (TensorProto.INT8, TensorProto.INT8)], ids=["u8s8", "u8u8", "s8s8"])
+@pytest.mark.parametrize("zero_points", [False, True], ids=["", "zp"])
+@pytest.mark.parametrize("per_column", [False, True], ids=["tensor", "column"])
+@pytest.mark.parametrize("b_const", [True, False], ids=["const", "fed"])
+def test_8bit_matmuls_match_onnxruntime(op, types, zero_points, per_column, b_const):
+    if op == "MatMulInteger" and types == (TensorProto.INT8, TensorProto.INT8):
+        pytest.skip("onnxruntime's CPU MatMulInteger has no int8 x int8 kernel")
+    model, feeds = _int8_matmul_model(op, *types, zero_points, per_column, [2, 30], b_const)
+    expected = _ort(model).run(None, feeds)[0]
+    for threads in (1, 2):
+        got = _nxrt(model, threads).run(None, feeds)[0]
+        if op == "MatMulInteger":
+            np.testing.assert_array_equal(got, expected)
+        else:
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_qdq_matmul_fuses_and_matches_onnxruntime():
+    K, N = 64, 48
+    w = RNG.integers(-127, 128, (K, N)).astype(np.int8)
+    inits = [numpy_helper.from_array(w, "wq"),
+             numpy_helper.from_array(RNG.uniform(0.001, 0.01, N).astype(np.float32), "ws"),
+             numpy_helper.from_array(np.zeros(N, np.int8), "wz"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
+             numpy_helper.from_array(np.array(128, np.uint8), "xz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"], axis=1),
+             helper.make_node("MatMul", ["xd", "wd"], ["y"]),
+             helper.make_node("Relu", ["xd"], ["r"])]  # a second reader keeps the DQ
+    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                           [3, 20, K])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("r", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    x = RNG.standard_normal((3, 20, K)).astype(np.float32) * 3
+    assert _profiled_ops(data, {"x": x}) == [
+        "DequantizeLinear", "MatMulIntegerToFloat", "QuantizeLinear", "Relu"]
+    expected = _ort(data, ort.GraphOptimizationLevel.ORT_ENABLE_ALL).run(None, {"x": x})
+    for level in (nxrt.GraphOptimizationLevel.ORT_DISABLE_ALL,
+                  nxrt.GraphOptimizationLevel.ORT_ENABLE_ALL):
+        got = _nxrt(data, level=level).run(None, {"x": x})
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)

@@ -11,6 +11,9 @@ Status inline_functions_pass(ir::Graph& graph, PassContext& ctx);
 Status eliminate_identity(ir::Graph& graph, PassContext& ctx);
 // BatchNormalization after a Conv with constant weights: folded into W and B.
 Status fuse_conv_batchnorm(ir::Graph& graph, PassContext& ctx);
+// MatMul of two DequantizeLinear outputs, the weight constant: com.microsoft
+// MatMulIntegerToFloat on the 8-bit inputs.
+Status fuse_qdq_matmul(ir::Graph& graph, PassContext& ctx);
 // x * Sigmoid(x): one com.microsoft QuickGelu (alpha 1).
 Status fuse_quick_gelu(ir::Graph& graph, PassContext& ctx);
 // Conv followed by an activation: one FusedConv node (com.microsoft, or nxrt's own domain

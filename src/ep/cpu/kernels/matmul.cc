@@ -1,10 +1,13 @@
-// MatMul (numpy semantics), Gemm and MatMulInteger. float runs on the packed SGEMM;
-// float16/bfloat16 are widened to float; double and integers use the simple blocked loop.
+// MatMul (numpy semantics), Gemm, MatMulInteger and com.microsoft MatMulIntegerToFloat.
+// float runs on the packed SGEMM; float16/bfloat16 are widened to float; 8-bit products
+// with one B matrix run on the 8-bit GEMM (qgemm.h); double and other integer cases use
+// the simple blocked loop.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
 #include "ep/cpu/gemm/gemm.h"
+#include "ep/cpu/gemm/qgemm.h"
 #include "ep/cpu/kernels/common.h"
 
 namespace nxrt::cpu {
@@ -327,8 +330,81 @@ void widen_int(const Tensor& t, std::vector<int32_t>& out) {
   for (size_t i = 0; i < out.size(); ++i) out[i] = int32_t(p[i]);
 }
 
+// Any 8-bit product (batched B, per-row a_zero_point) in int32 loops: both operands
+// widened with their zero points subtracted, then a plain int32 GEMM.
+void widened_product(const MatMulPlan& p, const Tensor& a, const Tensor& b,
+                     const std::vector<int32_t>& za, const std::vector<int32_t>& zb, int32_t* out) {
+  std::vector<int32_t> wa, wb;
+  if (a.dtype() == DataType::kUint8)
+    widen_int<uint8_t>(a, wa);
+  else
+    widen_int<int8_t>(a, wa);
+  if (b.dtype() == DataType::kUint8)
+    widen_int<uint8_t>(b, wb);
+  else
+    widen_int<int8_t>(b, wb);
+  for (size_t i = 0; i < wa.size(); ++i) wa[i] -= za[(i / size_t(p.K)) % size_t(p.M)];
+  for (size_t i = 0; i < wb.size(); ++i) wb[i] -= zb[i % size_t(p.N)];
+  run_matmul<int32_t>(p, wa.data(), wb.data(), out);
+}
+
+// An 8-bit product with a single 2-D B (a weight, or any B shared by every batch of A)
+// and a scalar a_zero_point: the rows of every batch of A form one M x K matrix for the
+// 8-bit GEMM. A constant B is packed once, at prepare.
+class QuantProduct {
+ public:
+  // Packs a constant B with its zero point (null: 0); leaves this empty if B is not 2-D.
+  void pack(const Tensor& b, const Tensor* b_zero) {
+    if (b.rank() != 2 || (b_zero && b_zero->numel() != 1 && b_zero->numel() != b.shape()[1]))
+      return;
+    std::vector<int32_t> zb;
+    if (!read_zero_points(b_zero, b_zero ? b_zero->numel() : 0, "b_zero_point", zb).ok()) return;
+    packed_ = gemm::PackedQuantB::pack(b.shape()[0], b.shape()[1], b.raw(), b.shape()[1],
+                                       b.dtype() == DataType::kInt8, zb.data(),
+                                       int64_t(zb.size()));
+    b_ = b.raw();
+    b_zero_ = b_zero ? b_zero->raw() : nullptr;
+  }
+
+  // True when (a, b, zero points) can take the 8-bit GEMM.
+  static bool applies(const MatMulPlan& p, const Tensor& b, const Tensor* a_zero,
+                      const Tensor* b_zero) {
+    return b.rank() == 2 && p.b_shared && (!a_zero || a_zero->numel() == 1) &&
+           (!b_zero || b_zero->numel() == 1 || b_zero->numel() == p.N);
+  }
+
+  // C (rows x N int32) of all batches of A at once.
+  void run(const MatMulPlan& p, const Tensor& a, const Tensor& b, const Tensor* a_zero,
+           const Tensor* b_zero, int32_t* c) const {
+    const int64_t rows = p.M * int64_t(p.a_off.size());
+    const int32_t za = a_zero ? zero_at(*a_zero) : 0;
+    const bool a_signed = a.dtype() == DataType::kInt8;
+    if (!packed_.empty() && b.raw() == b_ && (b_zero ? b_zero->raw() : nullptr) == b_zero_) {
+      gemm::qgemm(rows, a.raw(), p.K, a_signed, za, packed_, c, p.N);
+      return;
+    }
+    std::vector<int32_t> zb;
+    (void)read_zero_points(b_zero, b_zero ? b_zero->numel() : 0, "b_zero_point", zb);
+    const auto packed = gemm::PackedQuantB::pack(p.K, p.N, b.raw(), p.N,
+                                                 b.dtype() == DataType::kInt8, zb.data(),
+                                                 int64_t(zb.size()));
+    gemm::qgemm(rows, a.raw(), p.K, a_signed, za, packed, c, p.N);
+  }
+
+ private:
+  static int32_t zero_at(const Tensor& z) {
+    return z.dtype() == DataType::kUint8 ? int32_t(z.data<uint8_t>()[0])
+                                         : int32_t(z.data<int8_t>()[0]);
+  }
+  gemm::PackedQuantB packed_;
+  const void* b_ = nullptr;       // the constant B packed_ holds
+  const void* b_zero_ = nullptr;  // and its zero point
+};
+
 class MatMulIntegerKernel final : public Kernel {
  public:
+  explicit MatMulIntegerKernel(QuantProduct product) : product_(std::move(product)) {}
+
   Status compute(KernelContext& ctx) const override {
     const Tensor& a = *ctx.input(0);
     const Tensor& b = *ctx.input(1);
@@ -339,21 +415,76 @@ class MatMulIntegerKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(read_zero_points(ctx.input(3), p.N, "b_zero_point", zb));
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, p.out));
     if (y->numel() == 0) return Status();
-    std::vector<int32_t> wa, wb;
-    if (a.dtype() == DataType::kUint8)
-      widen_int<uint8_t>(a, wa);
-    else
-      widen_int<int8_t>(a, wa);
-    if (b.dtype() == DataType::kUint8)
-      widen_int<uint8_t>(b, wb);
-    else
-      widen_int<int8_t>(b, wb);
-    // Subtracting the zero points first keeps the product a plain int32 GEMM.
-    for (size_t i = 0; i < wa.size(); ++i) wa[i] -= za[(i / size_t(p.K)) % size_t(p.M)];
-    for (size_t i = 0; i < wb.size(); ++i) wb[i] -= zb[i % size_t(p.N)];
-    run_matmul<int32_t>(p, wa.data(), wb.data(), y->data<int32_t>());
+    if (QuantProduct::applies(p, b, ctx.input(2), ctx.input(3))) {
+      product_.run(p, a, b, ctx.input(2), ctx.input(3), y->data<int32_t>());
+      return Status();
+    }
+    widened_product(p, a, b, za, zb, y->data<int32_t>());
     return Status();
   }
+
+ private:
+  QuantProduct product_;
+};
+
+// com.microsoft MatMulIntegerToFloat: (A - a_zero)(B - b_zero) * a_scale * b_scale + bias
+// in float, the product exact in int32 (onnxruntime's form of a QDQ MatMul). a_scale is a
+// scalar; b_scale, b_zero_point and bias have one value or one per column.
+class MatMulIntegerToFloatKernel final : public Kernel {
+ public:
+  explicit MatMulIntegerToFloatKernel(QuantProduct product) : product_(std::move(product)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& a = *ctx.input(0);
+    const Tensor& b = *ctx.input(1);
+    const Tensor& a_scale = *ctx.input(2);
+    const Tensor& b_scale = *ctx.input(3);
+    const Tensor* a_zero = ctx.input(4);
+    const Tensor* b_zero = ctx.input(5);
+    const Tensor* bias = ctx.input(6);
+    MatMulPlan p;
+    NXRT_RETURN_IF_ERROR(plan_matmul(a.shape(), b.shape(), p));
+    if (a_scale.numel() != 1)
+      return invalid_argument("a_scale has ", a_scale.numel(), " values; expected 1");
+    auto per_column = [&](const Tensor* t, const char* what) -> Status {
+      if (t && t->numel() != 1 && t->numel() != p.N)
+        return invalid_argument(what, " has ", t->numel(), " values; expected 1 or ", p.N);
+      return Status();
+    };
+    NXRT_RETURN_IF_ERROR(per_column(&b_scale, "b_scale"));
+    NXRT_RETURN_IF_ERROR(per_column(b_zero, "b_zero_point"));
+    NXRT_RETURN_IF_ERROR(per_column(bias, "bias"));
+    if (a_zero && a_zero->numel() != 1)
+      return invalid_argument("a_zero_point has ", a_zero->numel(), " values; expected 1");
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, p.out));
+    if (y->numel() == 0) return Status();
+    const int64_t rows = p.M * int64_t(p.a_off.size());
+    thread_local std::vector<int32_t> acc;
+    acc.resize(size_t(rows * p.N));
+    if (QuantProduct::applies(p, b, a_zero, b_zero)) {
+      product_.run(p, a, b, a_zero, b_zero, acc.data());
+    } else {
+      std::vector<int32_t> za, zb;
+      NXRT_RETURN_IF_ERROR(read_zero_points(a_zero, p.M, "a_zero_point", za));
+      NXRT_RETURN_IF_ERROR(read_zero_points(b_zero, p.N, "b_zero_point", zb));
+      widened_product(p, a, b, za, zb, acc.data());
+    }
+    const float sa = a_scale.data<float>()[0];
+    const float* sb = b_scale.data<float>();
+    const float* pb = bias ? bias->data<float>() : nullptr;
+    float* out = y->data<float>();
+    const bool sb_each = b_scale.numel() != 1, bias_each = bias && bias->numel() != 1;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < p.N; ++j) {
+        float v = float(acc[size_t(i * p.N + j)]) * (sa * sb[sb_each ? j : 0]);
+        if (pb) v += pb[bias_each ? j : 0];
+        out[i * p.N + j] = v;
+      }
+    return Status();
+  }
+
+ private:
+  QuantProduct product_;
 };
 
 bool matmul_type_ok(DataType t) {
@@ -405,7 +536,34 @@ Expected<KernelPtr> create_matmul_integer(KernelInit& init) {
   if (init.has_input(3) && init.input_type(3) != init.input_type(1))
     return init.error(StatusCode::kInvalidGraph, "b_zero_point type differs from B");
   init.set_all_outputs(DataType::kInt32);
-  return make_kernel<MatMulIntegerKernel>();
+  QuantProduct product;
+  if (const Tensor* b = init.constant_input(1)) {
+    const Tensor* b_zero = init.has_input(3) ? init.constant_input(3) : nullptr;
+    if (!init.has_input(3) || b_zero) product.pack(*b, b_zero);
+  }
+  return make_kernel<MatMulIntegerKernel>(std::move(product));
+}
+
+Expected<KernelPtr> create_matmul_integer_to_float(KernelInit& init) {
+  for (size_t i : {0, 1, 4, 5}) {
+    const DataType t = init.input_type(i);
+    if (i >= 4 && t == DataType::kUndefined) continue;
+    if (t != DataType::kUint8 && t != DataType::kInt8) return init.unsupported_type(i);
+  }
+  if (init.has_input(4) && init.input_type(4) != init.input_type(0))
+    return init.error(StatusCode::kInvalidGraph, "a_zero_point type differs from A");
+  if (init.has_input(5) && init.input_type(5) != init.input_type(1))
+    return init.error(StatusCode::kInvalidGraph, "b_zero_point type differs from B");
+  for (size_t i : {2, 3, 6})
+    if ((i < 6 || init.has_input(i)) && init.input_type(i) != DataType::kFloat)
+      return init.unsupported_type(i);
+  init.set_all_outputs(DataType::kFloat);
+  QuantProduct product;
+  if (const Tensor* b = init.constant_input(1)) {
+    const Tensor* b_zero = init.has_input(5) ? init.constant_input(5) : nullptr;
+    if (!init.has_input(5) || b_zero) product.pack(*b, b_zero);
+  }
+  return make_kernel<MatMulIntegerToFloatKernel>(std::move(product));
 }
 
 }  // namespace nxrt::cpu

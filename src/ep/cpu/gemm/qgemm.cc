@@ -1,0 +1,150 @@
+// 8-bit GEMM driver: A is shifted to uint8 a block of rows at a time (rows padded to a
+// multiple of four k with zeros, which meet zero-padded B), the kernel computes the raw
+// sums a'b', and the zero-point correction turns them into the exact result.
+#include "ep/cpu/gemm/qgemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/parallel.h"
+#include "ep/cpu/gemm/qgemm_internal.h"
+
+namespace nxrt::gemm {
+namespace detail {
+namespace {
+
+void qkernel_portable(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* b,
+                      int64_t panel_bytes, int32_t* c, int64_t ldc, int64_t mr, int64_t nr) {
+  for (int64_t i = 0; i < mr; ++i)
+    for (int64_t j = 0; j < nr; ++j) {
+      const int8_t* panel = b + (j / kQPanel) * panel_bytes;
+      const int64_t lane = j % kQPanel;
+      int32_t acc = 0;
+      for (int64_t k = 0; k < k4; ++k)
+        acc += int32_t(a[i * lda + k]) * int32_t(panel[(k / 4) * 64 + lane * 4 + k % 4]);
+      c[i * ldc + j] = acc;
+    }
+}
+
+QKernelFn pick_kernel() { return has_avx512_vnni() ? &qkernel_avx512_vnni : &qkernel_portable; }
+
+// Multiply-adds below which rows are not split across threads.
+constexpr double kMinQMacsPerPiece = double(1 << 20);
+
+}  // namespace
+}  // namespace detail
+
+bool has_avx512_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool yes = [] {
+    const char* env = std::getenv("NXRT_QGEMM");
+    if (env && std::strcmp(env, "portable") == 0) return false;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
+  }();
+  return yes;
+#else
+  return false;
+#endif
+}
+
+PackedQuantB PackedQuantB::pack(int64_t K, int64_t N, const void* B, int64_t ldb, bool is_signed,
+                                const int32_t* b_zero, int64_t b_zero_count) {
+  using detail::kQPanel;
+  PackedQuantB p;
+  p.K_ = K;
+  p.N_ = N;
+  p.K4_ = (K + 3) / 4 * 4;
+  p.panels_ = (N + kQPanel - 1) / kQPanel;
+  p.signed_ = is_signed;
+  p.data_.assign(size_t(p.panels_ * p.K4_ * kQPanel), 0);
+  p.col_sum_.assign(size_t(N), 0);
+  p.zero_.assign(size_t(N), 0);
+  const auto* bytes = static_cast<const uint8_t*>(B);
+  // b' = b - 128 for uint8 (the top bit flipped, as a signed byte), b for int8.
+  const uint8_t flip = is_signed ? 0 : 0x80;
+  for (int64_t j = 0; j < N; ++j) {
+    int8_t* panel = p.data_.data() + (j / kQPanel) * p.K4_ * kQPanel;
+    const int64_t lane = j % kQPanel;
+    int32_t sum = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      const int8_t v = int8_t(bytes[k * ldb + j] ^ flip);
+      panel[(k / 4) * 64 + lane * 4 + k % 4] = v;
+      sum += v;
+    }
+    p.col_sum_[size_t(j)] = sum;
+    const int32_t zb = b_zero_count == 0 ? 0 : b_zero[b_zero_count == 1 ? 0 : j];
+    p.zero_[size_t(j)] = is_signed ? zb : zb - 128;
+  }
+  return p;
+}
+
+void qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
+           const PackedQuantB& B, int32_t* C, int64_t ldc, QKernel which) {
+  using detail::kQPanel;
+  using detail::kQRows;
+  const int64_t N = B.N_, K = B.K_, K4 = B.K4_;
+  if (M <= 0 || N <= 0) return;
+  const detail::QKernelFn kernel =
+      which == QKernel::kPortable ? &detail::qkernel_portable : detail::pick_kernel();
+  const int32_t za = a_signed ? a_zero + 128 : a_zero;
+  const uint8_t flip = a_signed ? 0x80 : 0;
+  const auto* a_bytes = static_cast<const uint8_t*>(A);
+  const int64_t blocks = (M + kQRows - 1) / kQRows;
+  const size_t pieces = std::min<size_t>(
+      parallel_pieces(double(M) * double(N) * double(K), detail::kMinQMacsPerPiece),
+      size_t(blocks));
+  const int64_t per_piece = (blocks + int64_t(pieces) - 1) / int64_t(pieces);
+  parallel_for(pieces, [&](size_t piece) {
+    // This thread's block of A rows as a' (uint8, zero padded to K4) and their sums.
+    thread_local std::vector<uint8_t> rows;
+    rows.resize(size_t(kQRows * K4));
+    int32_t row_sum[kQRows];
+    const int64_t b0 = int64_t(piece) * per_piece, b1 = std::min(blocks, b0 + per_piece);
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t i0 = blk * kQRows, mr = std::min(kQRows, M - i0);
+      for (int64_t i = 0; i < mr; ++i) {
+        uint8_t* dst = rows.data() + i * K4;
+        const uint8_t* src = a_bytes + (i0 + i) * lda;
+        int32_t sum = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          dst[k] = uint8_t(src[k] ^ flip);
+          sum += dst[k];
+        }
+        for (int64_t k = K; k < K4; ++k) dst[k] = 0;
+        row_sum[i] = sum;
+      }
+      int32_t* c = C + i0 * ldc;
+      for (int64_t j = 0; j < N; j += 2 * kQPanel)
+        kernel(K4, rows.data(), K4, B.data_.data() + (j / kQPanel) * K4 * kQPanel, K4 * kQPanel,
+               c + j, ldc, mr, std::min<int64_t>(2 * kQPanel, N - j));
+      // sum a'b' - za' sum b' - zb' sum a' + K za' zb'.
+      for (int64_t i = 0; i < mr; ++i) {
+        int32_t* row = c + i * ldc;
+        for (int64_t j = 0; j < N; ++j) {
+          const int32_t zb = B.zero_[size_t(j)];
+          row[j] += -za * B.col_sum_[size_t(j)] - zb * row_sum[i] + int32_t(K) * za * zb;
+        }
+      }
+    }
+  });
+}
+
+void qgemm_reference(int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, bool a_signed,
+                     int32_t a_zero, const void* B, int64_t ldb, bool b_signed,
+                     const int32_t* b_zero, int64_t b_zero_count, int32_t* C, int64_t ldc) {
+  auto value = [](const void* p, int64_t i, bool is_signed) {
+    return is_signed ? int32_t(static_cast<const int8_t*>(p)[i])
+                     : int32_t(static_cast<const uint8_t*>(p)[i]);
+  };
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      const int32_t zb = b_zero_count == 0 ? 0 : b_zero[b_zero_count == 1 ? 0 : j];
+      int32_t acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += (value(A, i * lda + k, a_signed) - a_zero) * (value(B, k * ldb + j, b_signed) - zb);
+      C[i * ldc + j] = acc;
+    }
+}
+
+}  // namespace nxrt::gemm

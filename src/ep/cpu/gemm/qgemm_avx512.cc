@@ -1,0 +1,76 @@
+// AVX-512 VNNI kernel of the 8-bit GEMM: 12 rows x 32 columns in 24 int32 accumulators;
+// per group of four k, two loads of packed B, a broadcast of four bytes of each A row and
+// one vpdpbusd per accumulator. Compiled for AVX-512 VNNI only here (target attribute).
+#include <immintrin.h>
+
+#include "ep/cpu/gemm/qgemm_internal.h"
+
+namespace nxrt::gemm::detail {
+namespace {
+
+template <int R>
+__attribute__((target("avx512f,avx512vnni"), always_inline)) inline void qtile(
+    int64_t k4, const uint8_t* a, int64_t lda, const int8_t* b, int64_t panel_bytes, int32_t* c,
+    int64_t ldc, int64_t nr) {
+  __m512i acc[R][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  const int8_t* b1 = b + panel_bytes;
+  const bool two = nr > kQPanel;
+  for (int64_t g = 0; g < k4; g += 4) {
+    const __m512i v0 = _mm512_loadu_si512(b + g * kQPanel);
+    const __m512i v1 = two ? _mm512_loadu_si512(b1 + g * kQPanel) : _mm512_setzero_si512();
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      int32_t four;
+      __builtin_memcpy(&four, a + r * lda + g, 4);
+      const __m512i av = _mm512_set1_epi32(four);
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, v0);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, v1);
+    }
+  }
+  const int64_t n0 = nr < kQPanel ? nr : kQPanel, n1 = nr - n0;
+  const __mmask16 m0 = __mmask16((1u << n0) - 1), m1 = __mmask16((1u << n1) - 1);
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+    _mm512_mask_storeu_epi32(c + r * ldc, m0, acc[r][0]);
+    if (n1 > 0) _mm512_mask_storeu_epi32(c + r * ldc + kQPanel, m1, acc[r][1]);
+  }
+}
+
+}  // namespace
+
+__attribute__((target("avx512f,avx512vnni"))) void qkernel_avx512_vnni(int64_t k4, const uint8_t* a,
+                                                                       int64_t lda, const int8_t* b,
+                                                                       int64_t panel_bytes,
+                                                                       int32_t* c, int64_t ldc,
+                                                                       int64_t mr, int64_t nr) {
+  switch (mr) {
+    case 1:
+      return qtile<1>(k4, a, lda, b, panel_bytes, c, ldc, nr);
+    case 2:
+      return qtile<2>(k4, a, lda, b, panel_bytes, c, ldc, nr);
+    case 3:
+      return qtile<3>(k4, a, lda, b, panel_bytes, c, ldc, nr);
+    case 4:
+      return qtile<4>(k4, a, lda, b, panel_bytes, c, ldc, nr);
+    case 5:
+      return qtile<5>(k4, a, lda, b, panel_bytes, c, ldc, nr);
+    case 6:
+      return qtile<6>(k4, a, lda, b, panel_bytes, c, ldc, nr);
+    case 7:
+      return qtile<7>(k4, a, lda, b, panel_bytes, c, ldc, nr);
+    case 8:
+      return qtile<8>(k4, a, lda, b, panel_bytes, c, ldc, nr);
+    case 9:
+      return qtile<9>(k4, a, lda, b, panel_bytes, c, ldc, nr);
+    case 10:
+      return qtile<10>(k4, a, lda, b, panel_bytes, c, ldc, nr);
+    case 11:
+      return qtile<11>(k4, a, lda, b, panel_bytes, c, ldc, nr);
+    default:
+      return qtile<12>(k4, a, lda, b, panel_bytes, c, ldc, nr);
+  }
+}
+
+}  // namespace nxrt::gemm::detail

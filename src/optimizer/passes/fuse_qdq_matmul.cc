@@ -1,0 +1,73 @@
+// MatMul(DequantizeLinear(x_q), DequantizeLinear(W_q)) with a constant 8-bit weight becomes
+// com.microsoft MatMulIntegerToFloat(x_q, W_q, scales, zero points): the product runs on
+// the 8-bit GEMM, exact in int32, then scales to float, as onnxruntime's QDQ rewrite does.
+// The DequantizeLinear nodes are left to dead-node elimination (another reader keeps them).
+#include "optimizer/graph_view.h"
+#include "optimizer/passes/passes.h"
+
+namespace nxrt::optimizer {
+namespace {
+
+bool is_8bit(const Tensor* t) {
+  return t && (t->dtype() == DataType::kUint8 || t->dtype() == DataType::kInt8);
+}
+
+bool is_float(const Tensor* t) { return t && t->dtype() == DataType::kFloat; }
+
+// A DequantizeLinear of the plain per-tensor or per-axis form (no blocks), or null.
+const ir::Node* dequantize_feeding(const std::string& value, const GraphView& view,
+                                   const ir::Graph& graph) {
+  const int n = view.producer(value);
+  if (n < 0) return nullptr;
+  const ir::Node& dq = graph.nodes[size_t(n)];
+  if (!is_onnx_op(dq, "DequantizeLinear") || dq.inputs.size() < 2 || dq.outputs.size() != 1)
+    return nullptr;
+  if (const ir::Attribute* b = dq.find_attribute("block_size"); b && b->i != 0) return nullptr;
+  return &dq;
+}
+
+const std::string& input_or_empty(const ir::Node& node, size_t i) {
+  static const std::string kNone;
+  return i < node.inputs.size() ? node.inputs[i] : kNone;
+}
+
+}  // namespace
+
+Status fuse_qdq_matmul(ir::Graph& graph, PassContext& ctx) {
+  GraphView view(graph, ctx);
+  bool imported = false;
+  for (ir::Node& mm : graph.nodes) {
+    if (!is_onnx_op(mm, "MatMul") || mm.inputs.size() != 2 || mm.outputs.size() != 1) continue;
+    const ir::Node* dx = dequantize_feeding(mm.inputs[0], view, graph);
+    const ir::Node* dw = dequantize_feeding(mm.inputs[1], view, graph);
+    if (!dx || !dw) continue;
+    // The weight: a constant 2-D 8-bit matrix, float scales per tensor or per column
+    // (axis 1), zero points of the same shape and type.
+    const Tensor* w = view.constant(dw->inputs[0]);
+    const Tensor* ws = view.constant(dw->inputs[1]);
+    const std::string& wz_name = input_or_empty(*dw, 2);
+    const Tensor* wz = wz_name.empty() ? nullptr : view.constant(wz_name);
+    if (!is_8bit(w) || w->rank() != 2 || !is_float(ws)) continue;
+    const int64_t N = w->shape()[1];
+    if (ws->numel() != 1) {
+      const ir::Attribute* axis = dw->find_attribute("axis");
+      const int64_t a = axis ? axis->i : 1;
+      if (ws->rank() != 1 || ws->numel() != N || (a != 1 && a != -1)) continue;
+    }
+    if (!wz_name.empty() && (!wz || wz->dtype() != w->dtype() || wz->numel() != ws->numel()))
+      continue;
+    // The activation: its 8-bit type is known from a constant zero point; one scale.
+    const Tensor* xs = view.constant(dx->inputs[1]);
+    const std::string& xz_name = input_or_empty(*dx, 2);
+    const Tensor* xz = xz_name.empty() ? nullptr : view.constant(xz_name);
+    if (!is_float(xs) || xs->numel() != 1 || !is_8bit(xz) || xz->numel() != 1) continue;
+    if (!imported && !ctx.import_domain("com.microsoft", 1)) return Status();
+    imported = true;
+    mm.domain = "com.microsoft";
+    mm.op_type = "MatMulIntegerToFloat";
+    mm.inputs = {dx->inputs[0], dw->inputs[0], dx->inputs[1], dw->inputs[1], xz_name, wz_name};
+  }
+  return Status();
+}
+
+}  // namespace nxrt::optimizer
