@@ -50,6 +50,28 @@ void check_all(nxrt::gemm::QKernel kernel) {
 TEST(Qgemm, MatchesReference) { check_all(nxrt::gemm::QKernel::kAuto); }
 TEST(Qgemm, PortableMatchesReference) { check_all(nxrt::gemm::QKernel::kPortable); }
 
+TEST(Qgemm, FloatOutputScalesEachColumn) {
+  const int64_t M = 29, N = 45, K = 70;
+  const auto a = random_bytes(size_t(M * K), 3), b = random_bytes(size_t(K * N), 4);
+  const int32_t zb = 7;
+  std::vector<int32_t> exact(size_t(M * N));
+  nxrt::gemm::qgemm_reference(M, N, K, a.data(), K, false, 100, b.data(), N, true, &zb, 1,
+                              exact.data(), N);
+  std::vector<float> scale(static_cast<size_t>(N)), bias(static_cast<size_t>(N)),
+      y(static_cast<size_t>(M * N));
+  for (int64_t j = 0; j < N; ++j) {
+    scale[size_t(j)] = 0.001f * float(j + 1);
+    bias[size_t(j)] = float(j) - 20.0f;
+  }
+  const auto packed = nxrt::gemm::PackedQuantB::pack(K, N, b.data(), N, true, &zb, 1);
+  nxrt::gemm::qgemm_float(M, a.data(), K, false, 100, packed, scale.data(), bias.data(), y.data(),
+                          N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      ASSERT_FLOAT_EQ(y[size_t(i * N + j)],
+                      float(exact[size_t(i * N + j)]) * scale[size_t(j)] + bias[size_t(j)]);
+}
+
 TEST(Qgemm, MatchesReferenceOnTwoThreads) {
   auto pool = nxrt::make_worker_pool(2);
   nxrt::ParallelScope scope(pool.get());

@@ -79,26 +79,43 @@ PackedQuantB PackedQuantB::pack(int64_t K, int64_t N, const void* B, int64_t ldb
   return p;
 }
 
-void qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
-           const PackedQuantB& B, int32_t* C, int64_t ldc, QKernel which) {
-  using detail::kQPanel;
-  using detail::kQRows;
-  const int64_t N = B.N_, K = B.K_, K4 = B.K4_;
-  if (M <= 0 || N <= 0) return;
-  const detail::QKernelFn kernel =
-      which == QKernel::kPortable ? &detail::qkernel_portable : detail::pick_kernel();
+namespace detail {
+
+// The float form of the result, for qgemm_float.
+struct FloatOut {
+  float* y;
+  int64_t ldy;
+  const float* scale;  // per column
+  const float* bias;   // per column, or null
+};
+
+// Shared by qgemm and qgemm_float: C gets the exact int32 result, or, with `out`, each
+// block of rows is finished in a per-thread int32 tile and written to out->y as float.
+void run_qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
+               const int8_t* panels, const int32_t* col_sum,
+               const int32_t* col_zero, int64_t N, int64_t K, int64_t K4, int32_t* C,
+               int64_t ldc, const FloatOut* out, QKernel which) {
+  const QKernelFn kernel = which == QKernel::kPortable ? &qkernel_portable : pick_kernel();
   const int32_t za = a_signed ? a_zero + 128 : a_zero;
   const uint8_t flip = a_signed ? 0x80 : 0;
   const auto* a_bytes = static_cast<const uint8_t*>(A);
+  // The correction's per-column part, -za' sum b' + K za' zb', once per call.
+  thread_local std::vector<int32_t> col_term;
+  col_term.resize(size_t(N));
+  for (int64_t j = 0; j < N; ++j)
+    col_term[size_t(j)] = -za * col_sum[j] + int32_t(K) * za * col_zero[j];
   const int64_t blocks = (M + kQRows - 1) / kQRows;
   const size_t pieces = std::min<size_t>(
-      parallel_pieces(double(M) * double(N) * double(K), detail::kMinQMacsPerPiece),
-      size_t(blocks));
+      parallel_pieces(double(M) * double(N) * double(K), kMinQMacsPerPiece), size_t(blocks));
   const int64_t per_piece = (blocks + int64_t(pieces) - 1) / int64_t(pieces);
+  const int32_t* terms = col_term.data();
   parallel_for(pieces, [&](size_t piece) {
-    // This thread's block of A rows as a' (uint8, zero padded to K4) and their sums.
+    // This thread's block of A rows as a' (uint8, zero padded to K4) and their sums, and
+    // for float output the int32 tile of the block.
     thread_local std::vector<uint8_t> rows;
+    thread_local std::vector<int32_t> tile;
     rows.resize(size_t(kQRows * K4));
+    if (out) tile.resize(size_t(kQRows * N));
     int32_t row_sum[kQRows];
     const int64_t b0 = int64_t(piece) * per_piece, b1 = std::min(blocks, b0 + per_piece);
     for (int64_t blk = b0; blk < b1; ++blk) {
@@ -114,20 +131,45 @@ void qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
         for (int64_t k = K; k < K4; ++k) dst[k] = 0;
         row_sum[i] = sum;
       }
-      int32_t* c = C + i0 * ldc;
+      int32_t* c = out ? tile.data() : C + i0 * ldc;
+      const int64_t ld = out ? N : ldc;
       for (int64_t j = 0; j < N; j += 2 * kQPanel)
-        kernel(K4, rows.data(), K4, B.data_.data() + (j / kQPanel) * K4 * kQPanel, K4 * kQPanel,
-               c + j, ldc, mr, std::min<int64_t>(2 * kQPanel, N - j));
+        kernel(K4, rows.data(), K4, panels + (j / kQPanel) * K4 * kQPanel, K4 * kQPanel, c + j,
+               ld, mr, std::min<int64_t>(2 * kQPanel, N - j));
       // sum a'b' - za' sum b' - zb' sum a' + K za' zb'.
       for (int64_t i = 0; i < mr; ++i) {
-        int32_t* row = c + i * ldc;
+        int32_t* row = c + i * ld;
+        const int32_t rs = row_sum[i];
+        if (!out) {
+          for (int64_t j = 0; j < N; ++j) row[j] += terms[j] - col_zero[j] * rs;
+          continue;
+        }
+        float* y = out->y + (i0 + i) * out->ldy;
         for (int64_t j = 0; j < N; ++j) {
-          const int32_t zb = B.zero_[size_t(j)];
-          row[j] += -za * B.col_sum_[size_t(j)] - zb * row_sum[i] + int32_t(K) * za * zb;
+          const float v = float(row[j] + terms[j] - col_zero[j] * rs) * out->scale[j];
+          y[j] = out->bias ? v + out->bias[j] : v;
         }
       }
     }
   });
+}
+
+}  // namespace detail
+
+void qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
+           const PackedQuantB& B, int32_t* C, int64_t ldc, QKernel which) {
+  if (M <= 0 || B.N_ <= 0) return;
+  detail::run_qgemm(M, A, lda, a_signed, a_zero, B.data_.data(), B.col_sum_.data(),
+                    B.zero_.data(), B.N_, B.K_, B.K4_, C, ldc, nullptr, which);
+}
+
+void qgemm_float(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
+                 const PackedQuantB& B, const float* col_scale, const float* col_bias, float* Y,
+                 int64_t ldy, QKernel which) {
+  if (M <= 0 || B.N_ <= 0) return;
+  const detail::FloatOut out{Y, ldy, col_scale, col_bias};
+  detail::run_qgemm(M, A, lda, a_signed, a_zero, B.data_.data(), B.col_sum_.data(),
+                    B.zero_.data(), B.N_, B.K_, B.K4_, nullptr, 0, &out, which);
 }
 
 void qgemm_reference(int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, bool a_signed,

@@ -37,6 +37,8 @@ class PackedQuantB {
  private:
   friend void qgemm(int64_t, const void*, int64_t, bool, int32_t, const PackedQuantB&, int32_t*,
                     int64_t, QKernel);
+  friend void qgemm_float(int64_t, const void*, int64_t, bool, int32_t, const PackedQuantB&,
+                          const float*, const float*, float*, int64_t, QKernel);
   int64_t K_ = 0, N_ = 0, K4_ = 0, panels_ = 0;
   bool signed_ = false;
   std::vector<int8_t> data_;      // panels_ x (K4_ / 4) groups x 64 bytes
@@ -51,6 +53,12 @@ enum class QKernel { kAuto, kPortable };  // declared before PackedQuantB
 // forces the portable kernel (tests).
 void qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
            const PackedQuantB& B, int32_t* C, int64_t ldc, QKernel kernel = QKernel::kAuto);
+
+// Y[i * ldy + j] = float(the qgemm result) * col_scale[j] (+ col_bias[j]): the float
+// output of a QDQ MatMul, written as each block of rows finishes (no int32 pass).
+void qgemm_float(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
+                 const PackedQuantB& B, const float* col_scale, const float* col_bias, float* Y,
+                 int64_t ldy, QKernel kernel = QKernel::kAuto);
 
 // The same with plain loops (the oracle for tests).
 void qgemm_reference(int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, bool a_signed,

@@ -373,22 +373,26 @@ class QuantProduct {
            (!b_zero || b_zero->numel() == 1 || b_zero->numel() == p.N);
   }
 
-  // C (rows x N int32) of all batches of A at once.
+  // C (rows x N int32) of all batches of A at once; with `scale`, Y = C * scale[j] (+
+  // bias[j]) in float instead.
   void run(const MatMulPlan& p, const Tensor& a, const Tensor& b, const Tensor* a_zero,
-           const Tensor* b_zero, int32_t* c) const {
+           const Tensor* b_zero, int32_t* c, const float* scale = nullptr,
+           const float* bias = nullptr, float* y = nullptr) const {
     const int64_t rows = p.M * int64_t(p.a_off.size());
     const int32_t za = a_zero ? zero_at(*a_zero) : 0;
     const bool a_signed = a.dtype() == DataType::kInt8;
-    if (!packed_.empty() && b.raw() == b_ && (b_zero ? b_zero->raw() : nullptr) == b_zero_) {
-      gemm::qgemm(rows, a.raw(), p.K, a_signed, za, packed_, c, p.N);
-      return;
-    }
+    auto multiply = [&](const gemm::PackedQuantB& packed) {
+      if (scale)
+        gemm::qgemm_float(rows, a.raw(), p.K, a_signed, za, packed, scale, bias, y, p.N);
+      else
+        gemm::qgemm(rows, a.raw(), p.K, a_signed, za, packed, c, p.N);
+    };
+    if (!packed_.empty() && b.raw() == b_ && (b_zero ? b_zero->raw() : nullptr) == b_zero_)
+      return multiply(packed_);
     std::vector<int32_t> zb;
     (void)read_zero_points(b_zero, b_zero ? b_zero->numel() : 0, "b_zero_point", zb);
-    const auto packed = gemm::PackedQuantB::pack(p.K, p.N, b.raw(), p.N,
-                                                 b.dtype() == DataType::kInt8, zb.data(),
-                                                 int64_t(zb.size()));
-    gemm::qgemm(rows, a.raw(), p.K, a_signed, za, packed, c, p.N);
+    multiply(gemm::PackedQuantB::pack(p.K, p.N, b.raw(), p.N, b.dtype() == DataType::kInt8,
+                                      zb.data(), int64_t(zb.size())));
   }
 
  private:
@@ -459,26 +463,31 @@ class MatMulIntegerToFloatKernel final : public Kernel {
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, p.out));
     if (y->numel() == 0) return Status();
     const int64_t rows = p.M * int64_t(p.a_off.size());
-    thread_local std::vector<int32_t> acc;
-    acc.resize(size_t(rows * p.N));
-    if (QuantProduct::applies(p, b, a_zero, b_zero)) {
-      product_.run(p, a, b, a_zero, b_zero, acc.data());
-    } else {
-      std::vector<int32_t> za, zb;
-      NXRT_RETURN_IF_ERROR(read_zero_points(a_zero, p.M, "a_zero_point", za));
-      NXRT_RETURN_IF_ERROR(read_zero_points(b_zero, p.N, "b_zero_point", zb));
-      widened_product(p, a, b, za, zb, acc.data());
-    }
+    // Per column: a_scale * b_scale, and the bias.
+    thread_local std::vector<float> scale, shift;
+    scale.resize(size_t(p.N));
     const float sa = a_scale.data<float>()[0];
-    const float* sb = b_scale.data<float>();
-    const float* pb = bias ? bias->data<float>() : nullptr;
+    for (int64_t j = 0; j < p.N; ++j)
+      scale[size_t(j)] = sa * b_scale.data<float>()[b_scale.numel() == 1 ? 0 : j];
+    if (bias) {
+      shift.resize(size_t(p.N));
+      for (int64_t j = 0; j < p.N; ++j)
+        shift[size_t(j)] = bias->data<float>()[bias->numel() == 1 ? 0 : j];
+    }
+    const float* pb = bias ? shift.data() : nullptr;
     float* out = y->data<float>();
-    const bool sb_each = b_scale.numel() != 1, bias_each = bias && bias->numel() != 1;
+    if (QuantProduct::applies(p, b, a_zero, b_zero)) {
+      product_.run(p, a, b, a_zero, b_zero, nullptr, scale.data(), pb, out);
+      return Status();
+    }
+    std::vector<int32_t> za, zb, acc(size_t(rows * p.N));
+    NXRT_RETURN_IF_ERROR(read_zero_points(a_zero, p.M, "a_zero_point", za));
+    NXRT_RETURN_IF_ERROR(read_zero_points(b_zero, p.N, "b_zero_point", zb));
+    widened_product(p, a, b, za, zb, acc.data());
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < p.N; ++j) {
-        float v = float(acc[size_t(i * p.N + j)]) * (sa * sb[sb_each ? j : 0]);
-        if (pb) v += pb[bias_each ? j : 0];
-        out[i * p.N + j] = v;
+        const float v = float(acc[size_t(i * p.N + j)]) * scale[size_t(j)];
+        out[i * p.N + j] = pb ? v + pb[j] : v;
       }
     return Status();
   }
