@@ -325,3 +325,35 @@ def test_qdq_matmul_fuses_and_matches_onnxruntime():
         got = _nxrt(data, level=level).run(None, {"x": x})
         for g, e in zip(got, expected):
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)
+
+
+def _decomposed_gelu(form, opset):
+    c = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)  # noqa: E731
+    inits = [c("sqrt2", 1.4142135381698608), c("inv_sqrt2", 0.7071067690849304), c("one", 1.0),
+             c("half", 0.5)]
+    scale = (helper.make_node("Div", ["x", "sqrt2"], ["s"]) if form != "mul_scale"
+             else helper.make_node("Mul", ["inv_sqrt2", "x"], ["s"]))
+    nodes = [scale, helper.make_node("Erf", ["s"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["a"])]
+    if form == "half_first":
+        nodes += [helper.make_node("Mul", ["x", "half"], ["h"]),
+                  helper.make_node("Mul", ["h", "a"], ["y"])]
+    else:
+        nodes += [helper.make_node("Mul", ["x", "a"], ["m"]),
+                  helper.make_node("Mul", ["m", "half"], ["y"])]
+    graph = helper.make_graph(nodes, "gelu", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 300])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("form", ["half_last", "half_first", "mul_scale"])
+@pytest.mark.parametrize("opset", [13, 20])
+def test_decomposed_gelu_fuses_and_matches_onnxruntime(form, opset):
+    model = _decomposed_gelu(form, opset)
+    x = (RNG.standard_normal((4, 300)) * 4).astype(np.float32)
+    assert _profiled_ops(model, {"x": x}) == ["Gelu"]
+    expected = _ort(model).run(None, {"x": x})[0]
+    np.testing.assert_allclose(_nxrt(model).run(None, {"x": x})[0], expected, rtol=1e-5, atol=1e-6)
