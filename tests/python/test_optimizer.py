@@ -335,7 +335,10 @@ def _decomposed_gelu(form, opset):
              else helper.make_node("Mul", ["inv_sqrt2", "x"], ["s"]))
     nodes = [scale, helper.make_node("Erf", ["s"], ["e"]),
              helper.make_node("Add", ["e", "one"], ["a"])]
-    if form == "half_first":
+    if form == "half_of_sum":
+        nodes += [helper.make_node("Mul", ["half", "a"], ["h"]),
+                  helper.make_node("Mul", ["x", "h"], ["y"])]
+    elif form == "half_first":
         nodes += [helper.make_node("Mul", ["x", "half"], ["h"]),
                   helper.make_node("Mul", ["h", "a"], ["y"])]
     else:
@@ -349,7 +352,7 @@ def _decomposed_gelu(form, opset):
     return model.SerializeToString()
 
 
-@pytest.mark.parametrize("form", ["half_last", "half_first", "mul_scale"])
+@pytest.mark.parametrize("form", ["half_last", "half_first", "half_of_sum", "mul_scale"])
 @pytest.mark.parametrize("opset", [13, 20])
 def test_decomposed_gelu_fuses_and_matches_onnxruntime(form, opset):
     model = _decomposed_gelu(form, opset)

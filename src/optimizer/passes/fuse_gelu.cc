@@ -4,6 +4,7 @@
 // GeluFusion does:
 //   Div(x, sqrt 2) or Mul(x, 1/sqrt 2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5)
 //   Div(x, sqrt 2) or Mul(x, 1/sqrt 2) -> Erf -> Add(1) -> Mul(Mul(x, 0.5))
+//   Div(x, sqrt 2) or Mul(x, 1/sqrt 2) -> Erf -> Add(1) -> Mul(0.5) -> Mul(x)
 #include <cmath>
 
 #include "optimizer/graph_view.h"
@@ -72,7 +73,15 @@ Status fuse_gelu(ir::Graph& graph, PassContext& ctx) {
     const std::string other = other_input(mul, add.outputs[0]);
     std::vector<size_t> gone = {size_t(s), e, size_t(a)};
     size_t last;  // the node whose output the Gelu takes over
-    if (other == x) {
+    if (binary_with_scalar(mul, add.outputs[0], view, 0.5)) {
+      // x * ((1 + erf) * 0.5)
+      const int f = view.sole_consumer(mul.outputs[0]);
+      if (f < 0 || edit.removed(size_t(f))) continue;
+      const ir::Node& times_x = graph.nodes[size_t(f)];
+      if (!is_onnx_op(times_x, "Mul") || other_input(times_x, mul.outputs[0]) != x) continue;
+      gone.push_back(size_t(m));
+      last = size_t(f);
+    } else if (other == x) {
       // (x * (1 + erf)) * 0.5
       const int h = view.sole_consumer(mul.outputs[0]);
       if (h < 0 || edit.removed(size_t(h))) continue;
