@@ -140,6 +140,20 @@ void expect_same(const std::vector<float>& got, const std::vector<float>& want, 
   }
 }
 
+TEST(VmathArrays, MaxValueFindsTheLargestAndPropagatesNaN) {
+  std::vector<float> x = data(300, 5);
+  x[3] = 1.0f;  // data() puts a NaN there
+  for (size_t n : {1, 5, 31, 32, 33, 100, 300}) {
+    float want = x[0];
+    for (size_t i = 1; i < n; ++i) want = std::max(want, x[i]);
+    EXPECT_EQ(max_value(x.data(), n), want) << n;
+  }
+  x[250] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(max_value(x.data(), 300)));
+  x[250] = 1e30f;
+  EXPECT_EQ(max_value(x.data(), 300), 1e30f);
+}
+
 TEST(VmathArrays, MatchPortable) {
   const std::vector<float> x = data(4000, 1);
   for (size_t n : {1, 7, 8, 9, 23, 64}) {

@@ -78,8 +78,13 @@ void soft_rows(const T* x, T* y, int64_t rows, int64_t n) {
       for (int64_t k = 0; k < n; ++k) yr[k] = narrow<T>(A(k == at ? 1 : 0));
       continue;
     }
-    A m = A(xr[0]);
-    for (int64_t k = 1; k < n; ++k) m = std::max(m, A(xr[k]));
+    A m;
+    if constexpr (std::is_same_v<T, float>) {
+      m = vmath::max_value(xr, size_t(n));
+    } else {
+      m = A(xr[0]);
+      for (int64_t k = 1; k < n; ++k) m = std::max(m, A(xr[k]));
+    }
     if (!std::isfinite(m)) m = std::isnan(m) ? m : A(0);  // keep inf inputs from making NaN
     A* e;
     if constexpr (std::is_same_v<T, A>)

@@ -188,6 +188,18 @@ void depthwise_row(const float* const* rows, const float* const* w, size_t nrows
   detail::depthwise_row_portable(rows, w, nrows, first, taps, stride, dilation, out, 0, count);
 }
 
+namespace detail {
+float max_value_portable(const float* x, size_t begin, size_t end, float m) {
+  for (size_t i = begin; i < end; ++i) m = max_keep_nan(m, x[i]);
+  return m;
+}
+}  // namespace detail
+
+float max_value(const float* x, size_t n) {
+  if (uses_avx2()) return detail::max_value_avx2(x, n);
+  return detail::max_value_portable(x, 1, n, x[0]);
+}
+
 void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   if (uses_avx512())
     detail::unary_avx512(fn, p, x, y, n);

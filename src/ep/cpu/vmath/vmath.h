@@ -51,6 +51,9 @@ double reference(Unary fn, const UnaryParams& p, double x);
 // The running max of pooling: v replaces m when larger or NaN, and a NaN in m stays.
 inline float max_keep_nan(float m, float v) { return m == m && (v > m || v != v) ? v : m; }
 
+// The largest of x[0..n) (n >= 1), NaN when any element is NaN: softmax's row max.
+float max_value(const float* x, size_t n);
+
 // out[j] = the max (max_keep_nan) or the sum over r < nrows of rows[r][j], j < n: the
 // vertical pass of pooling windows.
 void reduce_rows(bool max, const float* const* rows, size_t nrows, float* out, size_t n);

@@ -79,6 +79,26 @@ void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t
   avx2::unary_dispatch(fn, p, x, y, n);
 }
 
+// Four running maxima of eight lanes (independent chains), NaN kept, then folded.
+__attribute__((target("avx2,fma"))) float max_value_avx2(const float* x, size_t n) {
+  if (n < 32) return max_value_portable(x, 1, n, x[0]);
+  __m256 m0 = _mm256_loadu_ps(x), m1 = _mm256_loadu_ps(x + 8), m2 = _mm256_loadu_ps(x + 16),
+         m3 = _mm256_loadu_ps(x + 24);
+  size_t i = 32;
+  for (; i + 32 <= n; i += 32) {
+    m0 = max_keep_nan_ps(m0, _mm256_loadu_ps(x + i));
+    m1 = max_keep_nan_ps(m1, _mm256_loadu_ps(x + i + 8));
+    m2 = max_keep_nan_ps(m2, _mm256_loadu_ps(x + i + 16));
+    m3 = max_keep_nan_ps(m3, _mm256_loadu_ps(x + i + 24));
+  }
+  m0 = max_keep_nan_ps(max_keep_nan_ps(m0, m1), max_keep_nan_ps(m2, m3));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m0);
+  float m = lanes[0];
+  for (int j = 1; j < 8; ++j) m = max_keep_nan(m, lanes[j]);
+  return max_value_portable(x, i, n, m);
+}
+
 __attribute__((target("avx2,fma"))) void reduce_rows_avx2(bool max, const float* const* rows,
                                                           size_t nrows, float* out, size_t n) {
   size_t j = 0;
@@ -221,6 +241,7 @@ void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t
 void reduce_rows_avx2(bool max, const float* const* rows, size_t nrows, float* out, size_t n) {
   reduce_rows_portable(max, rows, nrows, out, 0, n);
 }
+float max_value_avx2(const float* x, size_t n) { return max_value_portable(x, 1, n, x[0]); }
 void quantize_8bit_avx2(const float* x, size_t n, float scale, float zero_point, bool is_signed,
                         void* y) {
   quantize_8bit_portable(x, n, scale, zero_point, is_signed, y);

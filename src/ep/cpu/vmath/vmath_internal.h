@@ -22,6 +22,8 @@ void depthwise_row_portable(const float* const* rows, const float* const* w, siz
                             int64_t first, int64_t taps, int64_t stride, int64_t dilation,
                             float* out, size_t begin, size_t end);
 
+float max_value_portable(const float* x, size_t begin, size_t end, float m);
+float max_value_avx2(const float* x, size_t n);
 void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
 void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
 void reduce_rows_avx2(bool max, const float* const* rows, size_t nrows, float* out, size_t n);
