@@ -143,17 +143,27 @@ struct BroadcastPlan {
 };
 BroadcastPlan make_broadcast_plan(const Shape& out, std::span<const Shape* const> inputs);
 
-// Calls body(offsets, out_offset, count, steps) for each inner run; offsets[k] is the
-// element offset into input k and steps[k] its stride (0 or 1, or the merged stride).
+// Calls body(offsets, out_offset, count, steps) for inner runs [run_begin, run_end) (a
+// run is one stretch of the last collapsed dim); offsets[k] is the element offset into
+// input k and steps[k] its stride (0 or 1, or the merged stride).
 template <typename Body>
-void for_each_broadcast_run(const BroadcastPlan& plan, Body&& body) {
+void for_each_broadcast_run(const BroadcastPlan& plan, int64_t run_begin, int64_t run_end,
+                            Body&& body) {
   const size_t rank = plan.dims.size();
   const size_t n_in = plan.inputs;
-  if (plan.numel == 0) return;
+  if (plan.numel == 0 || run_begin >= run_end) return;
   const int64_t inner = plan.dims[rank - 1];
   SmallVec<int64_t> offsets(n_in, 0), steps(n_in), index(rank, 0);
   for (size_t k = 0; k < n_in; ++k) steps[k] = plan.stride(k, rank - 1);
-  for (int64_t out = 0; out < plan.numel; out += inner) {
+  // The odometer at run_begin.
+  int64_t rest = run_begin;
+  for (size_t d = rank - 1; d-- > 0;) {
+    index[d] = rest % plan.dims[d];
+    rest /= plan.dims[d];
+    for (size_t k = 0; k < n_in; ++k) offsets[k] += index[d] * plan.stride(k, d);
+  }
+  const int64_t end = std::min(plan.numel, run_end * inner);
+  for (int64_t out = run_begin * inner; out < end; out += inner) {
     body(offsets.data(), out, inner, steps.data());
     // advance the odometer over the outer dims
     for (size_t d = rank - 1; d-- > 0;) {
@@ -165,6 +175,13 @@ void for_each_broadcast_run(const BroadcastPlan& plan, Body&& body) {
       index[d] = 0;
     }
   }
+}
+
+// All runs.
+template <typename Body>
+void for_each_broadcast_run(const BroadcastPlan& plan, Body&& body) {
+  const int64_t inner = plan.dims.empty() ? 1 : plan.dims[plan.dims.size() - 1];
+  for_each_broadcast_run(plan, 0, inner > 0 ? plan.numel / inner : 0, body);
 }
 
 // out = fn(a, b) elementwise over numpy-broadcast inputs, written to output 0. `expect`,
@@ -206,7 +223,7 @@ Status broadcast_binary(KernelContext& ctx, const Tensor& a, const Tensor& b, Fn
     return Status();
   }
   const BroadcastPlan plan = make_broadcast_plan(out_shape, shapes);
-  for_each_broadcast_run(plan, [&](const int64_t* off, int64_t o, int64_t count, const int64_t* step) {
+  auto run = [&](const int64_t* off, int64_t o, int64_t count, const int64_t* step) {
     const A* x = pa + off[0];
     const B* y = pb + off[1];
     Out* z = po + o;
@@ -223,6 +240,20 @@ Status broadcast_binary(KernelContext& ctx, const Tensor& a, const Tensor& b, Fn
     } else {
       for (int64_t i = 0; i < count; ++i) z[i] = fn(x[i * step[0]], y[i * step[1]]);
     }
+  };
+  // Large outputs: whole runs split across the run's threads.
+  const int64_t inner = plan.dims[plan.dims.size() - 1];
+  const int64_t runs = inner > 0 ? n / inner : 0;
+  const int64_t pieces =
+      std::min<int64_t>(int64_t(parallel_pieces(double(n), double(1 << 16))), runs);
+  if (pieces <= 1) {
+    for_each_broadcast_run(plan, run);
+    return Status();
+  }
+  const int64_t per_piece = (runs + pieces - 1) / pieces;
+  parallel_for(size_t(pieces), [&](size_t piece) {
+    const int64_t r0 = int64_t(piece) * per_piece;
+    for_each_broadcast_run(plan, r0, std::min(runs, r0 + per_piece), run);
   });
   return Status();
 }
