@@ -61,6 +61,7 @@ const char* kernel_name(MicroKernel k) {
     case MicroKernel::kPortable: return "portable";
     case MicroKernel::kAvx2: return "avx2";
     case MicroKernel::kAvx512: return "avx512";
+    case MicroKernel::kAvx512x48: return "avx512x48";
   }
   return "?";
 }
@@ -68,7 +69,8 @@ const char* kernel_name(MicroKernel k) {
 // Every micro-kernel this CPU runs, each tested explicitly (not only the dispatched one).
 std::vector<MicroKernel> available_kernels() {
   std::vector<MicroKernel> out;
-  for (MicroKernel k : {MicroKernel::kPortable, MicroKernel::kAvx2, MicroKernel::kAvx512})
+  for (MicroKernel k : {MicroKernel::kPortable, MicroKernel::kAvx2, MicroKernel::kAvx512,
+                        MicroKernel::kAvx512x48})
     if (nxrt::gemm::kernel_available(k)) out.push_back(k);
   return out;
 }
@@ -82,6 +84,11 @@ TEST(Gemm, Avx2MatchesReference) {
 TEST(Gemm, Avx512MatchesReference) {
   if (!nxrt::gemm::has_avx512f()) GTEST_SKIP() << "no AVX-512F on this CPU";
   check_all(MicroKernel::kAvx512);
+}
+
+TEST(Gemm, Avx512x48MatchesReference) {
+  if (!nxrt::gemm::has_avx512f()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  check_all(MicroKernel::kAvx512x48);
 }
 
 TEST(Gemm, AutoPicksAnAvailableKernel) {

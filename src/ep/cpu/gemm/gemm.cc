@@ -21,7 +21,7 @@ namespace {
 
 constexpr int64_t kKC = 128;   // depth of a packed slice: a 16-wide B panel is 16 KiB
 constexpr int64_t kMC = 96;    // rows of A packed at once (multiple of every MR)
-constexpr int64_t kNC = 2048;  // columns of B packed at once (multiple of every NR)
+constexpr int64_t kNC = 1536;  // columns of B packed at once (multiple of every NR)
 
 // Portable R x 8 tile (MR = 4): 8 accumulator vectors with SSE2, so it stays in
 // registers on the x86-64 baseline; fixed-size loops GCC unrolls and vectorizes.
@@ -68,6 +68,8 @@ void with_kernel(MicroKernel k, Fn&& fn) {
   switch (k) {
     case MicroKernel::kAvx512:
       return fn.template operator()<12, 32>(&micro_kernel_avx512_12x32);
+    case MicroKernel::kAvx512x48:
+      return fn.template operator()<8, 48>(&micro_kernel_avx512_8x48);
     case MicroKernel::kAvx2:
       return fn.template operator()<6, 16>(&micro_kernel_avx2_6x16);
     default:
@@ -75,8 +77,20 @@ void with_kernel(MicroKernel k, Fn&& fn) {
   }
 }
 
-MicroKernel resolve(MicroKernel k) {
-  if (k == MicroKernel::kAuto) return best_kernel();
+// Share of an M x N product's tiles that hold real rows and columns.
+double tile_use(int64_t M, int64_t N, int64_t MR, int64_t NR) {
+  return double(M) / double((M + MR - 1) / MR * MR) * double(N) / double((N + NR - 1) / NR * NR);
+}
+
+// The kernel for kAuto: best_kernel(), and between the two AVX-512 shapes the one that
+// wastes less of the product's edge tiles (M or N unknown: pass a large value).
+MicroKernel resolve(MicroKernel k, int64_t M = int64_t(1) << 20, int64_t N = int64_t(1) << 20) {
+  if (k == MicroKernel::kAuto) {
+    const MicroKernel best = best_kernel();
+    if (best == MicroKernel::kAvx512 && tile_use(M, N, 8, 48) > tile_use(M, N, 12, 32) + 0.01)
+      return MicroKernel::kAvx512x48;
+    return best;
+  }
   return kernel_available(k) ? k : MicroKernel::kPortable;
 }
 
@@ -380,6 +394,7 @@ bool has_avx512f() {
 bool kernel_available(MicroKernel kernel) {
   switch (kernel) {
     case MicroKernel::kAvx512:
+    case MicroKernel::kAvx512x48:
       return has_avx512f();
     case MicroKernel::kAvx2:
       return has_avx2_fma();
@@ -417,7 +432,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     return;
   }
   const detail::Operand a{A, lda, trans_a, nullptr}, b{B, ldb, trans_b, nullptr};
-  detail::with_kernel(detail::resolve(kernel), [&]<int MR, int NR>(detail::MicroKernelFn fn) {
+  detail::with_kernel(detail::resolve(kernel, M, N), [&]<int MR, int NR>(detail::MicroKernelFn fn) {
     detail::parallel_gemm<MR, NR>(fn, M, N, K, alpha, a, b, beta, C, ldc, 1);
   });
 }
@@ -428,7 +443,7 @@ PackedMatrix PackedMatrix::pack_left(bool trans, int64_t M, int64_t K, const flo
   p.left_ = true;
   p.rows_ = M;
   p.cols_ = K;
-  p.kernel_ = detail::resolve(kernel);
+  p.kernel_ = detail::resolve(kernel, M);
   detail::with_kernel(p.kernel_, [&]<int MR, int>(detail::MicroKernelFn) {
     p.padded_ = (M + MR - 1) / MR * MR;
     p.data_ = std::shared_ptr<float>(detail::aligned_floats(size_t(p.padded_ * K)), &std::free);
@@ -445,7 +460,7 @@ PackedMatrix PackedMatrix::pack_right(bool trans, int64_t K, int64_t N, const fl
   p.left_ = false;
   p.rows_ = K;
   p.cols_ = N;
-  p.kernel_ = detail::resolve(kernel);
+  p.kernel_ = detail::resolve(kernel, int64_t(1) << 20, N);
   detail::with_kernel(p.kernel_, [&]<int, int NR>(detail::MicroKernelFn) {
     p.padded_ = (N + NR - 1) / NR * NR;
     p.data_ = std::shared_ptr<float>(detail::aligned_floats(size_t(p.padded_ * K)), &std::free);

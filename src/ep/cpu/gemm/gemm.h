@@ -1,6 +1,7 @@
 // Single-precision GEMM for the CPU kernels: C = alpha * op(A) * op(B) + beta * C with
 // row-major operands. The fast path packs panels of A and B into cache-sized blocks and
-// runs a register-tiled micro-kernel picked at run time: AVX-512F (12 x 32) or AVX2+FMA
+// runs a register-tiled micro-kernel picked at run time: AVX-512F (12 x 32 or 8 x 48, by
+// shape) or AVX2+FMA
 // (6 x 16) when the CPU has them, else a portable one the compiler vectorizes for the
 // baseline ISA. Constant operands can be packed once (PackedMatrix).
 #pragma once
@@ -10,7 +11,9 @@
 
 namespace nxrt::gemm {
 
-enum class MicroKernel { kAuto, kPortable, kAvx2, kAvx512 };
+// kAvx512 is 12 x 32, kAvx512x48 is 8 x 48; kAuto picks between them by the product's
+// shape (the one leaving less of its last row and column tiles empty).
+enum class MicroKernel { kAuto, kPortable, kAvx2, kAvx512, kAvx512x48 };
 
 // op(A) is M x K (A is K x M when trans_a), op(B) is K x N (B is N x K when trans_b).
 // lda/ldb/ldc are row strides in elements. beta == 0 ignores C's old contents (NaN too).

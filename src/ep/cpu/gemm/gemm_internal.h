@@ -27,8 +27,11 @@ void micro_kernel_avx2_6x16(int64_t kc, const float* a, int64_t ak, const float*
                             int64_t b_row, int64_t b_panel, float* c, int64_t rs_c, int64_t cs_c,
                             float alpha, float beta, int64_t mr, int64_t nr);
 
-// 12 x 32 with AVX-512F; only call when has_avx512f().
+// 12 x 32 and 8 x 48 with AVX-512F; only call when has_avx512f().
 void micro_kernel_avx512_12x32(int64_t kc, const float* a, int64_t ak, const float* b,
+                               int64_t b_row, int64_t b_panel, float* c, int64_t rs_c,
+                               int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr);
+void micro_kernel_avx512_8x48(int64_t kc, const float* a, int64_t ak, const float* b,
                                int64_t b_row, int64_t b_panel, float* c, int64_t rs_c,
                                int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr);
 
