@@ -94,9 +94,16 @@ TEST(Optimizer, LevelsAndDisabledPassesChooseWhatRuns) {
   EXPECT_EQ(op_types(*optimized(bytes, off)),
             (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
   optimizer::OptimizerOptions no_bn;
-  no_bn.disabled = {"fuse_conv_batchnorm"};
+  no_bn.disabled = {"fuse_conv_batchnorm", "fuse_conv_batchnorm_runtime"};
   EXPECT_EQ(op_types(*optimized(bytes, no_bn)),
             (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
+  // With the constant fold off, the run-time form takes the BatchNormalization.
+  optimizer::OptimizerOptions no_fold;
+  no_fold.disabled = {"fuse_conv_batchnorm"};
+  auto runtime = optimized(bytes, no_fold);
+  EXPECT_EQ(op_types(*runtime), std::vector<std::string>{"FusedConv"});
+  EXPECT_EQ(runtime->graph.nodes[0].domain, "nxrt");
+  EXPECT_EQ(runtime->graph.nodes[0].inputs.size(), 8u);
 
   auto model = onnx::decode_model(bytes.data(), bytes.size(), nullptr, "");
   ASSERT_TRUE(model.ok());
@@ -108,9 +115,19 @@ TEST(Optimizer, LevelsAndDisabledPassesChooseWhatRuns) {
 }
 
 TEST(Optimizer, LeavesOverridableWeightsAndSharedValuesAlone) {
-  // W is a graph input too (IR 8): callers may feed another W, so BN cannot fold into it.
-  auto model = optimized(conv_bn_relu(true));
-  EXPECT_EQ(op_types(*model), (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
+  // W is a graph input too (IR 8): callers may feed another W, so BN cannot fold into it;
+  // at the basic level it stays, above it the run-time form fuses it (same results).
+  const std::string overridable = conv_bn_relu(true);
+  optimizer::OptimizerOptions basic;
+  basic.level = 1;
+  EXPECT_EQ(op_types(*optimized(overridable, basic)),
+            (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
+  auto model = optimized(overridable);
+  EXPECT_EQ(op_types(*model), std::vector<std::string>{"FusedConv"});
+  EXPECT_EQ(model->graph.nodes[0].domain, "nxrt");
+  const std::vector<float> x = ramp(75, 0.11f, 0.2f);
+  expect_close(run_at(overridable, 99, x, Shape{1, 3, 5, 5}),
+               run_at(overridable, 0, x, Shape{1, 3, 5, 5}));
 
   // The conv's output is also a graph output: fusing would lose it.
   const std::string shared =

@@ -99,7 +99,7 @@ def test_fused_conv_rejects_bad_activations_and_sums():
                                 "z": np.zeros((1, 2, 4, 3), np.float32)})
 
 
-def _conv_bn_act_model(activation_node):
+def _conv_bn_act_model(activation_node, params_are_inputs=False):
     c = 6
     inits = [
         numpy_helper.from_array(RNG.standard_normal((c, 3, 3, 3)).astype(np.float32), "w"),
@@ -118,9 +118,12 @@ def _conv_bn_act_model(activation_node):
         helper.make_node("Identity", ["n"], ["i"]),
         activation_node,
     ]
-    graph = helper.make_graph(nodes, "conv_bn", [
-        helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])]
+    if params_are_inputs:  # overridable initializers: no longer constants for either runtime
+        inputs += [helper.make_tensor_value_info(t.name, TensorProto.FLOAT, list(t.dims))
+                   for t in inits[:6]]
+    graph = helper.make_graph(nodes, "conv_bn", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model.SerializeToString()
@@ -171,8 +174,8 @@ def test_fusion_shows_in_the_profile_and_can_be_disabled():
 
     assert ops_run() == ["FusedConv"]
     assert ops_run(disabled_optimizers=["fuse_conv_activation"]) == ["Conv", "Relu"]
-    assert ops_run(disabled_optimizers=["fuse_conv_batchnorm", "fuse_conv_activation",
-                                        "eliminate_identity"]) == [
+    assert ops_run(disabled_optimizers=["fuse_conv_batchnorm", "fuse_conv_batchnorm_runtime",
+                                        "fuse_conv_activation", "eliminate_identity"]) == [
         "BatchNormalization", "Conv", "Identity", "Relu"]
     with pytest.raises(nxrt.InvalidArgument, match="'nonsense', which is not a graph pass"):
         nxrt.InferenceSession(model, disabled_optimizers=["nonsense"])
@@ -360,3 +363,21 @@ def test_decomposed_gelu_fuses_and_matches_onnxruntime(form, opset):
     assert _profiled_ops(model, {"x": x}) == ["Gelu"]
     expected = _ort(model).run(None, {"x": x})[0]
     np.testing.assert_allclose(_nxrt(model).run(None, {"x": x})[0], expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("act", [helper.make_node("Relu", ["i"], ["y"]),
+                                 helper.make_node("Softplus", ["i"], ["y"])], ids=["relu", "softplus"])
+def test_run_time_batchnorm_fusion_matches_onnxruntime(act):
+    # Weights and BN parameters are graph inputs: the BN is applied per run inside nxrt's
+    # FusedConv, and fed parameters take effect.
+    model = _conv_bn_act_model(act, params_are_inputs=True)
+    x = RNG.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    ops = _profiled_ops(model, {"x": x})
+    assert ops == (["FusedConv"] if act.op_type == "Relu" else ["FusedConv", "Softplus"])
+    feeds = {"x": x, "var": RNG.uniform(0.1, 3.0, 6).astype(np.float32),
+             "w": RNG.standard_normal((6, 3, 3, 3)).astype(np.float32)}
+    for f in ({"x": x}, feeds):
+        expected = _ort(model).run(None, f)[0]
+        for threads in (1, 2):
+            np.testing.assert_allclose(_nxrt(model, threads).run(None, f)[0], expected,
+                                       rtol=1e-4, atol=1e-5)

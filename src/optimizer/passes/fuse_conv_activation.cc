@@ -69,15 +69,20 @@ Status fuse_conv_activation(ir::Graph& graph, PassContext& ctx) {
   bool imported_ms = false, imported_nxrt = false;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     ir::Node& conv = graph.nodes[n];
-    if (!is_onnx_op(conv, "Conv") || conv.outputs.size() != 1 || conv.inputs.size() < 2) continue;
+    // A Conv, or nxrt's FusedConv of a run-time BatchNormalization (no activation yet).
+    const bool nxrt_fused = conv.domain == "nxrt" && conv.op_type == "FusedConv" &&
+                            !conv.find_attribute("activation");
+    if ((!is_onnx_op(conv, "Conv") && !nxrt_fused) || conv.outputs.size() != 1 ||
+        conv.inputs.size() < 2)
+      continue;
     const int a = view.sole_consumer(conv.outputs[0]);
     if (a < 0 || edit.removed(size_t(a))) continue;
     const ir::Node& act = graph.nodes[size_t(a)];
     if (act.inputs.empty() || act.inputs[0] != conv.outputs[0]) continue;
     const std::optional<Activation> fused = as_activation(act, view, opset);
     if (!fused) continue;
-    const std::string domain = fused->onnxruntime_has_it ? "com.microsoft" : "nxrt";
-    bool& imported = fused->onnxruntime_has_it ? imported_ms : imported_nxrt;
+    const std::string domain = fused->onnxruntime_has_it && !nxrt_fused ? "com.microsoft" : "nxrt";
+    bool& imported = domain == "com.microsoft" ? imported_ms : imported_nxrt;
     if (!imported && !ctx.import_domain(domain, 1)) continue;
     imported = true;
     conv.domain = domain;

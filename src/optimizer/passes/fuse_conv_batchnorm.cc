@@ -96,4 +96,38 @@ Status fuse_conv_batchnorm(ir::Graph& graph, PassContext& ctx) {
   return Status();
 }
 
+// Conv -> BatchNormalization whose parameters are not constants (weights that callers
+// may override, or computed by the graph): nxrt's FusedConv with the BN's inputs as its
+// inputs 4-7, applied per run as a per-channel scale and shift of each block of output.
+Status fuse_conv_batchnorm_runtime(ir::Graph& graph, PassContext& ctx) {
+  GraphView view(graph, ctx);
+  GraphEditor edit(graph, view);
+  bool imported = false;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    ir::Node& conv = graph.nodes[n];
+    if (!is_onnx_op(conv, "Conv") || conv.inputs.size() < 2 || conv.outputs.size() != 1) continue;
+    const int b = view.sole_consumer(conv.outputs[0]);
+    if (b < 0 || edit.removed(size_t(b))) continue;
+    const ir::Node& bn = graph.nodes[size_t(b)];
+    if (!is_inference_batchnorm(bn, view) || bn.inputs[0] != conv.outputs[0]) continue;
+    if (!imported && !ctx.import_domain("nxrt", 1)) return Status();
+    imported = true;
+    const ir::Attribute* eps_attr = bn.find_attribute("epsilon");
+    ir::Attribute eps;
+    eps.name = "bn_epsilon";
+    eps.type = ir::Attribute::Type::kFloat;
+    eps.f = eps_attr ? eps_attr->f : 1e-5f;
+    conv.domain = "nxrt";
+    conv.op_type = "FusedConv";
+    conv.inputs.resize(3);
+    conv.inputs.push_back("");  // no sum input
+    for (size_t i = 1; i < 5; ++i) conv.inputs.push_back(bn.inputs[i]);
+    conv.attributes.push_back(std::move(eps));
+    conv.outputs[0] = bn.outputs[0];
+    edit.remove(size_t(b));
+  }
+  edit.apply();
+  return Status();
+}
+
 }  // namespace nxrt::optimizer

@@ -18,6 +18,9 @@ Status fuse_qdq_matmul(ir::Graph& graph, PassContext& ctx);
 Status fuse_gelu(ir::Graph& graph, PassContext& ctx);
 // x * Sigmoid(x): one com.microsoft QuickGelu (alpha 1).
 Status fuse_quick_gelu(ir::Graph& graph, PassContext& ctx);
+// BatchNormalization after a Conv, its parameters not constant: nxrt FusedConv applying
+// it per run.
+Status fuse_conv_batchnorm_runtime(ir::Graph& graph, PassContext& ctx);
 // Conv followed by an activation: one FusedConv node (com.microsoft, or nxrt's own domain
 // for activations onnxruntime's FusedConv lacks).
 Status fuse_conv_activation(ir::Graph& graph, PassContext& ctx);

@@ -1,6 +1,7 @@
 // Conv and ConvTranspose for any number of spatial dims, via im2col/col2im and GEMM.
 // float runs on the packed SGEMM, double on the simple loop; float16/bfloat16 widen to float.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -395,9 +396,15 @@ struct ConvActivation {
 
 class ConvKernel final : public Kernel {
  public:
+  // bn_epsilon: nxrt's FusedConv with inputs 4..7 (scale, B, mean, var of a
+  // BatchNormalization applied to the conv's output); nullopt otherwise.
   ConvKernel(WindowAttrs attrs, int64_t group, std::optional<ConvActivation> activation = {},
-             bool has_sum = false)
-      : attrs_(std::move(attrs)), group_(group), activation_(activation), has_sum_(has_sum) {}
+             bool has_sum = false, std::optional<float> bn_epsilon = {})
+      : attrs_(std::move(attrs)),
+        group_(group),
+        activation_(activation),
+        has_sum_(has_sum),
+        bn_epsilon_(bn_epsilon) {}
 
   // Packs a constant float/float16/bfloat16 W; leaves the kernel unpacked if W's shape
   // cannot be right (compute reports that).
@@ -432,12 +439,43 @@ class ConvKernel final : public Kernel {
         const PackedWeights* packed = packed_.matches(w) ? &packed_ : nullptr;
         std::vector<float> wide_z;
         const W* pz = sum_input<T>(z, wide_z);
+        std::vector<W> bn_scale, bn_shift;
+        if (bn_epsilon_) NXRT_RETURN_IF_ERROR(batch_norm_affine<T>(ctx, b, M, bn_scale, bn_shift));
         with_compute_type<T>(x, w, b, *y, [&](const W* px, const W* pw, const W* pb, W* py) {
-          run<W>(L, N, C, M, px, pw, pb, py, packed, pz);
+          if (bn_epsilon_)
+            run<W>(L, N, C, M, px, pw, bn_shift.data(), py, packed, pz, bn_scale.data());
+          else
+            run<W>(L, N, C, M, px, pw, pb, py, packed, pz);
         });
       })
       default:
         return not_implemented("Conv of ", tensor_type_name(x.dtype()));
+    }
+    return Status();
+  }
+
+  // The run-time BatchNormalization as a per-channel affine map of the conv's output
+  // (bias included): y = conv * scale + shift, scale = s / sqrt(var + eps),
+  // shift = (bias - mean) * scale + B.
+  template <typename T, typename W = std::conditional_t<kHalf<T>, float, T>>
+  Status batch_norm_affine(KernelContext& ctx, const Tensor* bias, int64_t M,
+                           std::vector<W>& scale, std::vector<W>& shift) const {
+    const char* names[] = {"scale", "B", "input_mean", "input_var"};
+    const Tensor* p[4];
+    for (size_t i = 0; i < 4; ++i) {
+      p[i] = ctx.input(4 + i);
+      if (!p[i] || p[i]->dtype() != ctx.input(0)->dtype() || p[i]->numel() != M)
+        return invalid_argument("the fused BatchNormalization's ", names[i], " must be ", M,
+                                " values of the input's type");
+    }
+    scale.resize(size_t(M));
+    shift.resize(size_t(M));
+    for (int64_t m = 0; m < M; ++m) {
+      const double s = double(W(p[0]->data<T>()[m])) /
+                       std::sqrt(double(W(p[3]->data<T>()[m])) + double(*bn_epsilon_));
+      const double b0 = bias ? double(W(bias->data<T>()[m])) : 0.0;
+      scale[size_t(m)] = W(s);
+      shift[size_t(m)] = W((b0 - double(W(p[2]->data<T>()[m]))) * s + double(W(p[1]->data<T>()[m])));
     }
     return Status();
   }
@@ -467,16 +505,20 @@ class ConvKernel final : public Kernel {
     return Status();
   }
 
-  // Adds the bias and the sum input to `channels` rows of `cols` outputs starting at
-  // y[offset] (channel first_channel; rows out_size apart) and applies the activation:
-  // called on each block right after its product, while the block is in cache.
+  // Scales (fused BatchNormalization) and adds the bias and the sum input to `channels`
+  // rows of `cols` outputs starting at y[offset] (channel first_channel; rows out_size
+  // apart) and applies the activation: called on each block right after its product,
+  // while the block is in cache.
   template <typename T>
-  void finish(T* y, const T* z, const T* bias, int64_t out_size, int64_t offset,
+  void finish(T* y, const T* z, const T* bias, const T* scale, int64_t out_size, int64_t offset,
               int64_t first_channel, int64_t channels, int64_t cols) const {
     if (!bias && !z && !activation_) return;
     for (int64_t c = 0; c < channels; ++c) {
       T* row = y + offset + c * out_size;
-      if (bias) {
+      if (scale) {
+        const T s = scale[first_channel + c], b = bias[first_channel + c];
+        for (int64_t i = 0; i < cols; ++i) row[i] = row[i] * s + b;
+      } else if (bias) {
         const T b = bias[first_channel + c];
         for (int64_t i = 0; i < cols; ++i) row[i] += b;
       }
@@ -496,7 +538,8 @@ class ConvKernel final : public Kernel {
 
   template <typename T>
   void run(const Lattice& L, int64_t N, int64_t C, int64_t M, const T* x, const T* w, const T* bias,
-           T* y, const PackedWeights* packed = nullptr, const T* z = nullptr) const {
+           T* y, const PackedWeights* packed = nullptr, const T* z = nullptr,
+           const T* scale = nullptr) const {
     const int64_t G = group_, Cg = C / G, Mg = M / G;
     const int64_t in_size = L.image_size(), out_size = L.grid_size();
     const int64_t K = Cg * L.kernel_size();
@@ -515,7 +558,7 @@ class ConvKernel final : public Kernel {
           const int64_t c0 = int64_t(b) * block, count = std::min(block, C - c0);
           depthwise(L, count, Mg, x + (n * C + c0) * in_size, w + c0 * Mg * ksize,
                     y + (n * M + c0 * Mg) * out_size);
-          finish(y, z, bias, out_size, (n * M + c0 * Mg) * out_size, c0 * Mg, count * Mg,
+          finish(y, z, bias, scale, out_size, (n * M + c0 * Mg) * out_size, c0 * Mg, count * Mg,
                  out_size);
         });
       return;
@@ -532,7 +575,7 @@ class ConvKernel final : public Kernel {
             gemm::sgemm_packed_right(true, out_size, 1.0f, pointwise ? xg : col, out_size,
                                      packed->groups[size_t(g)], 0.0f,
                                      y + (n * M + g * Mg) * out_size, out_size, true);
-            finish(y, z, bias, out_size, (n * M + g * Mg) * out_size, g * Mg, Mg, out_size);
+            finish(y, z, bias, scale, out_size, (n * M + g * Mg) * out_size, g * Mg, Mg, out_size);
           }
         return;
       }
@@ -595,7 +638,7 @@ class ConvKernel final : public Kernel {
         im2col(L, Cg, r0, r1, xg, col, ld);
         product(g, cols, col, ld, yg + r0 * gl);
       }
-      finish(y, z, bias, out_size, (n * M + g * Mg) * out_size + r0 * gl, g * Mg, Mg, cols);
+      finish(y, z, bias, scale, out_size, (n * M + g * Mg) * out_size + r0 * gl, g * Mg, Mg, cols);
     });
   }
 
@@ -604,6 +647,7 @@ class ConvKernel final : public Kernel {
   int64_t group_;
   std::optional<ConvActivation> activation_;
   bool has_sum_;  // FusedConv's input 3, added before the activation
+  std::optional<float> bn_epsilon_;
   PackedWeights packed_;
   // Per group W_g packed as a left operand, set once (behind a pointer: the kernel moves).
   struct LazyLeft {
@@ -840,7 +884,7 @@ Expected<KernelPtr> create_fused_conv(KernelInit& init) {
   Status st = read_window_attrs(attrs, false, w);
   if (!st.ok()) return init.error(st.code(), st.message());
   if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
-  NXRT_RETURN_IF_ERROR(check_float_inputs(init, 4));
+  NXRT_RETURN_IF_ERROR(check_float_inputs(init, 8));
   const std::string name = attrs.get_string("activation");
   const std::vector<float> p = attrs.get_floats("activation_params");
   auto params_needed = [&](size_t n) -> Status {
@@ -871,8 +915,18 @@ Expected<KernelPtr> create_fused_conv(KernelInit& init) {
                       "' is not one FusedConv supports (Relu, LeakyRelu, Sigmoid, Tanh, "
                       "HardSigmoid, Clip, HardSwish, QuickGelu)");
   }
+  // nxrt's FusedConv may carry a BatchNormalization whose parameters are not constants
+  // (inputs 4-7, attribute bn_epsilon), applied per run as a per-channel affine map.
+  std::optional<float> bn_epsilon;
+  if (init.has_input(4)) {
+    for (size_t i = 4; i < 8; ++i)
+      if (!init.has_input(i)) return init.error(StatusCode::kInvalidGraph, "input ", i,
+                                                " (fused BatchNormalization) is missing");
+    bn_epsilon = attrs.get_float("bn_epsilon", 1e-5f);
+  }
   init.set_all_outputs(init.input_type(0));
-  auto kernel = std::make_unique<ConvKernel>(std::move(w), group, act, init.has_input(3));
+  auto kernel =
+      std::make_unique<ConvKernel>(std::move(w), group, act, init.has_input(3), bn_epsilon);
   if (const Tensor* weights = init.constant_input(1)) kernel->pack_weights(*weights);
   return KernelPtr(std::move(kernel));
 }

@@ -116,13 +116,20 @@ class BatchNormKernel final : public Kernel {
       NXRT_CASES_FLOAT({
         const T* px = x.data<T>();
         T* py = y->data<T>();
-        for (int64_t img = 0; img < n; ++img) {
-          for (int64_t p = 0; p < params; ++p) {
-            const A ap = a[size_t(p)], bp = b[size_t(p)];
-            const int64_t off = (img * params + p) * run_len;
+        // Planes (image, parameter) in blocks over the run's threads (memory-bound).
+        const int64_t planes = n * params;
+        if (planes == 0) return Status();
+        const int64_t pieces = std::min<int64_t>(
+            int64_t(parallel_pieces(double(planes * run_len), double(1 << 16))), planes);
+        const int64_t per_piece = (planes + pieces - 1) / pieces;
+        parallel_for(size_t(pieces), [&](size_t piece) {
+          const int64_t q1 = std::min(planes, int64_t(piece + 1) * per_piece);
+          for (int64_t q = int64_t(piece) * per_piece; q < q1; ++q) {
+            const A ap = a[size_t(q % params)], bp = b[size_t(q % params)];
+            const int64_t off = q * run_len;
             for (int64_t i = 0; i < run_len; ++i) py[off + i] = narrow<T>(A(px[off + i]) * ap + bp);
           }
-        }
+        });
       })
       default:
         return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
