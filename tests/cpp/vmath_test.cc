@@ -96,6 +96,20 @@ TEST(Vmath, MatchesReference) {
   expect_close(Unary::kSoftsign, {}, "softsign");
 }
 
+TEST(Vmath, AffineAppliesScaleAndShiftFirst) {
+  const std::vector<float> x = sweep();
+  for (Unary fn : {Unary::kIdentity, Unary::kRelu, Unary::kSwish, Unary::kSigmoid, Unary::kClip}) {
+    const nxrt::vmath::UnaryParams p{fn == Unary::kClip ? -1.0f : 1.0f, 6.0f, 0};
+    std::vector<float> got(x.size());
+    nxrt::vmath::unary_affine(fn, p, 0.75f, -0.5f, x.data(), got.data(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = nxrt::vmath::reference(fn, p, double(std::fma(x[i], 0.75f, -0.5f)));
+      if (std::isnan(want) || std::isinf(want)) continue;
+      ASSERT_NEAR(got[i], want, 1e-7 + 2e-6 * std::fabs(want)) << int(fn) << " at " << x[i];
+    }
+  }
+}
+
 TEST(Vmath, NanPropagates) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (Unary fn : {Unary::kExp, Unary::kTanh, Unary::kSigmoid, Unary::kErf, Unary::kGelu,

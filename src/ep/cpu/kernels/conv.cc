@@ -515,6 +515,17 @@ class ConvKernel final : public Kernel {
     if (!bias && !z && !activation_) return;
     for (int64_t c = 0; c < channels; ++c) {
       T* row = y + offset + c * out_size;
+      if constexpr (std::is_same_v<T, float>) {
+        if (!z) {
+          // One vector pass: activation(row * scale + bias).
+          const float s = scale ? scale[first_channel + c] : 1.0f;
+          const float b = bias ? bias[first_channel + c] : 0.0f;
+          vmath::unary_affine(activation_ ? activation_->fn : vmath::Unary::kIdentity,
+                              activation_ ? activation_->params : vmath::UnaryParams{}, s, b, row,
+                              row, size_t(cols));
+          continue;
+        }
+      }
       if (scale) {
         const T s = scale[first_channel + c], b = bias[first_channel + c];
         for (int64_t i = 0; i < cols; ++i) row[i] = row[i] * s + b;

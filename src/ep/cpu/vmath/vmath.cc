@@ -83,6 +83,8 @@ double reference(Unary fn, const UnaryParams& p, double x) {
       return std::min(double(p.beta), std::max(double(p.alpha), x));
     case Unary::kSoftsign:
       return x / (1.0 + std::fabs(x));
+    case Unary::kIdentity:
+      return x;
   }
   return x;
 }
@@ -198,6 +200,17 @@ float max_value_portable(const float* x, size_t begin, size_t end, float m) {
 float max_value(const float* x, size_t n) {
   if (uses_avx2()) return detail::max_value_avx2(x, n);
   return detail::max_value_portable(x, 1, n, x[0]);
+}
+
+void unary_affine(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
+                  float* y, size_t n) {
+  if (uses_avx512())
+    detail::unary_affine_avx512(fn, p, scale, shift, x, y, n);
+  else if (uses_avx2())
+    detail::unary_affine_avx2(fn, p, scale, shift, x, y, n);
+  else
+    for (size_t i = 0; i < n; ++i)
+      y[i] = float(reference(fn, p, double(std::fma(x[i], scale, shift))));
 }
 
 void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {

@@ -33,6 +33,7 @@ enum class Unary : uint8_t {
   kAbs,
   kClip,  // [alpha, beta]
   kSoftsign,
+  kIdentity,  // x (unary_affine with no activation)
 };
 
 struct UnaryParams {
@@ -42,6 +43,11 @@ struct UnaryParams {
 // y[i] = f(x[i]) for i < n; x and y may be the same array. Uses the best implementation
 // this CPU runs.
 void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
+
+// y[i] = f(x[i] * scale + shift): an activation with the per-channel affine map before it
+// (bias, a folded normalization) in one pass. x and y may be the same array.
+void unary_affine(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
+                  float* y, size_t n);
 
 // The portable implementation (double-precision libm), for tests and other CPUs.
 void unary_reference(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);

@@ -76,7 +76,12 @@ using V = Avx2;
 }  // namespace
 
 void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
-  avx2::unary_dispatch(fn, p, x, y, n);
+  avx2::unary_dispatch<false>(fn, p, 1.0f, 0.0f, x, y, n);
+}
+
+void unary_affine_avx2(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
+                       float* y, size_t n) {
+  avx2::unary_dispatch<true>(fn, p, scale, shift, x, y, n);
 }
 
 // Four running maxima of eight lanes (independent chains), NaN kept, then folded.
@@ -237,6 +242,10 @@ __attribute__((target("avx2,fma"))) void reduce_taps_avx2(bool max, const float*
 namespace nxrt::vmath::detail {
 void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   unary_reference(fn, p, x, y, n);
+}
+void unary_affine_avx2(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
+                       float* y, size_t n) {
+  unary_affine(fn, p, scale, shift, x, y, n);
 }
 void reduce_rows_avx2(bool max, const float* const* rows, size_t nrows, float* out, size_t n) {
   reduce_rows_portable(max, rows, nrows, out, 0, n);

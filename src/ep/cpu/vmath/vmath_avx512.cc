@@ -62,7 +62,12 @@ using V = Avx512;
 }  // namespace
 
 void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
-  avx512::unary_dispatch(fn, p, x, y, n);
+  avx512::unary_dispatch<false>(fn, p, 1.0f, 0.0f, x, y, n);
+}
+
+void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shift,
+                         const float* x, float* y, size_t n) {
+  avx512::unary_dispatch<true>(fn, p, scale, shift, x, y, n);
 }
 
 }  // namespace nxrt::vmath::detail
@@ -75,6 +80,10 @@ void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size
 namespace nxrt::vmath::detail {
 void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   unary_reference(fn, p, x, y, n);
+}
+void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shift,
+                         const float* x, float* y, size_t n) {
+  unary_affine(fn, p, scale, shift, x, y, n);
 }
 }  // namespace nxrt::vmath::detail
 
