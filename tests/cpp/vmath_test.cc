@@ -199,6 +199,13 @@ TEST(VmathArrays, MatchPortable) {
       dequantize_8bit(q.data(), is_signed, n, 0.02f, 5.0f, got.data());
       detail::dequantize_8bit_portable(q.data(), is_signed, n, 0.02f, 5.0f, want.data());
       expect_same(got, want, "dequantize_8bit");
+      if (uses_avx2()) {  // the AVX2 forms too, when the dispatch picked AVX-512
+        detail::quantize_8bit_avx2(x.data(), n, 0.02f, is_signed ? -3.0f : 120.0f, is_signed,
+                                   q.data());
+        EXPECT_EQ(q, q_want) << "quantize_8bit_avx2, n " << n;
+        detail::dequantize_8bit_avx2(q.data(), is_signed, n, 0.02f, 5.0f, got.data());
+        expect_same(got, want, "dequantize_8bit_avx2");
+      }
     }
   }
 }

@@ -173,12 +173,15 @@ void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t
 
 void quantize_8bit(const float* x, size_t n, float scale, float zero_point, bool is_signed,
                    void* y) {
+  if (uses_avx512()) return detail::quantize_8bit_avx512(x, n, scale, zero_point, is_signed, y);
   if (uses_avx2()) return detail::quantize_8bit_avx2(x, n, scale, zero_point, is_signed, y);
   detail::quantize_8bit_portable(x, n, scale, zero_point, is_signed, y);
 }
 
 void dequantize_8bit(const void* x, bool is_signed, size_t n, float scale, float zero_point,
                      float* y) {
+  if (uses_avx512())
+    return detail::dequantize_8bit_avx512(x, is_signed, n, scale, zero_point, y);
   if (uses_avx2()) return detail::dequantize_8bit_avx2(x, is_signed, n, scale, zero_point, y);
   detail::dequantize_8bit_portable(x, is_signed, n, scale, zero_point, y);
 }

@@ -61,6 +61,42 @@ using V = Avx512;
 
 }  // namespace
 
+// Sixteen values at a time, the same arithmetic as the AVX2 and portable forms: x / scale
+// rounded half to even, plus the zero point, NaN -> 0, clamped, then narrowed with the
+// saturating down-conversions (exact: the values are in range already).
+void quantize_8bit_avx512(const float* x, size_t n, float scale, float zero_point, bool is_signed,
+                          void* y) {
+  const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zero_point);
+  const __m512 lo = _mm512_set1_ps(is_signed ? -128.0f : 0.0f);
+  const __m512 hi = _mm512_set1_ps(is_signed ? 127.0f : 255.0f);
+  auto* out = static_cast<uint8_t*>(y);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 r = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(x + i), vs),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_add_ps(r, vz);
+    r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(r, r, _CMP_ORD_Q), r);  // NaN -> 0
+    r = _mm512_min_ps(hi, _mm512_max_ps(lo, r));
+    const __m512i i32 = _mm512_cvtps_epi32(r);
+    const __m128i bytes = is_signed ? _mm512_cvtsepi32_epi8(i32) : _mm512_cvtusepi32_epi8(i32);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), bytes);
+  }
+  quantize_8bit_portable(x + i, n - i, scale, zero_point, is_signed, out + i);
+}
+
+void dequantize_8bit_avx512(const void* x, bool is_signed, size_t n, float scale,
+                            float zero_point, float* y) {
+  const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zero_point);
+  const auto* in = static_cast<const uint8_t*>(x);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    const __m512i i32 = is_signed ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+    _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(i32), vz), vs));
+  }
+  dequantize_8bit_portable(in + i, is_signed, n - i, scale, zero_point, y + i);
+}
+
 void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   avx512::unary_dispatch<false>(fn, p, 1.0f, 0.0f, x, y, n);
 }
@@ -78,6 +114,14 @@ void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shif
 #else
 
 namespace nxrt::vmath::detail {
+void quantize_8bit_avx512(const float* x, size_t n, float scale, float zero_point, bool is_signed,
+                          void* y) {
+  quantize_8bit_portable(x, n, scale, zero_point, is_signed, y);
+}
+void dequantize_8bit_avx512(const void* x, bool is_signed, size_t n, float scale,
+                            float zero_point, float* y) {
+  dequantize_8bit_portable(x, is_signed, n, scale, zero_point, y);
+}
 void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   unary_reference(fn, p, x, y, n);
 }
