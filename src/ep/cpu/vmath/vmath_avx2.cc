@@ -26,6 +26,11 @@ NXRT_AVX2 __m256 max_keep_nan_ps(__m256 m, __m256 v) {
   return _mm256_blendv_ps(_mm256_max_ps(m, v), m, _mm256_cmp_ps(m, m, _CMP_UNORD_Q));
 }
 
+// Lanes [0, left) set (left < 8): the tail of a row for masked loads and stores.
+NXRT_AVX2 __m256i tail_mask(size_t left) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(left)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 // The operations vmath_unary.inc is written in, on eight lanes.
 struct Avx2 {
   using R = __m256;
@@ -115,7 +120,16 @@ __attribute__((target("avx2,fma"))) void reduce_rows_avx2(bool max, const float*
     }
     _mm256_storeu_ps(out + j, acc);
   }
-  reduce_rows_portable(max, rows, nrows, out, j, n);
+  if (j < n) {
+    // The last few with masked loads: pooled rows are short (7 to 56 wide).
+    const __m256i mask = tail_mask(n - j);
+    __m256 acc = _mm256_maskload_ps(rows[0] + j, mask);
+    for (size_t r = 1; r < nrows; ++r) {
+      const __m256 v = _mm256_maskload_ps(rows[r] + j, mask);
+      acc = max ? max_keep_nan_ps(acc, v) : _mm256_add_ps(acc, v);
+    }
+    _mm256_maskstore_ps(out + j, mask, acc);
+  }
 }
 
 // Eight quantized values: x / scale rounded half to even (the default MXCSR mode), plus
@@ -193,8 +207,7 @@ __attribute__((target("avx2,fma"))) void depthwise_row_avx2(const float* const* 
   }
   if (o < count) {
     // The last few outputs with masked loads (short rows are common: 7 or 14 wide).
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(count - o)),
-                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i mask = tail_mask(count - o);
     __m256 acc = _mm256_setzero_ps();
     for (size_t r = 0; r < nrows; ++r) {
       const float* p = rows[r] + first + int64_t(o) * stride;
@@ -227,8 +240,23 @@ __attribute__((target("avx2,fma"))) void reduce_taps_avx2(bool max, const float*
     if (!max) acc = _mm256_mul_ps(acc, _mm256_set1_ps(scale));
     _mm256_storeu_ps(out + o, acc);
   }
-  reduce_taps_portable(max, r + int64_t(o) * stride, count - o, stride, taps, dilation, scale,
-                       out + o);
+  if (o < count) {
+    // The last few outputs with masked loads or gathers (masked lanes read nothing).
+    const __m256i mask = tail_mask(count - o);
+    const float* p = r + int64_t(o) * stride;
+    auto load = [&](const float* q) {
+      return stride == 1 ? _mm256_maskload_ps(q, mask)
+                         : _mm256_mask_i32gather_ps(_mm256_setzero_ps(), q, idx,
+                                                    _mm256_castsi256_ps(mask), 4);
+    };
+    __m256 acc = load(p);
+    for (int64_t t = 1; t < taps; ++t) {
+      const __m256 v = load(p + t * dilation);
+      acc = max ? max_keep_nan_ps(acc, v) : _mm256_add_ps(acc, v);
+    }
+    if (!max) acc = _mm256_mul_ps(acc, _mm256_set1_ps(scale));
+    _mm256_maskstore_ps(out + o, mask, acc);
+  }
 }
 
 }  // namespace nxrt::vmath::detail
