@@ -66,12 +66,16 @@ SHAPES = [
     ((1, 8, 7, 7), (12, 4, 3, 3), (1, 12, 5, 5), dict(group=2)),
     ((1, 32, 4, 4), (40, 32, 3, 3), (1, 40, 4, 4), dict(pads=[1, 1, 1, 1])),
     ((1, 4, 50), (6, 4, 5), (1, 6, 50), dict(pads=[2, 2])),
+    # 2-D convolutions over a unit dim, run as 1-D: (k x 1) over width 1, (1 x k) over height 1
+    ((1, 6, 40, 1), (8, 6, 5, 1), (1, 8, 36, 1), {}),
+    ((2, 4, 1, 30), (5, 4, 1, 3), (2, 5, 1, 30), dict(pads=[0, 1, 0, 1])),
+    ((1, 6, 1, 30), (6, 1, 1, 3), (1, 6, 1, 15), dict(group=6, strides=[1, 2], pads=[0, 1, 0, 1])),
 ]
 
 
 @pytest.mark.parametrize("activation,params", ACTIVATIONS, ids=[a or "none" for a, _ in ACTIVATIONS])
 @pytest.mark.parametrize("shape", SHAPES, ids=["im2col", "pointwise", "depthwise", "grouped",
-                                               "thin", "conv1d"])
+                                               "thin", "conv1d", "kx1", "1xk", "depthwise1xk"])
 @pytest.mark.parametrize("with_sum", [False, True], ids=["", "sum"])
 def test_fused_conv_matches_onnxruntime(activation, params, shape, with_sum):
     x_shape, w_shape, y_shape, attrs = shape

@@ -60,6 +60,27 @@ struct Lattice {
   int64_t image_size() const { return Window::product(image); }
   int64_t grid_size() const { return Window::product(grid); }
   int64_t kernel_size() const { return Window::product(kernel); }
+
+  // Drops spatial dims where image, kernel and grid are all 1 (no padding): they do not
+  // change the memory layout, and without them a (k x 1) convolution over a width of 1
+  // (audio and sequence models written as 2-D) takes the 1-D paths instead of an im2col
+  // that copies one element per row.
+  void drop_unit_dims() {
+    size_t keep = 0;
+    for (size_t d = 0; d < r; ++d) {
+      const bool unit = image[d] == 1 && kernel[d] == 1 && grid[d] == 1 && pad[d] == 0;
+      if (unit && (keep > 0 || d + 1 < r)) continue;  // at least one dim stays
+      image[keep] = image[d];
+      grid[keep] = grid[d];
+      kernel[keep] = kernel[d];
+      stride[keep] = stride[d];
+      dilation[keep] = dilation[d];
+      pad[keep] = pad[d];
+      ++keep;
+    }
+    r = keep;
+    for (SmallVec<int64_t>* v : {&image, &grid, &kernel, &stride, &dilation, &pad}) v->resize(keep);
+  }
 };
 
 // Grid positions [lo, hi) of a 1-D lattice whose window tap lands at image index
@@ -502,6 +523,7 @@ class ConvKernel final : public Kernel {
     for (int64_t d : win.out) out.push_back(d);
     NXRT_ASSIGN_OR_RETURN(y, ctx.output(0, out));
     L = Lattice{win.rank, win.in, win.out, win.kernel, win.stride, win.dilation, win.pad_begin};
+    L.drop_unit_dims();
     return Status();
   }
 
