@@ -70,12 +70,16 @@ SHAPES = [
     ((1, 6, 40, 1), (8, 6, 5, 1), (1, 8, 36, 1), {}),
     ((2, 4, 1, 30), (5, 4, 1, 3), (2, 5, 1, 30), dict(pads=[0, 1, 0, 1])),
     ((1, 6, 1, 30), (6, 1, 1, 3), (1, 6, 1, 15), dict(group=6, strides=[1, 2], pads=[0, 1, 0, 1])),
+    # one input channel, long overlapping windows (FIR filter banks): strided GEMV per filter
+    ((2, 1, 300), (3, 1, 64), (2, 3, 129), dict(strides=[2], pads=[10, 10])),
+    ((1, 1, 1, 700), (2, 1, 1, 256), (1, 2, 1, 223), dict(strides=[1, 2])),
 ]
 
 
 @pytest.mark.parametrize("activation,params", ACTIVATIONS, ids=[a or "none" for a, _ in ACTIVATIONS])
 @pytest.mark.parametrize("shape", SHAPES, ids=["im2col", "pointwise", "depthwise", "grouped",
-                                               "thin", "conv1d", "kx1", "1xk", "depthwise1xk"])
+                                               "thin", "conv1d", "kx1", "1xk", "depthwise1xk",
+                                               "fir", "fir2d"])
 @pytest.mark.parametrize("with_sum", [False, True], ids=["", "sum"])
 def test_fused_conv_matches_onnxruntime(activation, params, shape, with_sum):
     x_shape, w_shape, y_shape, attrs = shape

@@ -569,6 +569,36 @@ class ConvKernel final : public Kernel {
     }
   }
 
+  // A 1-D convolution of a single input channel (an FIR filter bank over a signal):
+  // output o of filter m is the dot product of w_m with the window at o * stride, and the
+  // windows overlap, so an im2col would copy the signal K / stride times. Outputs whose
+  // window lies inside the signal are one strided GEMV per filter (rows of A are the
+  // overlapping windows, read in place); the few at the borders sum their clipped taps.
+  void single_channel_1d(const Lattice& L, int64_t N, int64_t M, const float* x, const float* w,
+                         float* y, const float* z, const float* bias, const float* scale) const {
+    const int64_t in = L.image[0], out = L.grid[0], K = L.kernel[0], s = L.stride[0];
+    const int64_t pad = L.pad[0];
+    int64_t lo, hi;
+    inner_outputs(out, s, pad, K, 1, in, lo, hi);
+    parallel_for(size_t(N * M), [&](size_t task) {
+      const int64_t n = int64_t(task) / M, m = int64_t(task) % M;
+      const float* xn = x + n * in;
+      const float* wm = w + m * K;
+      float* ym = y + (n * M + m) * out;
+      if (hi > lo)
+        gemm::sgemm(false, true, hi - lo, 1, K, 1.0f, xn + lo * s - pad, s, wm, K, 0.0f, ym + lo, 1);
+      auto border = [&](int64_t o) {
+        const DimRange r = window_range(o * s - pad, K, 1, in);
+        float acc = 0.0f;
+        for (int64_t k = r.k_lo; k < r.k_hi; ++k) acc += wm[k] * xn[r.start + k];
+        ym[o] = acc;
+      };
+      for (int64_t o = 0; o < lo; ++o) border(o);
+      for (int64_t o = hi; o < out; ++o) border(o);
+      finish(y, z, bias, scale, out, (n * M + m) * out, m, 1, out);
+    });
+  }
+
   template <typename T>
   void run(const Lattice& L, int64_t N, int64_t C, int64_t M, const T* x, const T* w, const T* bias,
            T* y, const PackedWeights* packed = nullptr, const T* z = nullptr,
@@ -581,6 +611,12 @@ class ConvKernel final : public Kernel {
       pointwise &= L.kernel[d] == 1 && L.stride[d] == 1 && L.pad[d] == 0;
     const int64_t gl = L.grid[L.r - 1];
     const int64_t rows = out_size / gl;
+    if constexpr (std::is_same_v<T, float>) {
+      if (C == 1 && G == 1 && L.r == 1 && L.dilation[0] == 1 && L.kernel[0] > 1) {
+        single_channel_1d(L, N, M, x, w, y, z, bias, scale);
+        return;
+      }
+    }
     if (Cg == 1 && G > 1 && Mg <= 4 && !pointwise) {
       // Channels are independent: blocks of them go to the run's threads.
       const int64_t ksize = L.kernel_size();
