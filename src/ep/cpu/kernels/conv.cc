@@ -286,36 +286,33 @@ void depthwise_2d_f32(const Lattice& L, int64_t channels, int64_t mult, const fl
   const int64_t H = L.image[0], W = L.image[1], OH = L.grid[0], OW = L.grid[1];
   const int64_t KH = L.kernel[0], KW = L.kernel[1], SH = L.stride[0], SW = L.stride[1];
   const int64_t DH = L.dilation[0], DW = L.dilation[1], PT = L.pad[0], PL = L.pad[1];
-  int64_t ow_lo, ow_hi;
-  inner_outputs(OW, SW, PL, KW, DW, W, ow_lo, ow_hi);
-  SmallVec<const float*, 16> rows, wrows;
+  // Each channel is copied into a zero-bordered plane first, so every window lies inside
+  // it: one vector pass per output row and no clipped border outputs (which, on the
+  // 7 to 56 wide planes of mobile networks, cost as much as the rest).
+  const int64_t HP = std::max(H + PT, (OH - 1) * SH + (KH - 1) * DH + 1);
+  const int64_t WP = std::max(W + PL, (OW - 1) * SW + (KW - 1) * DW + 1);
+  const bool padded = PT > 0 || PL > 0 || HP > H || WP > W;
+  float* plane = padded ? thread_scratch<float>(size_t(HP * WP), 1) : nullptr;
+  if (padded) std::fill(plane, plane + HP * WP, 0.0f);
+  SmallVec<const float*, 16> rows(static_cast<size_t>(KH)), wrows(static_cast<size_t>(KH));
   for (int64_t c = 0; c < channels; ++c) {
     const float* xc = x + c * H * W;
+    int64_t ld = W;
+    if (padded) {
+      // The border stays zero from the fill above; only the interior changes.
+      for (int64_t h = 0; h < H; ++h)
+        std::memcpy(plane + (h + PT) * WP + PL, xc + h * W, size_t(W) * sizeof(float));
+      xc = plane;
+      ld = WP;
+    }
     for (int64_t m = 0; m < mult; ++m) {
       const float* wc = w + (c * mult + m) * KH * KW;
       float* yc = y + (c * mult + m) * OH * OW;
+      for (int64_t kh = 0; kh < KH; ++kh) wrows[size_t(kh)] = wc + kh * KW;
       for (int64_t oh = 0; oh < OH; ++oh) {
-        float* out = yc + oh * OW;
-        rows.clear();
-        wrows.clear();
-        const DimRange vr = window_range(oh * SH - PT, KH, DH, H);
-        for (int64_t kh = vr.k_lo; kh < vr.k_hi; ++kh) {
-          rows.push_back(xc + (vr.start + kh * DH) * W);
-          wrows.push_back(wc + kh * KW);
-        }
-        if (ow_hi > ow_lo)
-          vmath::depthwise_row(rows.data(), wrows.data(), rows.size(), ow_lo * SW - PL, KW, SW, DW,
-                               out + ow_lo, size_t(ow_hi - ow_lo));
-        auto border = [&](int64_t ow) {
-          const DimRange hr = window_range(ow * SW - PL, KW, DW, W);
-          float acc = 0.0f;
-          for (size_t r = 0; r < rows.size(); ++r)
-            for (int64_t q = hr.k_lo; q < hr.k_hi; ++q)
-              acc += wrows[r][q] * rows[r][hr.start + q * DW];
-          out[ow] = acc;
-        };
-        for (int64_t ow = 0; ow < ow_lo; ++ow) border(ow);
-        for (int64_t ow = ow_hi; ow < OW; ++ow) border(ow);
+        for (int64_t kh = 0; kh < KH; ++kh) rows[size_t(kh)] = xc + (oh * SH + kh * DH) * ld;
+        vmath::depthwise_row(rows.data(), wrows.data(), size_t(KH), 0, KW, SW, DW, yc + oh * OW,
+                             size_t(OW));
       }
     }
   }
