@@ -44,14 +44,23 @@ class ConcatKernel final : public Kernel {
     return visit_by_element_size(dtype_, [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* dst = y->data<T>();
-      int64_t column = 0;  // where this input's block starts within an output block
-      for (size_t i = 0; i < n; ++i) {
-        const Tensor& t = *ctx.input(i);
-        const int64_t block = t.shape()[size_t(axis)] * inner;
-        const T* src = t.data<T>();
-        for (int64_t o = 0; o < outer; ++o) copy_run(src + o * block, dst + o * out_block + column, block);
-        column += block;
-      }
+      // One copy per (input, outer index); large outputs hand whole copies to the threads.
+      const size_t copies = n * size_t(outer);
+      const size_t pieces = std::min(
+          parallel_pieces(double(y->numel()) * double(sizeof(T)), double(1 << 18)), copies);
+      const size_t per_piece = (copies + pieces - 1) / pieces;
+      parallel_for(pieces, [&](size_t piece) {
+        const size_t c1 = std::min(copies, (piece + 1) * per_piece);
+        size_t i = piece * per_piece / size_t(outer);
+        int64_t column = 0;  // where input i's block starts within an output block
+        for (size_t k = 0; k < i; ++k) column += ctx.input(k)->shape()[size_t(axis)] * inner;
+        for (size_t c = piece * per_piece; c < c1; ++c) {
+          for (; c / size_t(outer) > i; ++i) column += ctx.input(i)->shape()[size_t(axis)] * inner;
+          const int64_t o = int64_t(c % size_t(outer));
+          const int64_t block = ctx.input(i)->shape()[size_t(axis)] * inner;
+          copy_run(ctx.input(i)->data<T>() + o * block, dst + o * out_block + column, block);
+        }
+      });
       return Status();
     });
   }
