@@ -70,8 +70,8 @@ Status fuse_conv_activation(ir::Graph& graph, PassContext& ctx) {
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     ir::Node& conv = graph.nodes[n];
     // A Conv, or nxrt's FusedConv of a run-time BatchNormalization (no activation yet).
-    const bool nxrt_fused = conv.domain == "nxrt" && conv.op_type == "FusedConv" &&
-                            !conv.find_attribute("activation");
+    const bool nxrt_fused =
+        conv.domain == "nxrt" && conv.op_type == "FusedConv" && !conv.find_attribute("activation");
     if ((!is_onnx_op(conv, "Conv") && !nxrt_fused) || conv.outputs.size() != 1 ||
         conv.inputs.size() < 2)
       continue;

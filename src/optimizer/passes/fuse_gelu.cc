@@ -55,8 +55,10 @@ Status fuse_gelu(ir::Graph& graph, PassContext& ctx) {
         is_scalar(view, scale.inputs[1], std::sqrt(2.0)))
       x = scale.inputs[0];
     else if (is_onnx_op(scale, "Mul") && scale.inputs.size() == 2) {
-      if (is_scalar(view, scale.inputs[1], std::sqrt(0.5))) x = scale.inputs[0];
-      else if (is_scalar(view, scale.inputs[0], std::sqrt(0.5))) x = scale.inputs[1];
+      if (is_scalar(view, scale.inputs[1], std::sqrt(0.5)))
+        x = scale.inputs[0];
+      else if (is_scalar(view, scale.inputs[0], std::sqrt(0.5)))
+        x = scale.inputs[1];
     }
     if (x.empty()) continue;
     // 1 + erf

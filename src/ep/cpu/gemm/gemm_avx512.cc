@@ -55,8 +55,9 @@ __attribute__((target("avx512f"), always_inline)) inline void tile(
 #pragma GCC unroll 12
     for (int v = 0; v < V; ++v) {
       const int64_t left = nr - 16 * v;
-      mask[v] = left >= 16 ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0)
-                                                           : __mmask16((1u << left) - 1);
+      mask[v] = left >= 16  ? __mmask16(0xFFFF)
+                : left <= 0 ? __mmask16(0)
+                            : __mmask16((1u << left) - 1);
     }
     const __m512 va = _mm512_set1_ps(alpha);
     const __m512 vb = _mm512_set1_ps(beta);
@@ -92,11 +93,11 @@ __attribute__((target("avx512f"), always_inline)) inline void rows(
   if constexpr (NP > 1) {
     for (; j + kNR * (NP - 1) < nr; j += kNR * NP)
       tile<VECS, R, NP>(kc, a, ak, b + j / kNR * b_panel, b_row, b_panel, c + j * cs_c, rs_c, cs_c,
-                  alpha, beta, std::min<int64_t>(nr - j, kNR * NP));
+                        alpha, beta, std::min<int64_t>(nr - j, kNR * NP));
   }
   for (; j < nr; j += kNR)
-    tile<VECS, R, 1>(kc, a, ak, b + j / kNR * b_panel, b_row, b_panel, c + j * cs_c, rs_c, cs_c, alpha,
-               beta, std::min<int64_t>(nr - j, kNR));
+    tile<VECS, R, 1>(kc, a, ak, b + j / kNR * b_panel, b_row, b_panel, c + j * cs_c, rs_c, cs_c,
+                     alpha, beta, std::min<int64_t>(nr - j, kNR));
 }
 
 // Calls rows<VECS, mr, NP>: few rows take several panels at once (more FMA chains).
@@ -108,21 +109,33 @@ __attribute__((target("avx512f"), always_inline)) inline void dispatch(
   return rows<VECS, R, NP>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr)
   constexpr int kTwo = VECS == 2 ? 2 : 1;  // a third row of two panels still fits (2 x 32)
   switch (mr) {
-    case 1: NXRT_ROWS(1, 4);
-    case 2: NXRT_ROWS(2, 2);
-    case 3: NXRT_ROWS(3, kTwo);
-    case 4: NXRT_ROWS(4, 1);
-    case 5: NXRT_ROWS(5, 1);
-    case 6: NXRT_ROWS(6, 1);
-    case 7: NXRT_ROWS(7, 1);
-    case 8: NXRT_ROWS(8, 1);
+    case 1:
+      NXRT_ROWS(1, 4);
+    case 2:
+      NXRT_ROWS(2, 2);
+    case 3:
+      NXRT_ROWS(3, kTwo);
+    case 4:
+      NXRT_ROWS(4, 1);
+    case 5:
+      NXRT_ROWS(5, 1);
+    case 6:
+      NXRT_ROWS(6, 1);
+    case 7:
+      NXRT_ROWS(7, 1);
+    case 8:
+      NXRT_ROWS(8, 1);
   }
   if constexpr (MR > 8) {
     switch (mr) {
-      case 9: NXRT_ROWS(9, 1);
-      case 10: NXRT_ROWS(10, 1);
-      case 11: NXRT_ROWS(11, 1);
-      default: NXRT_ROWS(12, 1);
+      case 9:
+        NXRT_ROWS(9, 1);
+      case 10:
+        NXRT_ROWS(10, 1);
+      case 11:
+        NXRT_ROWS(11, 1);
+      default:
+        NXRT_ROWS(12, 1);
     }
   }
 #undef NXRT_ROWS

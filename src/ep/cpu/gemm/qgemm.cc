@@ -40,7 +40,8 @@ bool has_avx512_vnni() {
   static const bool yes = [] {
     const char* env = std::getenv("NXRT_QGEMM");
     if (env && std::strcmp(env, "portable") == 0) return false;
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vnni");
   }();
   return yes;
 #else
@@ -92,10 +93,10 @@ struct FloatOut {
 // Shared by qgemm and qgemm_float: C gets the exact int32 result, or, with `out`, each
 // block of rows is finished in a per-thread int32 tile and written to out->y as float.
 void run_qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
-               const int8_t* panels, const int32_t* col_sum,
-               const int32_t* col_zero, int64_t N, int64_t K, int64_t K4, int32_t* C,
-               int64_t ldc, const FloatOut* out, QKernel which) {
+               const int8_t* panels, const int32_t* col_sum, const int32_t* col_zero, int64_t N,
+               int64_t K, int64_t K4, int32_t* C, int64_t ldc, const FloatOut* out, QKernel which) {
   const QKernelFn kernel = which == QKernel::kPortable ? &qkernel_portable : pick_kernel();
+  const bool vector_edges = which != QKernel::kPortable && has_avx512_vnni();
   const int32_t za = a_signed ? a_zero + 128 : a_zero;
   const uint8_t flip = a_signed ? 0x80 : 0;
   const auto* a_bytes = static_cast<const uint8_t*>(A);
@@ -120,7 +121,9 @@ void run_qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_z
     const int64_t b0 = int64_t(piece) * per_piece, b1 = std::min(blocks, b0 + per_piece);
     for (int64_t blk = b0; blk < b1; ++blk) {
       const int64_t i0 = blk * kQRows, mr = std::min(kQRows, M - i0);
-      for (int64_t i = 0; i < mr; ++i) {
+      if (vector_edges)
+        prepare_rows_avx512(a_bytes + i0 * lda, lda, mr, K, K4, flip, rows.data(), row_sum);
+      for (int64_t i = 0; i < mr && !vector_edges; ++i) {
         uint8_t* dst = rows.data() + i * K4;
         const uint8_t* src = a_bytes + (i0 + i) * lda;
         int32_t sum = 0;
@@ -134,12 +137,18 @@ void run_qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_z
       int32_t* c = out ? tile.data() : C + i0 * ldc;
       const int64_t ld = out ? N : ldc;
       for (int64_t j = 0; j < N; j += 2 * kQPanel)
-        kernel(K4, rows.data(), K4, panels + (j / kQPanel) * K4 * kQPanel, K4 * kQPanel, c + j,
-               ld, mr, std::min<int64_t>(2 * kQPanel, N - j));
+        kernel(K4, rows.data(), K4, panels + (j / kQPanel) * K4 * kQPanel, K4 * kQPanel, c + j, ld,
+               mr, std::min<int64_t>(2 * kQPanel, N - j));
       // sum a'b' - za' sum b' - zb' sum a' + K za' zb'.
       for (int64_t i = 0; i < mr; ++i) {
         int32_t* row = c + i * ld;
         const int32_t rs = row_sum[i];
+        if (vector_edges) {
+          finish_row_avx512(row, terms, col_zero, rs, N, row,
+                            out ? out->y + (i0 + i) * out->ldy : nullptr,
+                            out ? out->scale : nullptr, out ? out->bias : nullptr);
+          continue;
+        }
         if (!out) {
           for (int64_t j = 0; j < N; ++j) row[j] += terms[j] - col_zero[j] * rs;
           continue;
@@ -159,8 +168,8 @@ void run_qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_z
 void qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
            const PackedQuantB& B, int32_t* C, int64_t ldc, QKernel which) {
   if (M <= 0 || B.N_ <= 0) return;
-  detail::run_qgemm(M, A, lda, a_signed, a_zero, B.data_.data(), B.col_sum_.data(),
-                    B.zero_.data(), B.N_, B.K_, B.K4_, C, ldc, nullptr, which);
+  detail::run_qgemm(M, A, lda, a_signed, a_zero, B.data_.data(), B.col_sum_.data(), B.zero_.data(),
+                    B.N_, B.K_, B.K4_, C, ldc, nullptr, which);
 }
 
 void qgemm_float(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
@@ -168,8 +177,8 @@ void qgemm_float(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a
                  int64_t ldy, QKernel which) {
   if (M <= 0 || B.N_ <= 0) return;
   const detail::FloatOut out{Y, ldy, col_scale, col_bias};
-  detail::run_qgemm(M, A, lda, a_signed, a_zero, B.data_.data(), B.col_sum_.data(),
-                    B.zero_.data(), B.N_, B.K_, B.K4_, nullptr, 0, &out, which);
+  detail::run_qgemm(M, A, lda, a_signed, a_zero, B.data_.data(), B.col_sum_.data(), B.zero_.data(),
+                    B.N_, B.K_, B.K4_, nullptr, 0, &out, which);
 }
 
 void qgemm_reference(int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, bool a_signed,

@@ -19,4 +19,15 @@ using QKernelFn = void (*)(int64_t k4, const uint8_t* a, int64_t lda, const int8
 void qkernel_avx512_vnni(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* b,
                          int64_t panel_bytes, int32_t* c, int64_t ldc, int64_t mr, int64_t nr);
 
+// A rows of A shifted to uint8 (XOR flip), zero padded from K to K4, with their sums:
+// dst row i at dst + i * K4. AVX-512BW form; only call when has_avx512_vnni().
+void prepare_rows_avx512(const uint8_t* src, int64_t lda, int64_t rows, int64_t K, int64_t K4,
+                         uint8_t flip, uint8_t* dst, int32_t* row_sum);
+
+// One row of the corrected result: raw[j] + terms[j] - zero[j] * row_sum, as int32 into
+// c_out (when y is null) or as float * scale[j] (+ bias[j]) into y.
+void finish_row_avx512(const int32_t* raw, const int32_t* terms, const int32_t* zero,
+                       int32_t row_sum, int64_t n, int32_t* c_out, float* y, const float* scale,
+                       const float* bias);
+
 }  // namespace nxrt::gemm::detail

@@ -84,8 +84,8 @@ void quantize_8bit_avx512(const float* x, size_t n, float scale, float zero_poin
   quantize_8bit_portable(x + i, n - i, scale, zero_point, is_signed, out + i);
 }
 
-void dequantize_8bit_avx512(const void* x, bool is_signed, size_t n, float scale,
-                            float zero_point, float* y) {
+void dequantize_8bit_avx512(const void* x, bool is_signed, size_t n, float scale, float zero_point,
+                            float* y) {
   const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zero_point);
   const auto* in = static_cast<const uint8_t*>(x);
   size_t i = 0;
@@ -101,8 +101,8 @@ void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size
   avx512::unary_dispatch<false>(fn, p, 1.0f, 0.0f, x, y, n);
 }
 
-void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shift,
-                         const float* x, float* y, size_t n) {
+void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
+                         float* y, size_t n) {
   avx512::unary_dispatch<true>(fn, p, scale, shift, x, y, n);
 }
 
@@ -118,15 +118,15 @@ void quantize_8bit_avx512(const float* x, size_t n, float scale, float zero_poin
                           void* y) {
   quantize_8bit_portable(x, n, scale, zero_point, is_signed, y);
 }
-void dequantize_8bit_avx512(const void* x, bool is_signed, size_t n, float scale,
-                            float zero_point, float* y) {
+void dequantize_8bit_avx512(const void* x, bool is_signed, size_t n, float scale, float zero_point,
+                            float* y) {
   dequantize_8bit_portable(x, is_signed, n, scale, zero_point, y);
 }
 void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   unary_reference(fn, p, x, y, n);
 }
-void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shift,
-                         const float* x, float* y, size_t n) {
+void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
+                         float* y, size_t n) {
   unary_affine(fn, p, scale, shift, x, y, n);
 }
 }  // namespace nxrt::vmath::detail
