@@ -40,7 +40,8 @@ std::optional<Activation> as_activation(const ir::Node& node, const GraphView& v
   if (is_onnx_op(node, {"Relu", "Sigmoid", "Tanh"})) return Activation{node.op_type, {}};
   if (is_onnx_op(node, "LeakyRelu"))
     return Activation{"LeakyRelu", {attr_float(node, "alpha", 0.01f)}};
-  if (is_onnx_op(node, "HardSwish")) return Activation{"HardSwish", {}, false};
+  if (is_onnx_op(node, "HardSwish") || (node.domain == "nxrt" && node.op_type == "HardSwish"))
+    return Activation{"HardSwish", {}, false};
   if (node.domain == "com.microsoft" && node.op_type == "QuickGelu")
     return Activation{"QuickGelu", {attr_float(node, "alpha", 1.702f)}, false};
   if (is_onnx_op(node, "HardSigmoid"))

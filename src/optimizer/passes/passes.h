@@ -18,6 +18,10 @@ Status fuse_qdq_matmul(ir::Graph& graph, PassContext& ctx);
 Status fuse_gelu(ir::Graph& graph, PassContext& ctx);
 // x * Sigmoid(x): one com.microsoft QuickGelu (alpha 1).
 Status fuse_quick_gelu(ir::Graph& graph, PassContext& ctx);
+// Mul or Add by a per-channel constant after a Conv with constant weights: folded.
+Status fuse_conv_affine(ir::Graph& graph, PassContext& ctx);
+// x * Clip(x + 3, 0, 6) / 6: one HardSwish.
+Status fuse_hard_swish(ir::Graph& graph, PassContext& ctx);
 // BatchNormalization after a Conv, its parameters not constant: nxrt FusedConv applying
 // it per run.
 Status fuse_conv_batchnorm_runtime(ir::Graph& graph, PassContext& ctx);
