@@ -389,3 +389,48 @@ def test_run_time_batchnorm_fusion_matches_onnxruntime(act):
         for threads in (1, 2):
             np.testing.assert_allclose(_nxrt(model, threads).run(None, f)[0], expected,
                                        rtol=1e-4, atol=1e-5)
+
+
+def _lcnet_block(opset, per_channel_add):
+    """Conv -> Mul(a) -> Add(b) -> HardSwish written out -> Mul(c) -> Add(d): PP-LCNet's
+    conv block as PaddleOCR exports it (constants as Constant nodes)."""
+    c = 8
+    const = lambda name, v: helper.make_node(  # noqa: E731
+        "Constant", [], [name], value=numpy_helper.from_array(np.asarray(v, np.float32), name))
+    nodes = [
+        const("a", [1.3]), const("b", RNG.standard_normal((c, 1, 1)) if per_channel_add else [0.2]),
+        const("three", 3.0), const("zero", 0.0), const("six", 6.0), const("six2", 6.0),
+        const("c", [0.9]), const("d", [-0.1]),
+        helper.make_node("Conv", ["x", "w", "bias"], ["y0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Mul", ["a", "y0"], ["y1"]),
+        helper.make_node("Add", ["y1", "b"], ["y2"]),
+        helper.make_node("Add", ["y2", "three"], ["h0"]),
+        helper.make_node("Clip", ["h0", "zero", "six"], ["h1"]) if opset >= 11
+        else helper.make_node("Clip", ["h0"], ["h1"], min=0.0, max=6.0),
+        helper.make_node("Mul", ["y2", "h1"], ["h2"]),
+        helper.make_node("Div", ["h2", "six2"], ["h3"]),
+        helper.make_node("Mul", ["c", "h3"], ["h4"]),
+        helper.make_node("Add", ["h4", "d"], ["y"]),
+    ]
+    inits = [numpy_helper.from_array(RNG.standard_normal((c, 3, 3, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(RNG.standard_normal(c).astype(np.float32), "bias")]
+    graph = helper.make_graph(nodes, "lcnet", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("opset", [10, 11, 14])
+@pytest.mark.parametrize("per_channel_add", [False, True], ids=["scalar", "channel"])
+def test_conv_affine_hardswish_affine_becomes_one_fused_conv(opset, per_channel_add):
+    model = _lcnet_block(opset, per_channel_add)
+    x = (RNG.standard_normal((1, 3, 12, 12)) * 2).astype(np.float32)
+    assert _profiled_ops(model, {"x": x}) == ["FusedConv"]
+    expected = _ort(model).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        np.testing.assert_allclose(_nxrt(model, threads).run(None, {"x": x})[0], expected,
+                                   rtol=1e-4, atol=1e-5)
+    off = _nxrt(model, level=nxrt.GraphOptimizationLevel.ORT_DISABLE_ALL).run(None, {"x": x})[0]
+    np.testing.assert_allclose(off, expected, rtol=1e-4, atol=1e-5)

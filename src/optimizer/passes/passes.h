@@ -28,6 +28,8 @@ Status fuse_conv_batchnorm_runtime(ir::Graph& graph, PassContext& ctx);
 // Conv followed by an activation: one FusedConv node (com.microsoft, or nxrt's own domain
 // for activations onnxruntime's FusedConv lacks).
 Status fuse_conv_activation(ir::Graph& graph, PassContext& ctx);
+// Mul/Add by scalar constants after a FusedConv's activation: its post_scale/post_shift.
+Status fuse_activation_affine(ir::Graph& graph, PassContext& ctx);
 // Nodes none of whose outputs anything reads.
 Status eliminate_dead_nodes(ir::Graph& graph, PassContext& ctx);
 

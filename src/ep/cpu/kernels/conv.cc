@@ -406,10 +406,13 @@ struct PackedWeights {
   bool matches(const Tensor& w) const { return !groups.empty() && w.raw() == source.raw(); }
 };
 
-// FusedConv's activation, applied to each finished block of output.
+// FusedConv's activation, applied to each finished block of output, and nxrt's optional
+// affine map after it (post_scale, post_shift: a Mul and Add by constants that followed).
 struct ConvActivation {
   vmath::Unary fn;
   vmath::UnaryParams params;
+  float post_scale = 1.0f, post_shift = 0.0f;
+  bool post() const { return post_scale != 1.0f || post_shift != 0.0f; }
 };
 
 class ConvKernel final : public Kernel {
@@ -542,6 +545,9 @@ class ConvKernel final : public Kernel {
           vmath::unary_affine(activation_ ? activation_->fn : vmath::Unary::kIdentity,
                               activation_ ? activation_->params : vmath::UnaryParams{}, s, b, row,
                               row, size_t(cols));
+          if (activation_ && activation_->post())
+            vmath::unary_affine(vmath::Unary::kIdentity, {}, activation_->post_scale,
+                                activation_->post_shift, row, row, size_t(cols));
           continue;
         }
       }
@@ -557,11 +563,16 @@ class ConvKernel final : public Kernel {
         for (int64_t i = 0; i < cols; ++i) row[i] += zrow[i];
       }
       if (!activation_) continue;
+      const ConvActivation& act = *activation_;
       if constexpr (std::is_same_v<T, float>) {
-        vmath::unary(activation_->fn, activation_->params, row, row, size_t(cols));
+        vmath::unary(act.fn, act.params, row, row, size_t(cols));
+        if (act.post())
+          vmath::unary_affine(vmath::Unary::kIdentity, {}, act.post_scale, act.post_shift, row,
+                              row, size_t(cols));
       } else {
         for (int64_t i = 0; i < cols; ++i)
-          row[i] = T(vmath::reference(activation_->fn, activation_->params, double(row[i])));
+          row[i] = T(vmath::reference(act.fn, act.params, double(row[i])) * act.post_scale +
+                     act.post_shift);
       }
     }
   }
@@ -980,6 +991,10 @@ Expected<KernelPtr> create_fused_conv(KernelInit& init) {
     return init.error(StatusCode::kNotImplemented, "activation '", name,
                       "' is not one FusedConv supports (Relu, LeakyRelu, Sigmoid, Tanh, "
                       "HardSigmoid, Clip, HardSwish, QuickGelu)");
+  }
+  if (act) {
+    act->post_scale = attrs.get_float("post_scale", 1.0f);
+    act->post_shift = attrs.get_float("post_shift", 0.0f);
   }
   // nxrt's FusedConv may carry a BatchNormalization whose parameters are not constants
   // (inputs 4-7, attribute bn_epsilon), applied per run as a per-channel affine map.
