@@ -277,7 +277,7 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
 
 // Below this many multiply-adds per piece a thread hand-off costs more than it saves
 // (about 50 us of work on one core).
-constexpr double kMinMacsPerPiece = double(1 << 19);
+constexpr double kMinMacsPerPiece = double(1 << 21);
 
 // blocked_gemm on the run's threads (core/parallel.h): C is cut into column ranges (B
 // unpacked, so each thread packs only its part of B) or row ranges (A unpacked), aligned

@@ -50,7 +50,7 @@ T* scratch(size_t n) {
 constexpr int64_t kPackedMaxPositions = 64;
 
 // Multiply-adds below which a convolution is not split across threads (~50 us of work).
-constexpr double kMinConvWork = double(1 << 19);
+constexpr double kMinConvWork = double(1 << 21);
 
 // The im2col correspondence: an "image" (Conv input, ConvTranspose output) and a "grid" of
 // window positions (Conv output, ConvTranspose input); image = grid*stride - pad + k*dilation.
@@ -577,7 +577,7 @@ class ConvKernel final : public Kernel {
     }
   }
 
-  // A 1-D convolution of a single input channel (an FIR filter bank over a signal):
+  // A 1-D convolution of a single input channel and a few filters (FIR filters):
   // output o of filter m is the dot product of w_m with the window at o * stride, and the
   // windows overlap, so an im2col would copy the signal K / stride times. Outputs whose
   // window lies inside the signal are one strided GEMV per filter (rows of A are the
@@ -620,7 +620,9 @@ class ConvKernel final : public Kernel {
     const int64_t gl = L.grid[L.r - 1];
     const int64_t rows = out_size / gl;
     if constexpr (std::is_same_v<T, float>) {
-      if (C == 1 && G == 1 && L.r == 1 && L.dilation[0] == 1 && L.kernel[0] > 1) {
+      // Few filters only: with many (an STFT's 258), im2col + GEMM shares each copied
+      // window among all of them and wins.
+      if (C == 1 && G == 1 && M <= 4 && L.r == 1 && L.dilation[0] == 1 && L.kernel[0] > 1) {
         single_channel_1d(L, N, M, x, w, y, z, bias, scale);
         return;
       }
