@@ -7,7 +7,9 @@
 
 // GCC 12's AVX-512 intrinsics (the reduction's extracts) start from an undefined vector,
 // which its flow analysis reports as "may be used uninitialized" (a false positive).
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace nxrt::gemm::detail {
 namespace {
@@ -44,27 +46,29 @@ __attribute__((target("avx512f,avx512vnni"), always_inline)) inline void qtile(
 
 }  // namespace
 
-__attribute__((target("avx512f,avx512bw"))) void prepare_rows_avx512(const uint8_t* src,
-                                                                     int64_t lda, int64_t rows,
-                                                                     int64_t K, int64_t K4,
-                                                                     uint8_t flip, uint8_t* dst,
-                                                                     int32_t* row_sum) {
+__attribute__((target("avx512f,avx512bw"))) void prepare_rows_avx512(
+    const uint8_t* src, int64_t lda, int64_t rows, int64_t K, int64_t K4, uint8_t flip,
+    uint8_t* dst, int32_t* row_sum) {
   const __m512i vflip = _mm512_set1_epi8(char(flip));
   for (int64_t i = 0; i < rows; ++i) {
     const uint8_t* s = src + i * lda;
     uint8_t* d = dst + i * K4;
     __m512i sums = _mm512_setzero_si512();  // eight 64-bit partial sums (vpsadbw)
-    for (int64_t k = 0; k < K4; k += 64) {
-      const int64_t left = K - k;
-      const __mmask64 in = left >= 64 ? ~__mmask64(0) : left <= 0 ? 0 : (__mmask64(1) << left) - 1;
-      const __mmask64 out = K4 - k >= 64 ? ~__mmask64(0) : (__mmask64(1) << (K4 - k)) - 1;
-      // Bytes past K read as 0 and stay 0 (the flip applies to real bytes only).
-      const __m512i v =
-          _mm512_maskz_mov_epi8(in, _mm512_xor_si512(_mm512_maskz_loadu_epi8(in, s + k), vflip));
-      _mm512_mask_storeu_epi8(d + k, out, v);
+    int64_t k = 0;
+    for (; k + 64 <= K; k += 64) {
+      const __m512i v = _mm512_xor_si512(_mm512_loadu_si512(s + k), vflip);
+      _mm512_storeu_si512(d + k, v);
       sums = _mm512_add_epi64(sums, _mm512_sad_epu8(v, _mm512_setzero_si512()));
     }
-    row_sum[i] = int32_t(_mm512_reduce_add_epi64(sums));
+    int32_t sum = int32_t(_mm512_reduce_add_epi64(sums));
+    // The last bytes one by one (plain loops: clang 14 cannot compile masked byte moves
+    // here), then zeros up to K4.
+    for (; k < K; ++k) {
+      d[k] = uint8_t(s[k] ^ flip);
+      sum += d[k];
+    }
+    for (; k < K4; ++k) d[k] = 0;
+    row_sum[i] = sum;
   }
 }
 

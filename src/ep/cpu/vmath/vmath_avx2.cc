@@ -9,16 +9,19 @@
 #include <cstddef>
 #include <cstdint>
 
-// Everything below is compiled for AVX2+FMA (vmath_unary.inc's templates included).
+// Everything below is compiled for AVX2+FMA (vmath_unary.inc's templates and lambdas
+// included): GCC's target pragma, clang's attribute region.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 
 #define NXRT_AVX2 __attribute__((target("avx2,fma"), always_inline)) inline
 
 namespace nxrt::vmath::detail {
 namespace {
-
-NXRT_AVX2 __m256 splat(float v) { return _mm256_set1_ps(v); }
 
 // max_keep_nan() on eight lanes. max_ps returns its second operand when either is NaN, so a
 // NaN in v wins; a NaN already in m is kept by the blend.
@@ -263,7 +266,11 @@ __attribute__((target("avx2,fma"))) void reduce_taps_avx2(bool max, const float*
 
 }  // namespace nxrt::vmath::detail
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #else
 

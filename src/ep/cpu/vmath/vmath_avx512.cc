@@ -9,12 +9,17 @@
 #include <cstddef>
 #include <cstdint>
 
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512dq,avx2,fma"))), \
+                             apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq,avx2,fma")
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its flow analysis
 // reports as "may be used uninitialized" once inlined (a known false positive).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #define NXRT_AVX512 __attribute__((always_inline)) inline
 
@@ -108,8 +113,12 @@ void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shif
 
 }  // namespace nxrt::vmath::detail
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
+#endif
 
 #else
 
