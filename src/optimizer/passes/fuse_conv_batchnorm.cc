@@ -43,18 +43,28 @@ bool is_inference_batchnorm(const ir::Node& bn, const GraphView& view) {
   return !bn.outputs.empty() && !bn.outputs[0].empty();
 }
 
+// The inference BatchNormalization that alone reads Conv node n's output, or -1.
+int batchnorm_after(size_t n, const ir::Graph& graph, const GraphView& view,
+                    const GraphEditor& edit) {
+  const ir::Node& conv = graph.nodes[n];
+  if (!is_onnx_op(conv, "Conv") || conv.inputs.size() < 2 || conv.outputs.size() != 1) return -1;
+  const int b = view.sole_consumer(conv.outputs[0]);
+  if (b < 0 || edit.removed(size_t(b))) return -1;
+  const ir::Node& bn = graph.nodes[size_t(b)];
+  if (!is_inference_batchnorm(bn, view) || bn.inputs[0] != conv.outputs[0]) return -1;
+  return b;
+}
+
 }  // namespace
 
 Status fuse_conv_batchnorm(ir::Graph& graph, PassContext& ctx) {
   GraphView view(graph, ctx);
   GraphEditor edit(graph, view);
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const int b = batchnorm_after(n, graph, view, edit);
+    if (b < 0) continue;
     ir::Node& conv = graph.nodes[n];
-    if (!is_onnx_op(conv, "Conv") || conv.inputs.size() < 2 || conv.outputs.size() != 1) continue;
-    const int b = view.sole_consumer(conv.outputs[0]);
-    if (b < 0 || edit.removed(size_t(b))) continue;
     const ir::Node& bn = graph.nodes[size_t(b)];
-    if (!is_inference_batchnorm(bn, view) || bn.inputs[0] != conv.outputs[0]) continue;
     const Tensor* w = view.constant(conv.inputs[1]);
     if (!w || (w->dtype() != DataType::kFloat && w->dtype() != DataType::kDouble) ||
         w->rank() < 3 || w->shape()[0] <= 0)
@@ -104,12 +114,10 @@ Status fuse_conv_batchnorm_runtime(ir::Graph& graph, PassContext& ctx) {
   GraphEditor edit(graph, view);
   bool imported = false;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const int b = batchnorm_after(n, graph, view, edit);
+    if (b < 0) continue;
     ir::Node& conv = graph.nodes[n];
-    if (!is_onnx_op(conv, "Conv") || conv.inputs.size() < 2 || conv.outputs.size() != 1) continue;
-    const int b = view.sole_consumer(conv.outputs[0]);
-    if (b < 0 || edit.removed(size_t(b))) continue;
     const ir::Node& bn = graph.nodes[size_t(b)];
-    if (!is_inference_batchnorm(bn, view) || bn.inputs[0] != conv.outputs[0]) continue;
     if (!imported && !ctx.import_domain("nxrt", 1)) return Status();
     imported = true;
     const ir::Attribute* eps_attr = bn.find_attribute("epsilon");

@@ -942,10 +942,8 @@ Status check_float_inputs(KernelInit& init, size_t n) {
 Expected<KernelPtr> create_conv(KernelInit& init) {
   AttrReader attrs(init.node);
   WindowAttrs w;
-  const int64_t group = attrs.get_int("group", 1);
-  Status st = read_window_attrs(attrs, false, w);
-  if (!st.ok()) return init.error(st.code(), st.message());
-  if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
+  int64_t group = 1;
+  NXRT_RETURN_IF_ERROR(read_conv_attrs(init, attrs, w, group));
   NXRT_RETURN_IF_ERROR(check_float_inputs(init, 3));
   init.set_all_outputs(init.input_type(0));
   auto kernel = std::make_unique<ConvKernel>(std::move(w), group);
@@ -959,10 +957,8 @@ Expected<KernelPtr> create_conv(KernelInit& init) {
 Expected<KernelPtr> create_fused_conv(KernelInit& init) {
   AttrReader attrs(init.node);
   WindowAttrs w;
-  const int64_t group = attrs.get_int("group", 1);
-  Status st = read_window_attrs(attrs, false, w);
-  if (!st.ok()) return init.error(st.code(), st.message());
-  if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
+  int64_t group = 1;
+  NXRT_RETURN_IF_ERROR(read_conv_attrs(init, attrs, w, group));
   NXRT_RETURN_IF_ERROR(check_float_inputs(init, 8));
   const std::string name = attrs.get_string("activation");
   const std::vector<float> p = attrs.get_floats("activation_params");
@@ -1017,10 +1013,8 @@ Expected<KernelPtr> create_fused_conv(KernelInit& init) {
 Expected<KernelPtr> create_conv_integer(KernelInit& init) {
   AttrReader attrs(init.node);
   WindowAttrs w;
-  const int64_t group = attrs.get_int("group", 1);
-  Status st = read_window_attrs(attrs, false, w);
-  if (!st.ok()) return init.error(st.code(), st.message());
-  if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
+  int64_t group = 1;
+  NXRT_RETURN_IF_ERROR(read_conv_attrs(init, attrs, w, group));
   for (size_t i = 0; i < 4; ++i) {
     const DataType t = init.input_type(i);
     if (i >= 2 && t == DataType::kUndefined) continue;
@@ -1033,12 +1027,10 @@ Expected<KernelPtr> create_conv_integer(KernelInit& init) {
 Expected<KernelPtr> create_conv_transpose(KernelInit& init) {
   AttrReader attrs(init.node);
   WindowAttrs w;
-  const int64_t group = attrs.get_int("group", 1);
+  int64_t group = 1;
   auto output_padding = attrs.get_ints("output_padding");
   auto output_shape = attrs.get_ints("output_shape");
-  Status st = read_window_attrs(attrs, false, w);
-  if (!st.ok()) return init.error(st.code(), st.message());
-  if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
+  NXRT_RETURN_IF_ERROR(read_conv_attrs(init, attrs, w, group));
   NXRT_RETURN_IF_ERROR(check_float_inputs(init, 3));
   init.set_all_outputs(init.input_type(0));
   auto kernel = std::make_unique<ConvTransposeKernel>(

@@ -4,6 +4,14 @@
 
 namespace nxrt::cpu {
 
+Status read_conv_attrs(KernelInit& init, AttrReader& attrs, WindowAttrs& out, int64_t& group) {
+  group = attrs.get_int("group", 1);
+  Status st = read_window_attrs(attrs, false, out);
+  if (!st.ok()) return init.error(st.code(), st.message());
+  if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
+  return Status();
+}
+
 Status read_window_attrs(AttrReader& attrs, bool with_ceil_mode, WindowAttrs& out) {
   const std::string pad = attrs.get_string("auto_pad", "NOTSET");
   out.kernel_shape = attrs.get_ints("kernel_shape");

@@ -20,6 +20,9 @@ struct WindowAttrs {
 
 // Reads auto_pad, kernel_shape, strides, dilations, pads (and ceil_mode when asked).
 Status read_window_attrs(AttrReader& attrs, bool with_ceil_mode, WindowAttrs& out);
+// The window attributes and `group` of a convolution node (Conv, FusedConv, ConvInteger,
+// ConvTranspose, QLinearConv); errors name the node.
+Status read_conv_attrs(KernelInit& init, AttrReader& attrs, WindowAttrs& out, int64_t& group);
 
 // Resolved geometry for one input: per spatial dim kernel, stride, dilation, pads and
 // output size. Inline lists: resolving a window per run does not allocate.

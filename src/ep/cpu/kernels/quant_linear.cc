@@ -331,10 +331,8 @@ Expected<KernelPtr> create_qlinear_matmul(KernelInit& init) {
 Expected<KernelPtr> create_qlinear_conv(KernelInit& init) {
   AttrReader attrs(init.node);
   WindowAttrs w;
-  const int64_t group = attrs.get_int("group", 1);
-  Status st = read_window_attrs(attrs, false, w);
-  if (!st.ok()) return init.error(st.code(), st.message());
-  if (group <= 0) return init.error(StatusCode::kInvalidGraph, "group must be positive");
+  int64_t group = 1;
+  NXRT_RETURN_IF_ERROR(read_conv_attrs(init, attrs, w, group));
   if (!is_quant_type(init.input_type(0))) return init.unsupported_type(0);
   if (!is_quant_type(init.input_type(3))) return init.unsupported_type(3);
   if (!is_quant_type(init.input_type(7))) return init.unsupported_type(7);
