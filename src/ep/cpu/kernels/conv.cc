@@ -460,11 +460,14 @@ class ConvKernel final : public Kernel {
         const PackedWeights* packed = packed_.matches(w) ? &packed_ : nullptr;
         std::vector<float> wide_z;
         const W* pz = sum_input<T>(z, wide_z);
-        std::vector<W> bn_scale, bn_shift;
+        // The fused BN's per-channel map, per run (its parameters may change), in per-thread
+        // scratch (slot 2: the depthwise planes use slot 1) so warm runs do not allocate.
+        W* bn_scale = bn_epsilon_ ? thread_scratch<W>(size_t(2 * M), 2) : nullptr;
+        W* bn_shift = bn_scale ? bn_scale + M : nullptr;
         if (bn_epsilon_) NXRT_RETURN_IF_ERROR(batch_norm_affine<T>(ctx, b, M, bn_scale, bn_shift));
         with_compute_type<T>(x, w, b, *y, [&](const W* px, const W* pw, const W* pb, W* py) {
           if (bn_epsilon_)
-            run<W>(L, N, C, M, px, pw, bn_shift.data(), py, packed, pz, bn_scale.data());
+            run<W>(L, N, C, M, px, pw, bn_shift, py, packed, pz, bn_scale);
           else
             run<W>(L, N, C, M, px, pw, pb, py, packed, pz);
         });
@@ -479,8 +482,8 @@ class ConvKernel final : public Kernel {
   // (bias included): y = conv * scale + shift, scale = s / sqrt(var + eps),
   // shift = (bias - mean) * scale + B.
   template <typename T, typename W = std::conditional_t<kHalf<T>, float, T>>
-  Status batch_norm_affine(KernelContext& ctx, const Tensor* bias, int64_t M,
-                           std::vector<W>& scale, std::vector<W>& shift) const {
+  Status batch_norm_affine(KernelContext& ctx, const Tensor* bias, int64_t M, W* scale,
+                           W* shift) const {
     const char* names[] = {"scale", "B", "input_mean", "input_var"};
     const Tensor* p[4];
     for (size_t i = 0; i < 4; ++i) {
@@ -489,8 +492,6 @@ class ConvKernel final : public Kernel {
         return invalid_argument("the fused BatchNormalization's ", names[i], " must be ", M,
                                 " values of the input's type");
     }
-    scale.resize(size_t(M));
-    shift.resize(size_t(M));
     for (int64_t m = 0; m < M; ++m) {
       const double s = double(W(p[0]->data<T>()[m])) /
                        std::sqrt(double(W(p[3]->data<T>()[m])) + double(*bn_epsilon_));

@@ -414,12 +414,17 @@ class MatMulIntegerKernel final : public Kernel {
     const Tensor& b = *ctx.input(1);
     MatMulPlan p;
     NXRT_RETURN_IF_ERROR(plan_matmul(a.shape(), b.shape(), p));
+    // The 8-bit GEMM takes the zero points as they are; only the widened fallback needs
+    // them expanded (which also rejects counts that are neither 1 nor M / N).
+    const bool fast = QuantProduct::applies(p, b, ctx.input(2), ctx.input(3));
     std::vector<int32_t> za, zb;
-    NXRT_RETURN_IF_ERROR(read_zero_points(ctx.input(2), p.M, "a_zero_point", za));
-    NXRT_RETURN_IF_ERROR(read_zero_points(ctx.input(3), p.N, "b_zero_point", zb));
+    if (!fast) {
+      NXRT_RETURN_IF_ERROR(read_zero_points(ctx.input(2), p.M, "a_zero_point", za));
+      NXRT_RETURN_IF_ERROR(read_zero_points(ctx.input(3), p.N, "b_zero_point", zb));
+    }
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, p.out));
     if (y->numel() == 0) return Status();
-    if (QuantProduct::applies(p, b, ctx.input(2), ctx.input(3))) {
+    if (fast) {
       product_.run(p, a, b, ctx.input(2), ctx.input(3), y->data<int32_t>());
       return Status();
     }
