@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 # clang and its runtimes: the sanitizer and libFuzzer builds of scripts/sanitize.sh.
-for pkg in cmake ninja-build g++ libprotozero-dev libgtest-dev pkg-config libcli11-dev espeak-ng sox \
+for pkg in cmake ninja-build g++ libprotozero-dev libgtest-dev libbenchmark-dev pkg-config libcli11-dev espeak-ng sox \
            clang libclang-rt-14-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done

@@ -26,8 +26,8 @@ constexpr int64_t kNC = 1536;  // columns of B packed at once (multiple of every
 // Portable R x 8 tile (MR = 4): 8 accumulator vectors with SSE2, so it stays in
 // registers on the x86-64 baseline; fixed-size loops GCC unrolls and vectorizes.
 template <int R>
-void portable_tile(int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row,
-                   float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t nr) {
+void portable_tile(int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row, float* c,
+                   int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t nr) {
   float acc[R][8] = {};
   for (int64_t k = 0; k < kc; ++k) {
 #pragma GCC unroll 4
@@ -41,8 +41,8 @@ void portable_tile(int64_t kc, const float* a, int64_t ak, const float* b, int64
 }
 
 void micro_kernel_portable_4x8(int64_t kc, const float* a, int64_t ak, const float* b,
-                               int64_t b_row, int64_t b_panel, float* c, int64_t rs_c,
-                               int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr) {
+                               int64_t b_row, int64_t b_panel, float* c, int64_t rs_c, int64_t cs_c,
+                               float alpha, float beta, int64_t mr, int64_t nr) {
   for (int64_t j = 0; j < nr; j += 8, b += b_panel, c += 8 * cs_c) {
     const int64_t w = std::min<int64_t>(8, nr - j);
     switch (mr) {
@@ -452,6 +452,48 @@ PackedMatrix PackedMatrix::pack_left(bool trans, int64_t M, int64_t K, const flo
                          std::min(detail::kKC, K - pc), p.data_.get() + pc * p.padded_);
   });
   return p;
+}
+
+bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const* b_rows,
+                            int64_t col0, float* C, int64_t ldc) {
+  using RowsKernel = void (*)(int64_t, const float*, int64_t, const float* const*, int64_t, float*,
+                              int64_t, float, int64_t, int64_t);
+  RowsKernel kernel = nullptr;
+  int64_t MR = 0, NR = 0;
+  if (A.kernel() == MicroKernel::kAvx512) {
+    kernel = &detail::micro_kernel_avx512_rows_12x32;
+    MR = 12;
+    NR = 32;
+  } else if (A.kernel() == MicroKernel::kAvx512x48) {
+    kernel = &detail::micro_kernel_avx512_rows_8x48;
+    MR = 8;
+    NR = 48;
+  } else {
+    return false;
+  }
+  const int64_t M = A.rows(), K = A.cols();
+  if (M <= 0 || N <= 0) return true;
+  // The Goto order of blocked_gemm without packing B: per K slice and block of A rows,
+  // one B panel at a time stays in L1 while every A panel of the block passes over it.
+  for (int64_t jc = 0; jc < N; jc += detail::kNC) {
+    const int64_t nc = std::min(detail::kNC, N - jc);
+    for (int64_t pc = 0; pc < K; pc += detail::kKC) {
+      const int64_t kc = std::min(detail::kKC, K - pc);
+      const float beta = pc == 0 ? 0.0f : 1.0f;
+      const float* as = A.data() + pc * A.padded();
+      for (int64_t ic = 0; ic < M; ic += detail::kMC) {
+        const int64_t mc = std::min(detail::kMC, M - ic);
+        const int64_t width = NR * (mc <= MR ? detail::kPanelGroup : 1);
+        for (int64_t jr = 0; jr < nc; jr += width) {
+          const int64_t nr = std::min(width, nc - jr);
+          for (int64_t ir = 0; ir < mc; ir += MR)
+            kernel(kc, as + (ic + ir) * kc, MR, b_rows + pc, col0 + jc + jr,
+                   C + (ic + ir) * ldc + jc + jr, ldc, beta, std::min(MR, mc - ir), nr);
+        }
+      }
+    }
+  }
+  return true;
 }
 
 PackedMatrix PackedMatrix::pack_right(bool trans, int64_t K, int64_t N, const float* B, int64_t ldb,

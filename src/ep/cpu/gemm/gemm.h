@@ -18,9 +18,9 @@ enum class MicroKernel { kAuto, kPortable, kAvx2, kAvx512, kAvx512x48 };
 // op(A) is M x K (A is K x M when trans_a), op(B) is K x N (B is N x K when trans_b).
 // lda/ldb/ldc are row strides in elements. beta == 0 ignores C's old contents (NaN too).
 // A kernel the CPU lacks falls back to the portable one.
-void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-           int64_t ldc, MicroKernel kernel = MicroKernel::kAuto);
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+           MicroKernel kernel = MicroKernel::kAuto);
 
 // A row stride (>= cols) for a B the caller writes itself (im2col) that sgemm then reads
 // in place, without packing it, when the buffer is 64-byte aligned.
@@ -28,8 +28,8 @@ int64_t in_place_ld(int64_t cols);
 
 // Straightforward loops; the oracle for tests.
 void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
-                     float* C, int64_t ldc);
+                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                     int64_t ldc);
 
 // True when this CPU runs the AVX2+FMA micro-kernel.
 bool has_avx2_fma();
@@ -70,8 +70,16 @@ class PackedMatrix {
 };
 
 // C = alpha * A * op(B) + beta * C with A from pack_left (M x K).
-void sgemm_packed_left(const PackedMatrix& A, bool trans_b, int64_t N, float alpha,
-                       const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+void sgemm_packed_left(const PackedMatrix& A, bool trans_b, int64_t N, float alpha, const float* B,
+                       int64_t ldb, float beta, float* C, int64_t ldc);
+
+// C (M x N, row stride ldc) = A * B with A from pack_left and B given by row: element
+// (k, j) at b_rows[k][col0 + j]. B is never copied, so its rows may overlap (the shifted
+// input rows of a direct convolution). Whole panels are read: each row must stay
+// readable up to col0 + N rounded up to 48 columns. Single-threaded. False (nothing
+// computed) when A was not packed for an AVX-512 kernel.
+bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const* b_rows,
+                            int64_t col0, float* C, int64_t ldc);
 
 // C = alpha * op(A) * B + beta * C with B from pack_right (K x N). With trans_c,
 // C is stored transposed: element (i, j) at C[j * ldc + i] (a weight W packed as W^T
@@ -83,8 +91,8 @@ void sgemm_packed_right(bool trans_a, int64_t M, float alpha, const float* A, in
 // Any other element type (double, integers): loops ordered so the inner one streams
 // rows of B and C, blocked over K so a block of B rows stays in cache.
 template <typename T>
-void gemm_simple(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha,
-                 const T* A, int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+void gemm_simple(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+                 int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
   for (int64_t i = 0; i < M; ++i) {
     T* c = C + i * ldc;
     if (beta == T(0)) {
@@ -99,7 +107,8 @@ void gemm_simple(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T 
       for (int64_t j = 0; j < N; ++j) {
         T acc = T(0);
         const T* b = B + j * ldb;
-        for (int64_t k = 0; k < K; ++k) acc = T(acc + (trans_a ? A[k * lda + i] : A[i * lda + k]) * b[k]);
+        for (int64_t k = 0; k < K; ++k)
+          acc = T(acc + (trans_a ? A[k * lda + i] : A[i * lda + k]) * b[k]);
         C[i * ldc + j] = T(C[i * ldc + j] + alpha * acc);
       }
     return;

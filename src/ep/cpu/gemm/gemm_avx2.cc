@@ -70,12 +70,12 @@ __attribute__((target("avx2,fma"), always_inline)) inline void rows(
   int64_t j = 0;
   if constexpr (NP > 1) {
     for (; j + 16 * (NP - 1) < nr; j += 16 * NP)
-      tile<R, NP>(kc, a, ak, b + j / 16 * b_panel, b_row, b_panel, c + j * cs_c, rs_c, cs_c, alpha, beta,
-                  std::min<int64_t>(nr - j, 16 * NP));
+      tile<R, NP>(kc, a, ak, b + j / 16 * b_panel, b_row, b_panel, c + j * cs_c, rs_c, cs_c, alpha,
+                  beta, std::min<int64_t>(nr - j, 16 * NP));
   }
   for (; j < nr; j += 16)
-    tile<R, 1>(kc, a, ak, b + j / 16 * b_panel, b_row, b_panel, c + j * cs_c, rs_c, cs_c, alpha, beta,
-               std::min<int64_t>(nr - j, 16));
+    tile<R, 1>(kc, a, ak, b + j / 16 * b_panel, b_row, b_panel, c + j * cs_c, rs_c, cs_c, alpha,
+               beta, std::min<int64_t>(nr - j, 16));
 }
 
 }  // namespace
@@ -85,12 +85,18 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2_6x16(
     float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr) {
   // 6 rows: 12 accumulators + 2 B vectors + 1 broadcast = 15 of 16 ymm registers.
   switch (mr) {
-    case 1: return rows<1, 4>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
-    case 2: return rows<2, 2>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
-    case 3: return rows<3, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
-    case 4: return rows<4, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
-    case 5: return rows<5, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
-    default: return rows<6, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 1:
+      return rows<1, 4>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 2:
+      return rows<2, 2>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 3:
+      return rows<3, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 4:
+      return rows<4, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    case 5:
+      return rows<5, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
+    default:
+      return rows<6, 1>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr);
   }
 }
 

@@ -14,13 +14,33 @@ namespace nxrt::gemm::detail {
 
 namespace {
 
+// Where row k of B panel q starts. Strided: panels `panel` apart, rows `row` apart
+// (packed panels, or a row-major B read in place). Rows: row k of the first panel at
+// rows[k] + col, the next panels NR floats further on (a B whose rows are views into
+// another buffer: the shifted input rows of a direct convolution).
+struct StridedB {
+  const float* b;
+  int64_t row, panel;
+  const float* at(int64_t k, int q) const { return b + q * panel + k * row; }
+  StridedB panels_from(int64_t q) const { return {b + q * panel, row, panel}; }
+};
+template <int NR>
+struct RowsB {
+  const float* const* rows;
+  int64_t col;
+  const float* at(int64_t k, int q) const { return rows[k] + col + q * NR; }
+  RowsB panels_from(int64_t q) const { return {rows, col + q * NR}; }
+};
+
 // R rows x NP panels of 16 * VECS columns. Each C element is one sequential chain of FMAs over
 // k (no split partial sums, so the rounding matches a plain dot product); with few rows,
 // NP > 1 supplies the independent chains (~8 in flight) that hide the FMA latency.
-template <int VECS, int R, int NP>
-__attribute__((target("avx512f"), always_inline)) inline void tile(
-    int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row, int64_t b_panel,
-    float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t nr) {
+template <int VECS, int R, int NP, typename BSource>
+__attribute__((target("avx512f"), always_inline)) inline void tile(int64_t kc, const float* a,
+                                                                   int64_t ak, const BSource& b,
+                                                                   float* c, int64_t rs_c,
+                                                                   int64_t cs_c, float alpha,
+                                                                   float beta, int64_t nr) {
   constexpr int kVecs = VECS, kNR = 16 * VECS;
   constexpr int V = kVecs * NP;  // accumulator vectors per row
   __m512 acc[R][V];
@@ -33,11 +53,10 @@ __attribute__((target("avx512f"), always_inline)) inline void tile(
 #pragma GCC unroll 4
     for (int q = 0; q < NP; ++q)
 #pragma GCC unroll 3
-      for (int s = 0; s < kVecs; ++s)
-        bv[q * kVecs + s] = _mm512_loadu_ps(b + q * b_panel + k * b_row + 16 * s);
+      for (int s = 0; s < kVecs; ++s) bv[q * kVecs + s] = _mm512_loadu_ps(b.at(k, q) + 16 * s);
     // The next panel's row k: a B read in place has its rows far apart (one page each),
     // where the hardware prefetchers lose track; packed panels just stream.
-    const float* next = b + NP * b_panel + k * b_row;
+    const float* next = b.at(k, NP);
 #pragma GCC unroll 3
     for (int s = 0; s < kVecs; ++s)
       _mm_prefetch(reinterpret_cast<const char*>(next + 16 * s), _MM_HINT_T0);
@@ -84,29 +103,30 @@ __attribute__((target("avx512f"), always_inline)) inline void tile(
 }
 
 // Runs rows x nr (up to kPanelGroup panels) as tiles of NP panels, then single panels.
-template <int VECS, int R, int NP>
-__attribute__((target("avx512f"), always_inline)) inline void rows(
-    int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row, int64_t b_panel,
-    float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t nr) {
+template <int VECS, int R, int NP, typename BSource>
+__attribute__((target("avx512f"), always_inline)) inline void rows(int64_t kc, const float* a,
+                                                                   int64_t ak, const BSource& b,
+                                                                   float* c, int64_t rs_c,
+                                                                   int64_t cs_c, float alpha,
+                                                                   float beta, int64_t nr) {
   constexpr int kNR = 16 * VECS;
   int64_t j = 0;
   if constexpr (NP > 1) {
     for (; j + kNR * (NP - 1) < nr; j += kNR * NP)
-      tile<VECS, R, NP>(kc, a, ak, b + j / kNR * b_panel, b_row, b_panel, c + j * cs_c, rs_c, cs_c,
-                        alpha, beta, std::min<int64_t>(nr - j, kNR * NP));
+      tile<VECS, R, NP>(kc, a, ak, b.panels_from(j / kNR), c + j * cs_c, rs_c, cs_c, alpha, beta,
+                        std::min<int64_t>(nr - j, kNR * NP));
   }
   for (; j < nr; j += kNR)
-    tile<VECS, R, 1>(kc, a, ak, b + j / kNR * b_panel, b_row, b_panel, c + j * cs_c, rs_c, cs_c,
-                     alpha, beta, std::min<int64_t>(nr - j, kNR));
+    tile<VECS, R, 1>(kc, a, ak, b.panels_from(j / kNR), c + j * cs_c, rs_c, cs_c, alpha, beta,
+                     std::min<int64_t>(nr - j, kNR));
 }
 
 // Calls rows<VECS, mr, NP>: few rows take several panels at once (more FMA chains).
-template <int VECS, int MR>
+template <int VECS, int MR, typename BSource>
 __attribute__((target("avx512f"), always_inline)) inline void dispatch(
-    int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row, int64_t b_panel,
-    float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr) {
-#define NXRT_ROWS(R, NP) \
-  return rows<VECS, R, NP>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, nr)
+    int64_t kc, const float* a, int64_t ak, const BSource& b, float* c, int64_t rs_c, int64_t cs_c,
+    float alpha, float beta, int64_t mr, int64_t nr) {
+#define NXRT_ROWS(R, NP) return rows<VECS, R, NP>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr)
   constexpr int kTwo = VECS == 2 ? 2 : 1;  // a third row of two panels still fits (2 x 32)
   switch (mr) {
     case 1:
@@ -146,13 +166,25 @@ __attribute__((target("avx512f"), always_inline)) inline void dispatch(
 __attribute__((target("avx512f"))) void micro_kernel_avx512_12x32(
     int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row, int64_t b_panel,
     float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr) {
-  dispatch<2, 12>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, mr, nr);
+  dispatch<2, 12>(kc, a, ak, StridedB{b, b_row, b_panel}, c, rs_c, cs_c, alpha, beta, mr, nr);
 }
 
 __attribute__((target("avx512f"))) void micro_kernel_avx512_8x48(
     int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row, int64_t b_panel,
     float* c, int64_t rs_c, int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr) {
-  dispatch<3, 8>(kc, a, ak, b, b_row, b_panel, c, rs_c, cs_c, alpha, beta, mr, nr);
+  dispatch<3, 8>(kc, a, ak, StridedB{b, b_row, b_panel}, c, rs_c, cs_c, alpha, beta, mr, nr);
+}
+
+__attribute__((target("avx512f"))) void micro_kernel_avx512_rows_12x32(
+    int64_t kc, const float* a, int64_t ak, const float* const* b_rows, int64_t col, float* c,
+    int64_t ldc, float beta, int64_t mr, int64_t nr) {
+  dispatch<2, 12>(kc, a, ak, RowsB<32>{b_rows, col}, c, ldc, 1, 1.0f, beta, mr, nr);
+}
+
+__attribute__((target("avx512f"))) void micro_kernel_avx512_rows_8x48(
+    int64_t kc, const float* a, int64_t ak, const float* const* b_rows, int64_t col, float* c,
+    int64_t ldc, float beta, int64_t mr, int64_t nr) {
+  dispatch<3, 8>(kc, a, ak, RowsB<48>{b_rows, col}, c, ldc, 1, 1.0f, beta, mr, nr);
 }
 
 }  // namespace nxrt::gemm::detail

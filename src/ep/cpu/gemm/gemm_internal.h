@@ -19,21 +19,31 @@ constexpr int64_t kPanelGroup = 4;
 // beta == 0 must not read C. Kernels compute only the mr rows asked for, so a thin
 // problem (a few rows) does not pay for the whole MR-row tile.
 using MicroKernelFn = void (*)(int64_t kc, const float* a, int64_t ak, const float* b,
-                               int64_t b_row, int64_t b_panel, float* c, int64_t rs_c,
-                               int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr);
+                               int64_t b_row, int64_t b_panel, float* c, int64_t rs_c, int64_t cs_c,
+                               float alpha, float beta, int64_t mr, int64_t nr);
 
 // 6 x 16 with AVX2+FMA; only call when has_avx2_fma().
-void micro_kernel_avx2_6x16(int64_t kc, const float* a, int64_t ak, const float* b,
-                            int64_t b_row, int64_t b_panel, float* c, int64_t rs_c, int64_t cs_c,
-                            float alpha, float beta, int64_t mr, int64_t nr);
+void micro_kernel_avx2_6x16(int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row,
+                            int64_t b_panel, float* c, int64_t rs_c, int64_t cs_c, float alpha,
+                            float beta, int64_t mr, int64_t nr);
 
 // 12 x 32 and 8 x 48 with AVX-512F; only call when has_avx512f().
 void micro_kernel_avx512_12x32(int64_t kc, const float* a, int64_t ak, const float* b,
-                               int64_t b_row, int64_t b_panel, float* c, int64_t rs_c,
-                               int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr);
-void micro_kernel_avx512_8x48(int64_t kc, const float* a, int64_t ak, const float* b,
-                               int64_t b_row, int64_t b_panel, float* c, int64_t rs_c,
-                               int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr);
+                               int64_t b_row, int64_t b_panel, float* c, int64_t rs_c, int64_t cs_c,
+                               float alpha, float beta, int64_t mr, int64_t nr);
+void micro_kernel_avx512_8x48(int64_t kc, const float* a, int64_t ak, const float* b, int64_t b_row,
+                              int64_t b_panel, float* c, int64_t rs_c, int64_t cs_c, float alpha,
+                              float beta, int64_t mr, int64_t nr);
+
+// The same two AVX-512 kernels over a B given as row pointers: element (k, j) at
+// b_rows[k][col + j], read as whole NR-wide panels (the caller leaves the columns past
+// nr readable). C is row-major (row stride ldc), alpha is 1.
+void micro_kernel_avx512_rows_12x32(int64_t kc, const float* a, int64_t ak,
+                                    const float* const* b_rows, int64_t col, float* c, int64_t ldc,
+                                    float beta, int64_t mr, int64_t nr);
+void micro_kernel_avx512_rows_8x48(int64_t kc, const float* a, int64_t ak,
+                                   const float* const* b_rows, int64_t col, float* c, int64_t ldc,
+                                   float beta, int64_t mr, int64_t nr);
 
 // Writes a finished tile held in `acc` (row stride `acc_ld`) into C with alpha/beta.
 inline void store_tile(const float* acc, int64_t acc_ld, float* c, int64_t rs_c, int64_t cs_c,

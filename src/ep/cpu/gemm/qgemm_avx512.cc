@@ -46,9 +46,11 @@ __attribute__((target("avx512f,avx512vnni"), always_inline)) inline void qtile(
 
 }  // namespace
 
-__attribute__((target("avx512f,avx512bw"))) void prepare_rows_avx512(
-    const uint8_t* src, int64_t lda, int64_t rows, int64_t K, int64_t K4, uint8_t flip,
-    uint8_t* dst, int32_t* row_sum) {
+__attribute__((target("avx512f,avx512bw"))) void prepare_rows_avx512(const uint8_t* src,
+                                                                     int64_t lda, int64_t rows,
+                                                                     int64_t K, int64_t K4,
+                                                                     uint8_t flip, uint8_t* dst,
+                                                                     int32_t* row_sum) {
   const __m512i vflip = _mm512_set1_epi8(char(flip));
   for (int64_t i = 0; i < rows; ++i) {
     const uint8_t* s = src + i * lda;

@@ -2,6 +2,7 @@
 // float runs on the packed SGEMM, double on the simple loop; float16/bfloat16 widen to float.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -239,8 +240,8 @@ void im2col_2d(const Lattice& L, int64_t channels, int64_t row0, int64_t row1, c
 // col[(c*K + k) * ld + j] for grid rows [row0, row1), j over those rows' positions
 // (ld >= their count).
 template <typename T>
-void im2col(const Lattice& L, int64_t channels, int64_t row0, int64_t row1, const T* image,
-            T* col, int64_t ld) {
+void im2col(const Lattice& L, int64_t channels, int64_t row0, int64_t row1, const T* image, T* col,
+            int64_t ld) {
   if (L.r == 1) return im2col_1d(L, channels, image, col, ld);
   if (L.r == 2) return im2col_2d(L, channels, row0, row1, image, col, ld);
   const int64_t gl = L.grid[L.r - 1];
@@ -450,8 +451,10 @@ class ConvKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(prepare_output(ctx, x, w, b, L, y));
     if (z && (z->dtype() != x.dtype() || z->shape() != y->shape()))
       return invalid_argument("the sum input Z is ", tensor_type_name(z->dtype()), " ",
-                              z->shape().to_string(), "; FusedConv needs the output's type and "
-                              "shape ", y->shape().to_string());
+                              z->shape().to_string(),
+                              "; FusedConv needs the output's type and "
+                              "shape ",
+                              y->shape().to_string());
     if (y->numel() == 0) return Status();
     const int64_t N = x.shape()[0], C = x.shape()[1], M = w.shape()[0];
     switch (x.dtype()) {
@@ -497,7 +500,8 @@ class ConvKernel final : public Kernel {
                        std::sqrt(double(W(p[3]->data<T>()[m])) + double(*bn_epsilon_));
       const double b0 = bias ? double(W(bias->data<T>()[m])) : 0.0;
       scale[size_t(m)] = W(s);
-      shift[size_t(m)] = W((b0 - double(W(p[2]->data<T>()[m]))) * s + double(W(p[1]->data<T>()[m])));
+      shift[size_t(m)] =
+          W((b0 - double(W(p[2]->data<T>()[m]))) * s + double(W(p[1]->data<T>()[m])));
     }
     return Status();
   }
@@ -541,14 +545,8 @@ class ConvKernel final : public Kernel {
       if constexpr (std::is_same_v<T, float>) {
         if (!z) {
           // One vector pass: activation(row * scale + bias).
-          const float s = scale ? scale[first_channel + c] : 1.0f;
-          const float b = bias ? bias[first_channel + c] : 0.0f;
-          vmath::unary_affine(activation_ ? activation_->fn : vmath::Unary::kIdentity,
-                              activation_ ? activation_->params : vmath::UnaryParams{}, s, b, row,
-                              row, size_t(cols));
-          if (activation_ && activation_->post())
-            vmath::unary_affine(vmath::Unary::kIdentity, {}, activation_->post_scale,
-                                activation_->post_shift, row, row, size_t(cols));
+          epilogue(scale ? scale[first_channel + c] : 1.0f, bias ? bias[first_channel + c] : 0.0f,
+                   row, row, cols);
           continue;
         }
       }
@@ -568,14 +566,25 @@ class ConvKernel final : public Kernel {
       if constexpr (std::is_same_v<T, float>) {
         vmath::unary(act.fn, act.params, row, row, size_t(cols));
         if (act.post())
-          vmath::unary_affine(vmath::Unary::kIdentity, {}, act.post_scale, act.post_shift, row,
-                              row, size_t(cols));
+          vmath::unary_affine(vmath::Unary::kIdentity, {}, act.post_scale, act.post_shift, row, row,
+                              size_t(cols));
       } else {
         for (int64_t i = 0; i < cols; ++i)
           row[i] = T(vmath::reference(act.fn, act.params, double(row[i])) * act.post_scale +
                      act.post_shift);
       }
     }
+  }
+
+  // dst = activation(src * scale + bias), then the post map: the epilogue of one row
+  // without a sum input (finish() for a float block, from another buffer).
+  void epilogue(float scale, float bias, const float* src, float* dst, int64_t n) const {
+    vmath::unary_affine(activation_ ? activation_->fn : vmath::Unary::kIdentity,
+                        activation_ ? activation_->params : vmath::UnaryParams{}, scale, bias, src,
+                        dst, size_t(n));
+    if (activation_ && activation_->post())
+      vmath::unary_affine(vmath::Unary::kIdentity, {}, activation_->post_scale,
+                          activation_->post_shift, dst, dst, size_t(n));
   }
 
   // A 1-D convolution of a single input channel and a few filters (FIR filters):
@@ -595,7 +604,8 @@ class ConvKernel final : public Kernel {
       const float* wm = w + m * K;
       float* ym = y + (n * M + m) * out;
       if (hi > lo)
-        gemm::sgemm(false, true, hi - lo, 1, K, 1.0f, xn + lo * s - pad, s, wm, K, 0.0f, ym + lo, 1);
+        gemm::sgemm(false, true, hi - lo, 1, K, 1.0f, xn + lo * s - pad, s, wm, K, 0.0f, ym + lo,
+                    1);
       auto border = [&](int64_t o) {
         const DimRange r = window_range(o * s - pad, K, 1, in);
         float acc = 0.0f;
@@ -606,6 +616,118 @@ class ConvKernel final : public Kernel {
       for (int64_t o = hi; o < out; ++o) border(o);
       finish(y, z, bias, scale, out, (n * M + m) * out, m, 1, out);
     });
+  }
+
+  // Constant weights packed as left operands (per group W_g, Mg x K) on first use, once
+  // for all runs: only models that reach the wide paths pay the memory for a second
+  // packing.
+  const std::vector<gemm::PackedMatrix>& left_packed(const float* w, int64_t G, int64_t Mg,
+                                                     int64_t K) const {
+    std::call_once(left_->once, [&] {
+      for (int64_t g = 0; g < G; ++g)
+        left_->groups.push_back(gemm::PackedMatrix::pack_left(false, Mg, K, w + g * Mg * K, K));
+    });
+    return left_->groups;
+  }
+
+  // A stride-1 convolution as a GEMM that reads its B straight from the input: each
+  // image's channels are copied once into zero-bordered planes of width WP, and then row
+  // (c, kh, kw) of the im2col matrix is the plane of c itself, shifted by kh * WP + kw,
+  // over output positions laid out with the padded width (oh * WP + ow). The GEMM computes
+  // WP - OW columns per row that are dropped, and skips im2col's copy of K values per
+  // output (9 per 3x3 conv) along with its cache and TLB misses. 1-D and 2-D lattices, AVX-512
+  // packed weights; false when it does not apply (the caller takes the im2col path).
+  bool shifted_rows(const Lattice& L, int64_t N, int64_t C, int64_t M, const float* x,
+                    const std::vector<gemm::PackedMatrix>& left, float* y, const float* z,
+                    const float* bias, const float* scale) const {
+    // NXRT_CONV_IM2COL=1 keeps every convolution on im2col, to compare the paths on whole
+    // models (like NXRT_GEMM_KERNEL for the micro-kernels). Read once.
+    static const bool im2col_only = std::getenv("NXRT_CONV_IM2COL") != nullptr;
+    if (im2col_only || L.r > 2) return false;
+    for (size_t d = 0; d < L.r; ++d)
+      if (L.stride[d] != 1) return false;
+    const bool two = L.r == 2;
+    const int64_t H = two ? L.image[0] : 1, W = L.image[L.r - 1];
+    const int64_t OH = two ? L.grid[0] : 1, OW = L.grid[L.r - 1];
+    const int64_t KH = two ? L.kernel[0] : 1, KW = L.kernel[L.r - 1];
+    const int64_t DH = two ? L.dilation[0] : 1, DW = L.dilation[L.r - 1];
+    const int64_t PT = two ? L.pad[0] : 0, PL = L.pad[L.r - 1];
+    const int64_t WP = OW + (KW - 1) * DW, HP = OH + (KH - 1) * DH;
+    // The dropped columns cost as much as real ones: narrow planes (7x7 with a 3x3
+    // kernel wastes 2 of 9) stay on im2col.
+    if (KH * KW == 1 || OW * 5 < WP * 4) return false;
+    const int64_t G = group_, Cg = C / G, Mg = M / G, K = Cg * KH * KW;
+    if (left.empty() || (left[0].kernel() != gemm::MicroKernel::kAvx512 &&
+                         left[0].kernel() != gemm::MicroKernel::kAvx512x48))
+      return false;  // the row-pointer kernels exist for AVX-512 only
+    const int64_t plane = HP * WP, in_size = H * W;
+    // Past the last plane: the furthest shifted row is read up to a whole panel beyond
+    // its last output column.
+    const int64_t tail = (KW - 1) * DW + 64;
+    const size_t padded_floats = size_t(N * C * plane + tail);
+    float* xp = thread_scratch<float>(padded_floats, 3);
+    const int64_t copy_rows = std::min(H, HP - PT), copy_cols = std::min(W, WP - PL);
+    const int64_t planes = N * C;
+    const int64_t pieces = int64_t(parallel_pieces(double(planes * plane), double(1 << 18)));
+    parallel_for(size_t(pieces), [&](size_t piece) {
+      for (int64_t p = planes * int64_t(piece) / pieces; p < planes * int64_t(piece + 1) / pieces;
+           ++p) {
+        float* dst = xp + p * plane;
+        const float* src = x + p * in_size;
+        std::fill(dst, dst + PT * WP, 0.0f);
+        for (int64_t h = 0; h < copy_rows; ++h) {
+          float* row = dst + (h + PT) * WP;
+          std::fill(row, row + PL, 0.0f);
+          std::memcpy(row + PL, src + h * W, size_t(copy_cols) * sizeof(float));
+          std::fill(row + PL + copy_cols, row + WP, 0.0f);
+        }
+        std::fill(dst + (PT + copy_rows) * WP, dst + plane, 0.0f);
+      }
+    });
+    std::fill(xp + N * C * plane, xp + padded_floats, 0.0f);
+
+    // Chunks of whole output rows: the product's block (Mg x rows * WP) about 256 KiB.
+    int64_t chunk = std::clamp<int64_t>((int64_t(1) << 16) / std::max<int64_t>(1, Mg * WP), 1, OH);
+    const int64_t width = int64_t(parallel_pieces(double(Mg * OH * OW * K), kMinConvWork));
+    if (width > 1 && N * G < width) {
+      const int64_t count = ((OH + chunk - 1) / chunk + width - 1) / width * width;
+      chunk = std::max<int64_t>(1, (OH + count - 1) / count);
+    }
+    const int64_t chunks = (OH + chunk - 1) / chunk, out_size = OH * OW;
+    parallel_for(size_t(N * G * chunks), [&](size_t task) {
+      const int64_t c = int64_t(task) % chunks, g = int64_t(task) / chunks % G;
+      const int64_t n = int64_t(task) / chunks / G;
+      const int64_t r0 = c * chunk, r1 = std::min(OH, r0 + chunk), cols = (r1 - r0) * WP;
+      const float** b_rows = thread_scratch<const float*>(size_t(K));
+      const float* xg = xp + (n * C + g * Cg) * plane;
+      for (int64_t ci = 0, k = 0; ci < Cg; ++ci)
+        for (int64_t kh = 0; kh < KH; ++kh)
+          for (int64_t kw = 0; kw < KW; ++kw)
+            b_rows[k++] = xg + ci * plane + kh * DH * WP + kw * DW;
+      const int64_t ldt = (cols + 15) / 16 * 16 + 16;  // off the 4 KiB aliasing stride
+      float* block = scratch<float>(size_t(Mg * ldt));
+      gemm::sgemm_packed_left_rows(left[size_t(g)], cols, b_rows, r0 * WP, block, ldt);
+      // Drop the padded columns while moving rows into Y, applying the epilogue on the way
+      // when it is one vector pass (no sum input), else right after, in cache.
+      float* yg = y + (n * M + g * Mg) * out_size;
+      const bool fused = !z;
+      for (int64_t m = 0; m < Mg; ++m) {
+        const float s = scale ? scale[g * Mg + m] : 1.0f;
+        const float b = bias ? bias[g * Mg + m] : 0.0f;
+        for (int64_t oh = r0; oh < r1; ++oh) {
+          const float* src = block + m * ldt + (oh - r0) * WP;
+          float* dst = yg + m * out_size + oh * OW;
+          if (fused)
+            epilogue(s, b, src, dst, OW);
+          else
+            std::memcpy(dst, src, size_t(OW) * sizeof(float));
+        }
+      }
+      if (!fused)
+        finish(y, z, bias, scale, out_size, (n * M + g * Mg) * out_size + r0 * OW, g * Mg, Mg,
+               (r1 - r0) * OW);
+    });
+    return true;
   }
 
   template <typename T>
@@ -679,16 +801,11 @@ class ConvKernel final : public Kernel {
     // run's threads (each with its own column scratch); with one, the GEMM splits itself.
     // A pointwise conv reads its chunks straight from the input.
     const int64_t chunks = (rows + chunk - 1) / chunk;
-    // Constant weights are packed as left operands on first use (once, for all runs):
-    // only models that reach this wide path pay the memory for a second packing.
     const std::vector<gemm::PackedMatrix>* left = nullptr;
     if constexpr (std::is_same_v<T, float>) {
       if (packed) {
-        std::call_once(left_->once, [&] {
-          for (int64_t g = 0; g < G; ++g)
-            left_->groups.push_back(gemm::PackedMatrix::pack_left(false, Mg, K, w + g * Mg * K, K));
-        });
-        left = &left_->groups;
+        left = &left_packed(w, G, Mg, K);
+        if (!pointwise && shifted_rows(L, N, C, M, x, *left, y, z, bias, scale)) return;
       }
     }
     auto product = [&](int64_t g, int64_t cols, const T* b, int64_t ldb, T* out) {
@@ -1000,8 +1117,9 @@ Expected<KernelPtr> create_fused_conv(KernelInit& init) {
   std::optional<float> bn_epsilon;
   if (init.has_input(4)) {
     for (size_t i = 4; i < 8; ++i)
-      if (!init.has_input(i)) return init.error(StatusCode::kInvalidGraph, "input ", i,
-                                                " (fused BatchNormalization) is missing");
+      if (!init.has_input(i))
+        return init.error(StatusCode::kInvalidGraph, "input ", i,
+                          " (fused BatchNormalization) is missing");
     bn_epsilon = attrs.get_float("bn_epsilon", 1e-5f);
   }
   init.set_all_outputs(init.input_type(0));

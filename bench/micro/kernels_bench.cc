@@ -1,0 +1,178 @@
+// Kernel micro-benchmarks (Google Benchmark), one thread unless a benchmark says
+// otherwise: the float GEMM (square, and the shapes convolutions hand it), the 8-bit GEMM,
+// and elementwise ops on 1M floats through the eager path a model's node takes.
+// Counters: GFLOP/s (2 per multiply-add) or GOP/s, and GB/s for the elementwise ops
+// (bytes read plus bytes written). Compare them with the machine's measured peaks in
+// docs/PERFORMANCE.md.
+//
+//   build/bench/micro/nxrt_kernels_bench [--benchmark_filter=REGEX]
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "core/parallel.h"
+#include "eager/eager.h"
+#include "ep/cpu/gemm/gemm.h"
+#include "ep/cpu/gemm/qgemm.h"
+
+namespace {
+
+using nxrt::gemm::PackedMatrix;
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+void set_flops(benchmark::State& state, double macs) {
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * macs, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
+// C = A * B, all row-major and unpacked (both operands packed per call).
+void BM_Sgemm(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const auto a = random_floats(size_t(n * n), 1), b = random_floats(size_t(n * n), 2);
+  std::vector<float> c(size_t(n * n));
+  for (auto _ : state) {
+    nxrt::gemm::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_flops(state, double(n) * double(n) * double(n));
+}
+BENCHMARK(BM_Sgemm)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+// A convolution's product after im2col: constant weights (M x K, packed once) times a
+// K x N column matrix read in place.
+void BM_SgemmPackedLeft(benchmark::State& state) {
+  const int64_t M = state.range(0), K = state.range(1), N = state.range(2);
+  const auto w = random_floats(size_t(M * K), 1), col = random_floats(size_t(K * N), 2);
+  const PackedMatrix packed = PackedMatrix::pack_left(false, M, K, w.data(), K);
+  std::vector<float> c(size_t(M * N));
+  for (auto _ : state) {
+    nxrt::gemm::sgemm_packed_left(packed, false, N, 1.0f, col.data(), N, 0.0f, c.data(), N);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_flops(state, double(M) * double(K) * double(N));
+}
+// (out channels, in channels * taps, positions): resnet's 1x1 64->256 at 56x56, a 3x3
+// 256 -> 256 at 14x14, squeezenet's 3x3 16 -> 64 at 55x55.
+BENCHMARK(BM_SgemmPackedLeft)
+    ->Args({256, 64, 3136})
+    ->Args({256, 2304, 196})
+    ->Args({64, 144, 3025})
+    ->Unit(benchmark::kMicrosecond);
+
+// A stride-1 3x3 convolution the way Conv runs it: B's rows are shifted views of a
+// zero-bordered input (C planes of (H + 2) x (W + 2)), so nothing is copied per tap.
+void BM_SgemmRowsConv3x3(benchmark::State& state) {
+  const int64_t M = state.range(0), C = state.range(1), H = state.range(2), W = H;
+  const int64_t WP = W + 2, HP = H + 2, plane = HP * WP, K = C * 9, N = H * WP;
+  const auto w = random_floats(size_t(M * K), 1);
+  auto x = random_floats(size_t(C * plane + 64 + 2), 2);
+  const PackedMatrix packed = PackedMatrix::pack_left(false, M, K, w.data(), K);
+  std::vector<const float*> rows;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t kh = 0; kh < 3; ++kh)
+      for (int64_t kw = 0; kw < 3; ++kw) rows.push_back(x.data() + c * plane + kh * WP + kw);
+  std::vector<float> out(size_t(M * (N + 16)));
+  if (!nxrt::gemm::sgemm_packed_left_rows(packed, N, rows.data(), 0, out.data(), N + 16)) {
+    state.SkipWithError("no AVX-512 on this CPU: the row-pointer GEMM does not run");
+    return;
+  }
+  for (auto _ : state) {
+    nxrt::gemm::sgemm_packed_left_rows(packed, N, rows.data(), 0, out.data(), N + 16);
+    benchmark::DoNotOptimize(out.data());
+  }
+  set_flops(state, double(M) * double(K) * double(H * W));  // useful work only
+}
+BENCHMARK(BM_SgemmRowsConv3x3)
+    ->Args({64, 64, 56})
+    ->Args({256, 256, 14})
+    ->Args({128, 128, 28})
+    ->Unit(benchmark::kMicrosecond);
+
+// The float GEMM on two threads (a worker pool installed for the calling thread).
+void BM_SgemmTwoThreads(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const auto a = random_floats(size_t(n * n), 1), b = random_floats(size_t(n * n), 2);
+  std::vector<float> c(size_t(n * n));
+  auto pool = nxrt::make_worker_pool(2);
+  nxrt::ParallelScope scope(pool.get());
+  for (auto _ : state) {
+    nxrt::gemm::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_flops(state, double(n) * double(n) * double(n));
+}
+BENCHMARK(BM_SgemmTwoThreads)->Arg(512)->Arg(1024)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// uint8 A times int8 B (packed once), int32 C.
+void BM_Qgemm(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  std::mt19937 rng(3);
+  std::vector<uint8_t> a(size_t(n * n));
+  std::vector<int8_t> b(size_t(n * n));
+  for (auto& v : a) v = uint8_t(rng());
+  for (auto& v : b) v = int8_t(rng());
+  const int32_t zero = 0;
+  const auto packed = nxrt::gemm::PackedQuantB::pack(n, n, b.data(), n, true, &zero, 1);
+  std::vector<int32_t> c(size_t(n * n));
+  for (auto _ : state) {
+    nxrt::gemm::qgemm(n, a.data(), n, false, 128, packed, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GOP/s"] = benchmark::Counter(2.0 * double(n) * double(n) * double(n),
+                                               benchmark::Counter::kIsIterationInvariantRate,
+                                               benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_Qgemm)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+// One ONNX op on float tensors of 1M elements through nxrt's eager path (the kernel a
+// session runs, planned once and cached). Binary ops take two same-shape inputs.
+void run_elementwise(benchmark::State& state, const char* op, size_t inputs) {
+  constexpr int64_t kCount = int64_t(1) << 20;
+  nxrt::eager::OpSpec spec;
+  spec.op_type = op;
+  spec.opset = 17;
+  std::vector<nxrt::Value> values;
+  std::vector<std::vector<float>> data;
+  for (size_t i = 0; i < inputs; ++i) {
+    data.push_back(random_floats(size_t(kCount), uint32_t(i + 1)));
+    spec.input_types.push_back(nxrt::DataType::kFloat);
+    values.emplace_back(
+        nxrt::Tensor(nxrt::DataType::kFloat, nxrt::Shape{kCount}, data.back().data()));
+  }
+  std::vector<nxrt::Value> outputs;
+  for (auto _ : state) {
+    outputs.clear();
+    const nxrt::Status st = nxrt::eager::run(spec, values, outputs);
+    if (!st.ok()) {
+      state.SkipWithError(st.message().c_str());
+      return;
+    }
+  }
+  state.counters["GB/s"] = benchmark::Counter(double((inputs + 1) * kCount * sizeof(float)),
+                                              benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+}
+#define NXRT_ELEMENTWISE(OP, INPUTS)                                             \
+  void BM_##OP(benchmark::State& state) { run_elementwise(state, #OP, INPUTS); } \
+  BENCHMARK(BM_##OP)->Unit(benchmark::kMicrosecond)
+NXRT_ELEMENTWISE(Relu, 1);
+NXRT_ELEMENTWISE(Sigmoid, 1);
+NXRT_ELEMENTWISE(Tanh, 1);
+NXRT_ELEMENTWISE(Erf, 1);
+NXRT_ELEMENTWISE(Exp, 1);
+NXRT_ELEMENTWISE(Add, 2);
+NXRT_ELEMENTWISE(Mul, 2);
+#undef NXRT_ELEMENTWISE
+
+}  // namespace
+
+BENCHMARK_MAIN();
