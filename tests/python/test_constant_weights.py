@@ -54,22 +54,35 @@ def test_conv2d(c, m, h, k, s, g):
     _compare(node, {"x": _f32(2, c, h, h)}, {"w": _f32(m, c // g, k, k)})
 
 
-# Stride-1 convolutions that read shifted rows of a zero-bordered copy of the input
-# (no im2col): (in, out, height, width, kernel, pads t/l/b/r, dilation, group). Asymmetric
-# and missing pads, dilation, groups, 1 x k and k x 1 kernels, partial last panels, and
-# narrow planes that stay on im2col.
-CONV2D_STRIDE1 = [(16, 24, 20, 37, (3, 3), (1, 1, 1, 1), 1, 1), (8, 40, 9, 30, (3, 3), (0, 2, 1, 0), 1, 1),
-                  (6, 12, 15, 40, (5, 5), (2, 2, 2, 2), 2, 2), (4, 8, 12, 50, (1, 7), (0, 3, 0, 3), 1, 1),
-                  (4, 9, 30, 20, (7, 1), (3, 0, 3, 0), 1, 1), (32, 64, 28, 28, (3, 3), (1, 1, 1, 1), 1, 1),
-                  (3, 5, 10, 60, (2, 2), (0, 0, 0, 0), 1, 1), (8, 8, 11, 40, (3, 3), (0, 0, 0, 0), 1, 1),
-                  (64, 13, 7, 7, (3, 3), (1, 1, 1, 1), 1, 1), (5, 7, 33, 33, (3, 3), (1, 1, 1, 1), 3, 1)]
+# Convolutions that read shifted rows of a zero-bordered copy of the input (stride 1) or
+# of its phase planes (stride s) instead of an im2col: (in, out, height, width, kernel,
+# pads t/l/b/r, dilation, group, strides). Asymmetric and missing pads, dilation, groups,
+# 1 x k and k x 1 kernels, partial last panels, mixed strides, and narrow planes that stay
+# on im2col.
+CONV2D_DIRECT = [(16, 24, 20, 37, (3, 3), (1, 1, 1, 1), 1, 1, (1, 1)),
+                 (8, 40, 9, 30, (3, 3), (0, 2, 1, 0), 1, 1, (1, 1)),
+                 (6, 12, 15, 40, (5, 5), (2, 2, 2, 2), 2, 2, (1, 1)),
+                 (4, 8, 12, 50, (1, 7), (0, 3, 0, 3), 1, 1, (1, 1)),
+                 (4, 9, 30, 20, (7, 1), (3, 0, 3, 0), 1, 1, (1, 1)),
+                 (32, 64, 28, 28, (3, 3), (1, 1, 1, 1), 1, 1, (1, 1)),
+                 (3, 5, 10, 60, (2, 2), (0, 0, 0, 0), 1, 1, (1, 1)),
+                 (8, 8, 11, 40, (3, 3), (0, 0, 0, 0), 1, 1, (1, 1)),
+                 (64, 13, 7, 7, (3, 3), (1, 1, 1, 1), 1, 1, (1, 1)),
+                 (5, 7, 33, 33, (3, 3), (1, 1, 1, 1), 3, 1, (1, 1)),
+                 (3, 16, 31, 45, (3, 3), (0, 0, 0, 0), 1, 1, (2, 2)),
+                 (3, 8, 40, 40, (7, 7), (3, 3, 3, 3), 1, 1, (2, 2)),
+                 (16, 32, 20, 30, (1, 1), (0, 0, 0, 0), 1, 1, (2, 2)),
+                 (8, 8, 21, 50, (3, 3), (1, 1, 1, 1), 2, 2, (2, 2)),
+                 (4, 6, 25, 61, (5, 5), (2, 1, 2, 1), 1, 1, (3, 3)),
+                 (6, 6, 17, 40, (3, 3), (1, 1, 1, 1), 1, 1, (1, 2)),
+                 (6, 10, 40, 17, (4, 4), (1, 2, 0, 1), 1, 1, (2, 1))]
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("c,m,h,w,k,pads,d,g", CONV2D_STRIDE1)
-def test_conv2d_stride1_direct(c, m, h, w, k, pads, d, g, threads):
-    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=list(k), pads=list(pads[:2]) + list(pads[2:]),
-                            dilations=[d, d], group=g)
+@pytest.mark.parametrize("c,m,h,w,k,pads,d,g,strides", CONV2D_DIRECT)
+def test_conv2d_direct(c, m, h, w, k, pads, d, g, strides, threads):
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=list(k), pads=list(pads),
+                            dilations=[d, d], group=g, strides=list(strides))
     x, wt, b = _f32(2, c, h, w), _f32(m, c // g, *k), _f32(m)
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],

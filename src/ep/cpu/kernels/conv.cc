@@ -319,6 +319,31 @@ void depthwise_2d_f32(const Lattice& L, int64_t channels, int64_t mult, const fl
   }
 }
 
+// Row i, column j of `dst` (rows x cols) = x[(row0 + i * row_step) * W + col0 + j * col_step]
+// of the H x W plane x, or 0 outside it: one zero-bordered phase plane of a convolution's
+// input (stride 1: the padded input itself).
+void fill_phase_plane(const float* x, int64_t H, int64_t W, int64_t row0, int64_t row_step,
+                      int64_t col0, int64_t col_step, int64_t rows, int64_t cols, float* dst) {
+  // Columns [j_lo, j_hi) land inside the plane.
+  const int64_t j_lo = std::min(cols, col0 >= 0 ? 0 : (-col0 + col_step - 1) / col_step);
+  const int64_t j_hi = std::clamp(col0 >= W ? 0 : (W - col0 + col_step - 1) / col_step, j_lo, cols);
+  for (int64_t i = 0; i < rows; ++i, dst += cols) {
+    const int64_t h = row0 + i * row_step;
+    if (h < 0 || h >= H || j_lo == j_hi) {
+      std::fill(dst, dst + cols, 0.0f);
+      continue;
+    }
+    std::fill(dst, dst + j_lo, 0.0f);
+    const float* src = x + h * W + col0;
+    if (col_step == 1) {
+      std::memcpy(dst + j_lo, src + j_lo, size_t(j_hi - j_lo) * sizeof(float));
+    } else {
+      for (int64_t j = j_lo; j < j_hi; ++j) dst[j] = src[j * col_step];
+    }
+    std::fill(dst + j_hi, dst + cols, 0.0f);
+  }
+}
+
 // Depthwise conv (one input channel per group; `mult` outputs per channel) into y (one
 // image, C * mult channels): 2-D float by rows, the rest by accumulating each kernel tap
 // straight into a zeroed y. An im2col and a one-row GEMM per channel would cost more than
@@ -630,13 +655,17 @@ class ConvKernel final : public Kernel {
     return left_->groups;
   }
 
-  // A stride-1 convolution as a GEMM that reads its B straight from the input: each
+  // A convolution as a GEMM that reads its B straight from the input. Stride 1: each
   // image's channels are copied once into zero-bordered planes of width WP, and then row
   // (c, kh, kw) of the im2col matrix is the plane of c itself, shifted by kh * WP + kw,
-  // over output positions laid out with the padded width (oh * WP + ow). The GEMM computes
-  // WP - OW columns per row that are dropped, and skips im2col's copy of K values per
-  // output (9 per 3x3 conv) along with its cache and TLB misses. 1-D and 2-D lattices, AVX-512
-  // packed weights; false when it does not apply (the caller takes the im2col path).
+  // over output positions laid out with the padded width (oh * WP + ow). Stride s: the
+  // padded input is split into s x s phase planes (phase (a, b) holds the elements at
+  // rows a mod s and columns b mod s), and tap (kh, kw) is the phase plane of
+  // (kh mod s, kw mod s) shifted by (kh / s, kw / s): a stride-1 product again, with no
+  // zero taps. The GEMM computes the WP - OW columns per row that are dropped, and skips
+  // im2col's copy of K values per output (9 per 3x3 conv) with its cache and TLB misses.
+  // 1-D and 2-D lattices, AVX-512 packed weights; false when it does not apply (the
+  // caller takes the im2col path).
   bool shifted_rows(const Lattice& L, int64_t N, int64_t C, int64_t M, const float* x,
                     const std::vector<gemm::PackedMatrix>& left, float* y, const float* z,
                     const float* bias, const float* scale) const {
@@ -644,50 +673,66 @@ class ConvKernel final : public Kernel {
     // models (like NXRT_GEMM_KERNEL for the micro-kernels). Read once.
     static const bool im2col_only = std::getenv("NXRT_CONV_IM2COL") != nullptr;
     if (im2col_only || L.r > 2) return false;
-    for (size_t d = 0; d < L.r; ++d)
-      if (L.stride[d] != 1) return false;
     const bool two = L.r == 2;
     const int64_t H = two ? L.image[0] : 1, W = L.image[L.r - 1];
     const int64_t OH = two ? L.grid[0] : 1, OW = L.grid[L.r - 1];
     const int64_t KH = two ? L.kernel[0] : 1, KW = L.kernel[L.r - 1];
     const int64_t DH = two ? L.dilation[0] : 1, DW = L.dilation[L.r - 1];
+    const int64_t SH = two ? L.stride[0] : 1, SW = L.stride[L.r - 1];
     const int64_t PT = two ? L.pad[0] : 0, PL = L.pad[L.r - 1];
-    const int64_t WP = OW + (KW - 1) * DW, HP = OH + (KH - 1) * DH;
+    if (SH > 4 || SW > 4) return false;  // phase planes would outnumber the taps
+    const int64_t HP = OH + (KH - 1) * DH / SH, WP = OW + (KW - 1) * DW / SW;
     // The dropped columns cost as much as real ones: narrow planes (7x7 with a 3x3
     // kernel wastes 2 of 9) stay on im2col.
-    if (KH * KW == 1 || OW * 5 < WP * 4) return false;
+    if (OW * 5 < WP * 4) return false;
     const int64_t G = group_, Cg = C / G, Mg = M / G, K = Cg * KH * KW;
     if (left.empty() || (left[0].kernel() != gemm::MicroKernel::kAvx512 &&
                          left[0].kernel() != gemm::MicroKernel::kAvx512x48))
       return false;  // the row-pointer kernels exist for AVX-512 only
-    const int64_t plane = HP * WP, in_size = H * W;
+    // Only the phases some tap reads are built (a 1x1 stride-2 conv reads one of four).
+    int64_t row_phase[4] = {-1, -1, -1, -1}, col_phase[4] = {-1, -1, -1, -1};
+    int64_t row_phases = 0, col_phases = 0;
+    SmallVec<int64_t, 4> phase_rows, phase_cols;  // the input row / column offset of each
+    for (int64_t kh = 0; kh < KH; ++kh)
+      if (row_phase[kh * DH % SH] < 0) {
+        row_phase[kh * DH % SH] = row_phases++;
+        phase_rows.push_back(kh * DH % SH);
+      }
+    for (int64_t kw = 0; kw < KW; ++kw)
+      if (col_phase[kw * DW % SW] < 0) {
+        col_phase[kw * DW % SW] = col_phases++;
+        phase_cols.push_back(kw * DW % SW);
+      }
+    const int64_t phases = row_phases * col_phases, in_size = H * W;
+    // Planes a stride apart that spreads the rows of one K slice over the L1 cache's sets.
+    const int64_t plane = gemm::in_place_ld(HP * WP);
     // Past the last plane: the furthest shifted row is read up to a whole panel beyond
     // its last output column.
-    const int64_t tail = (KW - 1) * DW + 64;
-    const size_t padded_floats = size_t(N * C * plane + tail);
+    const int64_t tail = (KW - 1) * DW / SW + 64;
+    const int64_t planes = N * C * phases;
+    const size_t padded_floats = size_t(planes * plane + tail);
     float* xp = thread_scratch<float>(padded_floats, 3);
-    const int64_t copy_rows = std::min(H, HP - PT), copy_cols = std::min(W, WP - PL);
-    const int64_t planes = N * C;
     const int64_t pieces = int64_t(parallel_pieces(double(planes * plane), double(1 << 18)));
     parallel_for(size_t(pieces), [&](size_t piece) {
       for (int64_t p = planes * int64_t(piece) / pieces; p < planes * int64_t(piece + 1) / pieces;
            ++p) {
+        const int64_t a = phase_rows[size_t(p % phases / col_phases)];
+        const int64_t b = phase_cols[size_t(p % col_phases)];
         float* dst = xp + p * plane;
-        const float* src = x + p * in_size;
-        std::fill(dst, dst + PT * WP, 0.0f);
-        for (int64_t h = 0; h < copy_rows; ++h) {
-          float* row = dst + (h + PT) * WP;
-          std::fill(row, row + PL, 0.0f);
-          std::memcpy(row + PL, src + h * W, size_t(copy_cols) * sizeof(float));
-          std::fill(row + PL + copy_cols, row + WP, 0.0f);
-        }
-        std::fill(dst + (PT + copy_rows) * WP, dst + plane, 0.0f);
+        fill_phase_plane(x + p / phases * in_size, H, W, a - PT, SH, b - PL, SW, HP, WP, dst);
+        // The gap to the next plane is read too (past a row's last output, by whole
+        // panels): zeros, since stale bits there could be subnormals, which slow the FMAs
+        // that read them by orders of magnitude even though their results are dropped.
+        std::fill(dst + HP * WP, dst + plane, 0.0f);
       }
     });
-    std::fill(xp + N * C * plane, xp + padded_floats, 0.0f);
+    std::fill(xp + planes * plane, xp + padded_floats, 0.0f);
 
-    // Chunks of whole output rows: the product's block (Mg x rows * WP) about 256 KiB.
-    int64_t chunk = std::clamp<int64_t>((int64_t(1) << 16) / std::max<int64_t>(1, Mg * WP), 1, OH);
+    // Chunks of whole output rows, 256 to 2048 columns: the block of output (Mg x
+    // columns) at most about 1 MiB so it is still in L2 for the epilogue, and wide enough
+    // that streaming the packed weights once per chunk stays cheap.
+    const int64_t chunk_cols = std::clamp<int64_t>((int64_t(1) << 18) / Mg, 256, 2048);
+    int64_t chunk = std::clamp<int64_t>(chunk_cols / WP, 1, OH);
     const int64_t width = int64_t(parallel_pieces(double(Mg * OH * OW * K), kMinConvWork));
     if (width > 1 && N * G < width) {
       const int64_t count = ((OH + chunk - 1) / chunk + width - 1) / width * width;
@@ -699,17 +744,29 @@ class ConvKernel final : public Kernel {
       const int64_t n = int64_t(task) / chunks / G;
       const int64_t r0 = c * chunk, r1 = std::min(OH, r0 + chunk), cols = (r1 - r0) * WP;
       const float** b_rows = thread_scratch<const float*>(size_t(K));
-      const float* xg = xp + (n * C + g * Cg) * plane;
+      const float* xg = xp + (n * C + g * Cg) * phases * plane;
       for (int64_t ci = 0, k = 0; ci < Cg; ++ci)
         for (int64_t kh = 0; kh < KH; ++kh)
-          for (int64_t kw = 0; kw < KW; ++kw)
-            b_rows[k++] = xg + ci * plane + kh * DH * WP + kw * DW;
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int64_t th = kh * DH, tw = kw * DW;
+            const float* phase =
+                xg + (ci * phases + row_phase[th % SH] * col_phases + col_phase[tw % SW]) * plane;
+            b_rows[k++] = phase + th / SH * WP + tw / SW;
+          }
+      float* yg = y + (n * M + g * Mg) * out_size;
+      if (WP == OW) {
+        // No dropped columns (1 x 1 and k x 1 kernels): the product goes straight into Y.
+        gemm::sgemm_packed_left_rows(left[size_t(g)], cols, b_rows, r0 * WP, yg + r0 * OW,
+                                     out_size);
+        finish(y, z, bias, scale, out_size, (n * M + g * Mg) * out_size + r0 * OW, g * Mg, Mg,
+               cols);
+        return;
+      }
       const int64_t ldt = (cols + 15) / 16 * 16 + 16;  // off the 4 KiB aliasing stride
       float* block = scratch<float>(size_t(Mg * ldt));
       gemm::sgemm_packed_left_rows(left[size_t(g)], cols, b_rows, r0 * WP, block, ldt);
       // Drop the padded columns while moving rows into Y, applying the epilogue on the way
       // when it is one vector pass (no sum input), else right after, in cache.
-      float* yg = y + (n * M + g * Mg) * out_size;
       const bool fused = !z;
       for (int64_t m = 0; m < Mg; ++m) {
         const float s = scale ? scale[g * Mg + m] : 1.0f;
