@@ -202,7 +202,9 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
   // A row-major B is read in place (no packing pass) for its whole NR-wide panels; only
   // its last, partial panel is packed (zero padded).
   const bool b_direct = !B.packed && !B.trans && N >= NR && b_readable_in_place(B.ld);
-  const int64_t kc_max = std::min<int64_t>(kKC, K);
+  // K slices as deep as a packed operand's (pack_left can choose its depth).
+  const int64_t KC = A.packed ? A.packed->depth() : kKC;
+  const int64_t kc_max = std::min<int64_t>(KC, K);
   float* pa = nullptr;
   float* pb = nullptr;
   if (a_pack) {
@@ -218,8 +220,8 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
 
   for (int64_t jc = 0; jc < N; jc += kNC) {
     const int64_t nc = std::min(kNC, N - jc);
-    for (int64_t pc = 0; pc < K; pc += kKC) {
-      const int64_t kc = std::min(kKC, K - pc);
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t kc = std::min(KC, K - pc);
       // Later K slices accumulate onto the first one's result.
       const float beta_k = pc == 0 ? beta : 1.0f;
       const float* bs;
@@ -372,6 +374,8 @@ int64_t in_place_ld(int64_t cols) {
   return ld;
 }
 
+MicroKernel pick_kernel(int64_t M, int64_t N) { return detail::resolve(MicroKernel::kAuto, M, N); }
+
 bool has_avx2_fma() {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -438,18 +442,19 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 }
 
 PackedMatrix PackedMatrix::pack_left(bool trans, int64_t M, int64_t K, const float* A, int64_t lda,
-                                     MicroKernel kernel) {
+                                     MicroKernel kernel, int64_t depth) {
   PackedMatrix p;
   p.left_ = true;
   p.rows_ = M;
   p.cols_ = K;
+  p.depth_ = depth > 0 ? depth : detail::kKC;
   p.kernel_ = detail::resolve(kernel, M);
   detail::with_kernel(p.kernel_, [&]<int MR, int>(detail::MicroKernelFn) {
     p.padded_ = (M + MR - 1) / MR * MR;
     p.data_ = std::shared_ptr<float>(detail::aligned_floats(size_t(p.padded_ * K)), &std::free);
-    for (int64_t pc = 0; pc < K; pc += detail::kKC)
-      detail::pack_a<MR>(trans, trans ? A + pc * lda : A + pc, lda, M,
-                         std::min(detail::kKC, K - pc), p.data_.get() + pc * p.padded_);
+    for (int64_t pc = 0; pc < K; pc += p.depth_)
+      detail::pack_a<MR>(trans, trans ? A + pc * lda : A + pc, lda, M, std::min(p.depth_, K - pc),
+                         p.data_.get() + pc * p.padded_);
   });
   return p;
 }
@@ -477,8 +482,8 @@ bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const
   // one B panel at a time stays in L1 while every A panel of the block passes over it.
   for (int64_t jc = 0; jc < N; jc += detail::kNC) {
     const int64_t nc = std::min(detail::kNC, N - jc);
-    for (int64_t pc = 0; pc < K; pc += detail::kKC) {
-      const int64_t kc = std::min(detail::kKC, K - pc);
+    for (int64_t pc = 0; pc < K; pc += A.depth()) {
+      const int64_t kc = std::min(A.depth(), K - pc);
       const float beta = pc == 0 ? 0.0f : 1.0f;
       const float* as = A.data() + pc * A.padded();
       for (int64_t ic = 0; ic < M; ic += detail::kMC) {

@@ -26,6 +26,9 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 // in place, without packing it, when the buffer is 64-byte aligned.
 int64_t in_place_ld(int64_t cols);
 
+// The kernel kAuto picks for an M x N product on this CPU.
+MicroKernel pick_kernel(int64_t M, int64_t N);
+
 // Straightforward loops; the oracle for tests.
 void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                      const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
@@ -48,8 +51,11 @@ MicroKernel best_kernel();
 class PackedMatrix {
  public:
   PackedMatrix() = default;
+  // depth: the K slice the products run (0: the GEMM's default). Deeper slices write
+  // each block of C fewer times, which pays when B's rows are few distinct cache lines
+  // (sgemm_packed_left_rows over a convolution's shifted rows).
   static PackedMatrix pack_left(bool trans, int64_t M, int64_t K, const float* A, int64_t lda,
-                                MicroKernel kernel = MicroKernel::kAuto);
+                                MicroKernel kernel = MicroKernel::kAuto, int64_t depth = 0);
   static PackedMatrix pack_right(bool trans, int64_t K, int64_t N, const float* B, int64_t ldb,
                                  MicroKernel kernel = MicroKernel::kAuto);
 
@@ -61,11 +67,12 @@ class PackedMatrix {
   const float* data() const { return data_.get(); }
   // Columns (right) or rows (left) rounded up to whole panels: the size of one K slice.
   int64_t padded() const { return padded_; }
+  int64_t depth() const { return depth_; }  // of a K slice
 
  private:
   std::shared_ptr<float> data_;
   bool left_ = false;
-  int64_t rows_ = 0, cols_ = 0, padded_ = 0;
+  int64_t rows_ = 0, cols_ = 0, padded_ = 0, depth_ = 128;
   MicroKernel kernel_ = MicroKernel::kPortable;
 };
 

@@ -645,14 +645,20 @@ class ConvKernel final : public Kernel {
 
   // Constant weights packed as left operands (per group W_g, Mg x K) on first use, once
   // for all runs: only models that reach the wide paths pay the memory for a second
-  // packing.
-  const std::vector<gemm::PackedMatrix>& left_packed(const float* w, int64_t G, int64_t Mg,
-                                                     int64_t K) const {
-    std::call_once(left_->once, [&] {
+  // packing. `shifted`: for shifted_rows, whose B rows overlap in cache, in K slices as
+  // deep as 320 (one C pass for most 3x3 convs of up to 32 channels, even splits above);
+  // else the GEMM's own depth, which suits a B read in place from an im2col.
+  const std::vector<gemm::PackedMatrix>& left_packed(
+      const float* w, int64_t G, int64_t Mg, int64_t K, bool shifted,
+      gemm::MicroKernel kernel = gemm::MicroKernel::kAuto) const {
+    LazyLeft& lazy = shifted ? *shifted_left_ : *left_;
+    std::call_once(lazy.once, [&] {
+      const int64_t slices = (K + 319) / 320, depth = shifted ? (K + slices - 1) / slices : 0;
       for (int64_t g = 0; g < G; ++g)
-        left_->groups.push_back(gemm::PackedMatrix::pack_left(false, Mg, K, w + g * Mg * K, K));
+        lazy.groups.push_back(
+            gemm::PackedMatrix::pack_left(false, Mg, K, w + g * Mg * K, K, kernel, depth));
     });
-    return left_->groups;
+    return lazy.groups;
   }
 
   // A convolution as a GEMM that reads its B straight from the input. Stride 1: each
@@ -667,8 +673,8 @@ class ConvKernel final : public Kernel {
   // 1-D and 2-D lattices, AVX-512 packed weights; false when it does not apply (the
   // caller takes the im2col path).
   bool shifted_rows(const Lattice& L, int64_t N, int64_t C, int64_t M, const float* x,
-                    const std::vector<gemm::PackedMatrix>& left, float* y, const float* z,
-                    const float* bias, const float* scale) const {
+                    const float* w, float* y, const float* z, const float* bias,
+                    const float* scale) const {
     // NXRT_CONV_IM2COL=1 keeps every convolution on im2col, to compare the paths on whole
     // models (like NXRT_GEMM_KERNEL for the micro-kernels). Read once.
     static const bool im2col_only = std::getenv("NXRT_CONV_IM2COL") != nullptr;
@@ -686,9 +692,8 @@ class ConvKernel final : public Kernel {
     // kernel wastes 2 of 9) stay on im2col.
     if (OW * 5 < WP * 4) return false;
     const int64_t G = group_, Cg = C / G, Mg = M / G, K = Cg * KH * KW;
-    if (left.empty() || (left[0].kernel() != gemm::MicroKernel::kAvx512 &&
-                         left[0].kernel() != gemm::MicroKernel::kAvx512x48))
-      return false;  // the row-pointer kernels exist for AVX-512 only
+    // The row-pointer kernels exist for AVX-512 only.
+    if (gemm::best_kernel() != gemm::MicroKernel::kAvx512) return false;
     // Only the phases some tap reads are built (a 1x1 stride-2 conv reads one of four).
     int64_t row_phase[4] = {-1, -1, -1, -1}, col_phase[4] = {-1, -1, -1, -1};
     int64_t row_phases = 0, col_phases = 0;
@@ -739,6 +744,10 @@ class ConvKernel final : public Kernel {
       chunk = std::max<int64_t>(1, (OH + count - 1) / count);
     }
     const int64_t chunks = (OH + chunk - 1) / chunk, out_size = OH * OW;
+    // The micro-kernel that leaves less of a chunk's edge tiles empty (packed on the
+    // first run, whose shapes later runs of a model repeat).
+    const std::vector<gemm::PackedMatrix>& left =
+        left_packed(w, G, Mg, K, true, gemm::pick_kernel(Mg, chunk * WP));
     parallel_for(size_t(N * G * chunks), [&](size_t task) {
       const int64_t c = int64_t(task) % chunks, g = int64_t(task) / chunks % G;
       const int64_t n = int64_t(task) / chunks / G;
@@ -861,8 +870,8 @@ class ConvKernel final : public Kernel {
     const std::vector<gemm::PackedMatrix>* left = nullptr;
     if constexpr (std::is_same_v<T, float>) {
       if (packed) {
-        left = &left_packed(w, G, Mg, K);
-        if (!pointwise && shifted_rows(L, N, C, M, x, *left, y, z, bias, scale)) return;
+        if (!pointwise && shifted_rows(L, N, C, M, x, w, y, z, bias, scale)) return;
+        left = &left_packed(w, G, Mg, K, false);
       }
     }
     auto product = [&](int64_t g, int64_t cols, const T* b, int64_t ldb, T* out) {
@@ -909,6 +918,7 @@ class ConvKernel final : public Kernel {
     std::vector<gemm::PackedMatrix> groups;
   };
   std::unique_ptr<LazyLeft> left_ = std::make_unique<LazyLeft>();
+  std::unique_ptr<LazyLeft> shifted_left_ = std::make_unique<LazyLeft>();
 };
 
 // ConvInteger: (x - x_zero_point) conv (w - w_zero_point) in int32. Padding holds the
