@@ -56,7 +56,8 @@ def main():
             heavy = name.startswith("ppocr")
             r = harness.compare(lambda: nx.run(None, feeds), lambda: rt.run(None, feeds),
                                 rounds=6 if heavy else 20, block=2 if heavy else 20,
-                                warmup=2 if heavy else 10)
+                                warmup=2 if heavy else 10,
+                                settle_s=harness.settle_for(threads))
             print(harness.format_row(name, threads, r), flush=True)
 
 

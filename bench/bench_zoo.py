@@ -165,7 +165,7 @@ def bench_one(entry, path, threads, quick):
     nx_run()
     rt_run()
     timing = plan((time.perf_counter() - t0) * 1e6, quick)
-    r = harness.compare(nx_run, rt_run, **timing)
+    r = harness.compare(nx_run, rt_run, settle_s=harness.settle_for(threads), **timing)
     r.update(timing)
     r["status"] = "mismatch" if mismatch else "ok"
     if mismatch:

@@ -3,6 +3,13 @@
 Each round runs a block of calls on one runtime then the same block on the other, so
 drift (frequency, the other core's load) hits both alike. Reports medians, p99 and the
 nxrt/onnxruntime ratio of medians (below 1.0 means nxrt is faster).
+
+With several intra-op threads, blocks are separated by a pause (`settle_s`): onnxruntime's
+workers keep spinning for about 40 ms after each of its runs (measured on this VM with
+/proc/<tid>/schedstat: a full core's worth of CPU time), which, in one process on two
+cores, takes the second core from the block that follows. nxrt's workers sleep when idle.
+The pause lets each block start on an idle machine; within its own block each runtime
+keeps its workers' behaviour (onnxruntime's spinning included).
 """
 
 import time
@@ -19,14 +26,16 @@ def time_calls(fn, calls):
     return out
 
 
-def compare(nx_fn, ort_fn, rounds=20, block=10, warmup=5):
+def compare(nx_fn, ort_fn, rounds=20, block=10, warmup=5, settle_s=0.0):
     for _ in range(warmup):
         nx_fn()
         ort_fn()
     nx, rt = [], []
     for r in range(rounds):
         first, second = (nx_fn, ort_fn) if r % 2 == 0 else (ort_fn, nx_fn)
+        time.sleep(settle_s)
         a = time_calls(first, block)
+        time.sleep(settle_s)
         b = time_calls(second, block)
         (nx if first is nx_fn else rt).append(a)
         (rt if first is nx_fn else nx).append(b)
@@ -36,6 +45,11 @@ def compare(nx_fn, ort_fn, rounds=20, block=10, warmup=5):
         "ort_median_us": float(np.median(rt)), "ort_p99_us": float(np.percentile(rt, 99)),
         "ratio": float(np.median(nx) / np.median(rt)), "calls": len(nx),
     }
+
+
+def settle_for(threads):
+    """The pause between blocks for THREADS intra-op threads (see the module's note)."""
+    return 0.06 if threads > 1 else 0.0
 
 
 def format_row(name, threads, r):

@@ -10,6 +10,8 @@
 #include <random>
 #include <vector>
 
+#include "core/parallel.h"
+
 namespace {
 
 using nxrt::gemm::MicroKernel;
@@ -41,12 +43,12 @@ void check(MicroKernel kernel, const Case& c, bool ta, bool tb, float alpha, flo
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = 0; j < ldc; ++j)
       ASSERT_NEAR(got[size_t(i * ldc + j)], expect[size_t(i * ldc + j)], tol)
-          << "m=" << c.m << " n=" << c.n << " k=" << c.k << " ta=" << ta << " tb=" << tb
-          << " at (" << i << "," << j << ")";
+          << "m=" << c.m << " n=" << c.n << " k=" << c.k << " ta=" << ta << " tb=" << tb << " at ("
+          << i << "," << j << ")";
 }
 
 void check_all(MicroKernel kernel) {
-  const Case cases[] = {{1, 1, 1},   {7, 13, 5},   {33, 65, 17}, {1, 40, 9},   {40, 1, 9},
+  const Case cases[] = {{1, 1, 1},    {7, 13, 5},     {33, 65, 17},   {1, 40, 9},   {40, 1, 9},
                         {6, 16, 300}, {97, 131, 259}, {200, 2100, 3}, {12, 24, 513}};
   for (const Case& c : cases)
     for (int t = 0; t < 4; ++t) {
@@ -57,11 +59,16 @@ void check_all(MicroKernel kernel) {
 
 const char* kernel_name(MicroKernel k) {
   switch (k) {
-    case MicroKernel::kAuto: return "auto";
-    case MicroKernel::kPortable: return "portable";
-    case MicroKernel::kAvx2: return "avx2";
-    case MicroKernel::kAvx512: return "avx512";
-    case MicroKernel::kAvx512x48: return "avx512x48";
+    case MicroKernel::kAuto:
+      return "auto";
+    case MicroKernel::kPortable:
+      return "portable";
+    case MicroKernel::kAvx2:
+      return "avx2";
+    case MicroKernel::kAvx512:
+      return "avx512";
+    case MicroKernel::kAvx512x48:
+      return "avx512x48";
   }
   return "?";
 }
@@ -69,8 +76,8 @@ const char* kernel_name(MicroKernel k) {
 // Every micro-kernel this CPU runs, each tested explicitly (not only the dispatched one).
 std::vector<MicroKernel> available_kernels() {
   std::vector<MicroKernel> out;
-  for (MicroKernel k : {MicroKernel::kPortable, MicroKernel::kAvx2, MicroKernel::kAvx512,
-                        MicroKernel::kAvx512x48})
+  for (MicroKernel k :
+       {MicroKernel::kPortable, MicroKernel::kAvx2, MicroKernel::kAvx512, MicroKernel::kAvx512x48})
     if (nxrt::gemm::kernel_available(k)) out.push_back(k);
   return out;
 }
@@ -109,11 +116,11 @@ void check_packed(MicroKernel kernel, const Case& c, bool left, bool ta, bool tb
   auto got = expect;
   if (tc) {
     // C^T = op(B)^T op(A)^T, in the reference's row-major terms.
-    nxrt::gemm::sgemm_reference(!tb, !ta, c.n, c.m, c.k, alpha, b.data(), ldb, a.data(), lda,
-                                beta, expect.data(), ldc);
+    nxrt::gemm::sgemm_reference(!tb, !ta, c.n, c.m, c.k, alpha, b.data(), ldb, a.data(), lda, beta,
+                                expect.data(), ldc);
   } else {
-    nxrt::gemm::sgemm_reference(ta, tb, c.m, c.n, c.k, alpha, a.data(), lda, b.data(), ldb,
-                                beta, expect.data(), ldc);
+    nxrt::gemm::sgemm_reference(ta, tb, c.m, c.n, c.k, alpha, a.data(), lda, b.data(), ldb, beta,
+                                expect.data(), ldc);
   }
   if (left) {
     const auto pa = nxrt::gemm::PackedMatrix::pack_left(ta, c.m, c.k, a.data(), lda, kernel);
@@ -122,8 +129,7 @@ void check_packed(MicroKernel kernel, const Case& c, bool left, bool ta, bool tb
   } else {
     const auto pb = nxrt::gemm::PackedMatrix::pack_right(tb, c.k, c.n, b.data(), ldb, kernel);
     ASSERT_EQ(pb.kernel(), kernel);
-    nxrt::gemm::sgemm_packed_right(ta, c.m, alpha, a.data(), lda, pb, beta, got.data(), ldc,
-                                   tc);
+    nxrt::gemm::sgemm_packed_right(ta, c.m, alpha, a.data(), lda, pb, beta, got.data(), ldc, tc);
   }
   const float tol = 1e-5f * float(c.k + 4);
   for (size_t i = 0; i < got.size(); ++i)
@@ -133,8 +139,8 @@ void check_packed(MicroKernel kernel, const Case& c, bool left, bool ta, bool tb
 }
 
 TEST(Gemm, PackedMatchesReference) {
-  const Case cases[] = {{1, 1, 1},   {1, 512, 128}, {2, 40, 9},   {4, 128, 387}, {3, 258, 256},
-                        {7, 13, 5},  {12, 33, 17},  {13, 64, 300}, {97, 131, 259}, {1, 20, 600}};
+  const Case cases[] = {{1, 1, 1},  {1, 512, 128}, {2, 40, 9},    {4, 128, 387},  {3, 258, 256},
+                        {7, 13, 5}, {12, 33, 17},  {13, 64, 300}, {97, 131, 259}, {1, 20, 600}};
   for (MicroKernel kernel : available_kernels())
     for (const Case& c : cases)
       for (int t = 0; t < 8; ++t) {
@@ -145,6 +151,23 @@ TEST(Gemm, PackedMatchesReference) {
           check_packed(kernel, c, true, ta, tb, false, 1.0f, 0.0f);
           check_packed(kernel, c, true, ta, tb, false, -2.0f, 1.0f);
         }
+      }
+}
+
+// On two threads, products big enough to split: by rows (M > N) and by columns, packed
+// operands cut at their panels, partial last pieces.
+TEST(Gemm, SplitAcrossThreadsMatchesReference) {
+  auto pool = nxrt::make_worker_pool(2);
+  nxrt::ParallelScope scope(pool.get());
+  const Case cases[] = {
+      {301, 70, 257}, {70, 301, 257}, {1000, 49, 200}, {49, 1000, 200}, {256, 196, 1024}};
+  for (MicroKernel kernel : available_kernels())
+    for (const Case& c : cases)
+      for (int t : {0, 3, 5, 6}) {  // the transposes split no differently; a few suffice
+        const bool ta = t & 1, tb = t & 2, tc = t & 4;
+        check_packed(kernel, c, false, ta, tb, tc, 1.0f, 0.0f);
+        if (!tc) check_packed(kernel, c, true, ta, tb, false, 0.5f, -1.5f);
+        if (!tc) check(kernel, c, ta, tb, 1.0f, 0.0f, 1);
       }
 }
 
@@ -190,8 +213,8 @@ TEST(Gemm, Throughput) {
   std::vector<float> c(size_t(n * n));
   for (MicroKernel kernel : available_kernels()) {
     const double s = time_reps(50, [&] {
-      nxrt::gemm::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(),
-                        n, kernel);
+      nxrt::gemm::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n,
+                        kernel);
     });
     std::printf("sgemm 256^3 %-8s: %6.1f GFLOP/s\n", kernel_name(kernel), gflops(n, n, n, 50, s));
   }
@@ -202,8 +225,8 @@ TEST(Gemm, Throughput) {
     std::vector<float> y(size_t(M * N));
     for (MicroKernel kernel : available_kernels()) {
       const double s = time_reps(20, [&] {
-        nxrt::gemm::sgemm(false, false, M, N, K, 1.0f, w.data(), K, x.data(), N, 0.0f,
-                          y.data(), N, kernel);
+        nxrt::gemm::sgemm(false, false, M, N, K, 1.0f, w.data(), K, x.data(), N, 0.0f, y.data(), N,
+                          kernel);
       });
       std::printf("sgemm 64x3136x256 %-8s: %6.1f GFLOP/s\n", kernel_name(kernel),
                   gflops(M, N, K, 20, s));
@@ -219,11 +242,11 @@ TEST(Gemm, Throughput) {
       const auto wt =
           nxrt::gemm::PackedMatrix::pack_right(true, cv.k, cv.m, w.data(), cv.k, kernel);
       const double s = time_reps(2000, [&] {
-        nxrt::gemm::sgemm_packed_right(true, cv.n, 1.0f, col.data(), cv.n, wt, 0.0f, y.data(),
-                                       cv.n, true);
+        nxrt::gemm::sgemm_packed_right(true, cv.n, 1.0f, col.data(), cv.n, wt, 0.0f, y.data(), cv.n,
+                                       true);
       });
-      std::printf("W*X %lldx%lldx%lld packed %-8s: %6.1f GFLOP/s (%.2f us)\n",
-                  (long long)cv.m, (long long)cv.n, (long long)cv.k, kernel_name(kernel),
+      std::printf("W*X %lldx%lldx%lld packed %-8s: %6.1f GFLOP/s (%.2f us)\n", (long long)cv.m,
+                  (long long)cv.n, (long long)cv.k, kernel_name(kernel),
                   gflops(cv.m, cv.n, cv.k, 2000, s), s / 2000 * 1e6);
     }
   }

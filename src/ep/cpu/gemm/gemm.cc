@@ -166,6 +166,9 @@ struct Operand {
   int64_t ld = 0;
   bool trans = false;
   const PackedMatrix* packed = nullptr;
+  // Of a packed operand: the first row (left) or column (right) used, a whole number of
+  // panels in, so threads can split a product along a packed operand.
+  int64_t first = 0;
 };
 
 // Whether a row-major B with rows `ld` floats apart can be read in place by the
@@ -234,7 +237,7 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
         if (whole < nc) pack_b<NR>(false, b_in_place + whole, B.ld, kc, nc - whole, pb);
         bs = pb;  // the packed tail, which starts at column `whole`
       } else if (B.packed) {
-        bs = B.packed->data() + pc * B.packed->padded() + jc * kc;
+        bs = B.packed->data() + pc * B.packed->padded() + (B.first + jc) * kc;
       } else {
         pack_b<NR>(B.trans, B.trans ? B.p + jc * B.ld + pc : B.p + pc * B.ld + jc, B.ld, kc, nc,
                    pb);
@@ -245,7 +248,7 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
         const float* as;
         int64_t ak = MR, a_step = kc * MR;  // element stride over k; offset per panel
         if (A.packed) {
-          as = A.packed->data() + pc * A.packed->padded() + ic * kc;
+          as = A.packed->data() + pc * A.packed->padded() + (A.first + ic) * kc;
         } else if (a_direct) {
           as = A.trans ? A.p + pc * A.ld : A.p + pc;
           ak = A.trans ? A.ld : 1;
@@ -281,19 +284,17 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
 // (about 50 us of work on one core).
 constexpr double kMinMacsPerPiece = double(1 << 21);
 
-// blocked_gemm on the run's threads (core/parallel.h): C is cut into column ranges (B
-// unpacked, so each thread packs only its part of B) or row ranges (A unpacked), aligned
-// to the micro-tile. Serial when the product is small or no Parallel is installed.
+// blocked_gemm on the run's threads (core/parallel.h): C is cut into row ranges when A
+// is the larger operand, else into column ranges, aligned to the micro-tile, so each
+// thread streams (and packs) only its share of the larger one; a packed operand is cut
+// at its panels. Serial when the product is small or no Parallel is installed.
 template <int MR, int NR>
 void parallel_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float alpha,
                    const Operand& A, const Operand& B, float beta, float* C, int64_t rs_c,
                    int64_t cs_c) {
-  const bool by_cols = !B.packed && (N >= M || A.packed);
-  const bool by_rows = !by_cols && !A.packed;
+  const bool by_cols = N >= M;
   const int64_t extent = by_cols ? N : M, tile = by_cols ? NR : MR;
-  size_t pieces = (by_cols || by_rows)
-                      ? parallel_pieces(double(M) * double(N) * double(K), kMinMacsPerPiece)
-                      : 1;
+  size_t pieces = parallel_pieces(double(M) * double(N) * double(K), kMinMacsPerPiece);
   pieces = std::min<size_t>(pieces, size_t((extent + tile - 1) / tile));
   if (pieces <= 1) return blocked_gemm<MR, NR>(kernel, M, N, K, alpha, A, B, beta, C, rs_c, cs_c);
   const int64_t step = ((extent + int64_t(pieces) - 1) / int64_t(pieces) + tile - 1) / tile * tile;
@@ -301,11 +302,17 @@ void parallel_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float 
     const int64_t begin = int64_t(piece) * step, count = std::min(step, extent - begin);
     if (by_cols) {
       Operand b = B;
-      b.p = B.trans ? B.p + begin * B.ld : B.p + begin;
+      if (B.packed)
+        b.first = B.first + begin;
+      else
+        b.p = B.trans ? B.p + begin * B.ld : B.p + begin;
       blocked_gemm<MR, NR>(kernel, M, count, K, alpha, A, b, beta, C + begin * cs_c, rs_c, cs_c);
     } else {
       Operand a = A;
-      a.p = A.trans ? A.p + begin : A.p + begin * A.ld;
+      if (A.packed)
+        a.first = A.first + begin;
+      else
+        a.p = A.trans ? A.p + begin : A.p + begin * A.ld;
       blocked_gemm<MR, NR>(kernel, count, N, K, alpha, a, B, beta, C + begin * rs_c, rs_c, cs_c);
     }
   });
@@ -459,8 +466,14 @@ PackedMatrix PackedMatrix::pack_left(bool trans, int64_t M, int64_t K, const flo
   return p;
 }
 
+int64_t PackedMatrix::row_tile() const {
+  int64_t mr = 1;
+  detail::with_kernel(kernel_, [&]<int MR, int>(detail::MicroKernelFn) { mr = MR; });
+  return mr;
+}
+
 bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const* b_rows,
-                            int64_t col0, float* C, int64_t ldc) {
+                            int64_t col0, float* C, int64_t ldc, int64_t m_begin, int64_t m_end) {
   using RowsKernel = void (*)(int64_t, const float*, int64_t, const float* const*, int64_t, float*,
                               int64_t, float, int64_t, int64_t);
   RowsKernel kernel = nullptr;
@@ -476,8 +489,8 @@ bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const
   } else {
     return false;
   }
-  const int64_t M = A.rows(), K = A.cols();
-  if (M <= 0 || N <= 0) return true;
+  const int64_t M = m_end < 0 ? A.rows() : std::min(m_end, A.rows()), K = A.cols();
+  if (M <= m_begin || N <= 0) return true;
   // The Goto order of blocked_gemm without packing B: per K slice and block of A rows,
   // one B panel at a time stays in L1 while every A panel of the block passes over it.
   for (int64_t jc = 0; jc < N; jc += detail::kNC) {
@@ -486,7 +499,7 @@ bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const
       const int64_t kc = std::min(A.depth(), K - pc);
       const float beta = pc == 0 ? 0.0f : 1.0f;
       const float* as = A.data() + pc * A.padded();
-      for (int64_t ic = 0; ic < M; ic += detail::kMC) {
+      for (int64_t ic = m_begin; ic < M; ic += detail::kMC) {
         const int64_t mc = std::min(detail::kMC, M - ic);
         const int64_t width = NR * (mc <= MR ? detail::kPanelGroup : 1);
         for (int64_t jr = 0; jr < nc; jr += width) {

@@ -68,6 +68,9 @@ class PackedMatrix {
   // Columns (right) or rows (left) rounded up to whole panels: the size of one K slice.
   int64_t padded() const { return padded_; }
   int64_t depth() const { return depth_; }  // of a K slice
+  // Rows of op(A) per panel of a left matrix (the micro-kernel's MR): where a product
+  // may be split by rows.
+  int64_t row_tile() const;
 
  private:
   std::shared_ptr<float> data_;
@@ -85,8 +88,11 @@ void sgemm_packed_left(const PackedMatrix& A, bool trans_b, int64_t N, float alp
 // input rows of a direct convolution). Whole panels are read: each row must stay
 // readable up to col0 + N rounded up to 48 columns. Single-threaded. False (nothing
 // computed) when A was not packed for an AVX-512 kernel.
+// Only rows [m_begin, m_end) of C when given (m_begin a multiple of A.row_tile(); m_end
+// -1 for all): threads can split a product by rows, each streaming its share of A.
 bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const* b_rows,
-                            int64_t col0, float* C, int64_t ldc);
+                            int64_t col0, float* C, int64_t ldc, int64_t m_begin = 0,
+                            int64_t m_end = -1);
 
 // C = alpha * op(A) * B + beta * C with B from pack_right (K x N). With trans_c,
 // C is stored transposed: element (i, j) at C[j * ldc + i] (a weight W packed as W^T

@@ -739,7 +739,12 @@ class ConvKernel final : public Kernel {
     const int64_t chunk_cols = std::clamp<int64_t>((int64_t(1) << 18) / Mg, 256, 2048);
     int64_t chunk = std::clamp<int64_t>(chunk_cols / WP, 1, OH);
     const int64_t width = int64_t(parallel_pieces(double(Mg * OH * OW * K), kMinConvWork));
-    if (width > 1 && N * G < width) {
+    // With threads and fewer (image, group) pairs than threads, one product is split:
+    // by its weights' rows when the weights outweigh the input planes they multiply (deep
+    // layers on small planes: each thread then streams only its share of the weights), else
+    // by output rows, in equal shares.
+    const bool split_weights = width > 1 && N * G < width && Mg * K > Cg * phases * plane;
+    if (width > 1 && N * G < width && !split_weights) {
       const int64_t count = ((OH + chunk - 1) / chunk + width - 1) / width * width;
       chunk = std::max<int64_t>(1, (OH + count - 1) / count);
     }
@@ -748,9 +753,13 @@ class ConvKernel final : public Kernel {
     // first run, whose shapes later runs of a model repeat).
     const std::vector<gemm::PackedMatrix>& left =
         left_packed(w, G, Mg, K, true, gemm::pick_kernel(Mg, chunk * WP));
-    parallel_for(size_t(N * G * chunks), [&](size_t task) {
-      const int64_t c = int64_t(task) % chunks, g = int64_t(task) / chunks % G;
-      const int64_t n = int64_t(task) / chunks / G;
+    const int64_t tile = left[0].row_tile();
+    const int64_t m_step = split_weights ? ((Mg + width - 1) / width + tile - 1) / tile * tile : Mg;
+    const int64_t m_blocks = (Mg + m_step - 1) / m_step;
+    parallel_for(size_t(N * G * chunks * m_blocks), [&](size_t job) {
+      const int64_t m0 = int64_t(job) % m_blocks * m_step, m1 = std::min(Mg, m0 + m_step);
+      const int64_t task = int64_t(job) / m_blocks;
+      const int64_t c = task % chunks, g = task / chunks % G, n = task / chunks / G;
       const int64_t r0 = c * chunk, r1 = std::min(OH, r0 + chunk), cols = (r1 - r0) * WP;
       const float** b_rows = thread_scratch<const float*>(size_t(K));
       const float* xg = xp + (n * C + g * Cg) * phases * plane;
@@ -763,21 +772,21 @@ class ConvKernel final : public Kernel {
             b_rows[k++] = phase + th / SH * WP + tw / SW;
           }
       float* yg = y + (n * M + g * Mg) * out_size;
+      const int64_t first = (n * M + g * Mg + m0) * out_size + r0 * OW;
       if (WP == OW) {
         // No dropped columns (1 x 1 and k x 1 kernels): the product goes straight into Y.
-        gemm::sgemm_packed_left_rows(left[size_t(g)], cols, b_rows, r0 * WP, yg + r0 * OW,
-                                     out_size);
-        finish(y, z, bias, scale, out_size, (n * M + g * Mg) * out_size + r0 * OW, g * Mg, Mg,
-               cols);
+        gemm::sgemm_packed_left_rows(left[size_t(g)], cols, b_rows, r0 * WP, yg + r0 * OW, out_size,
+                                     m0, m1);
+        finish(y, z, bias, scale, out_size, first, g * Mg + m0, m1 - m0, cols);
         return;
       }
       const int64_t ldt = (cols + 15) / 16 * 16 + 16;  // off the 4 KiB aliasing stride
       float* block = scratch<float>(size_t(Mg * ldt));
-      gemm::sgemm_packed_left_rows(left[size_t(g)], cols, b_rows, r0 * WP, block, ldt);
+      gemm::sgemm_packed_left_rows(left[size_t(g)], cols, b_rows, r0 * WP, block, ldt, m0, m1);
       // Drop the padded columns while moving rows into Y, applying the epilogue on the way
       // when it is one vector pass (no sum input), else right after, in cache.
       const bool fused = !z;
-      for (int64_t m = 0; m < Mg; ++m) {
+      for (int64_t m = m0; m < m1; ++m) {
         const float s = scale ? scale[g * Mg + m] : 1.0f;
         const float b = bias ? bias[g * Mg + m] : 0.0f;
         for (int64_t oh = r0; oh < r1; ++oh) {
@@ -789,9 +798,7 @@ class ConvKernel final : public Kernel {
             std::memcpy(dst, src, size_t(OW) * sizeof(float));
         }
       }
-      if (!fused)
-        finish(y, z, bias, scale, out_size, (n * M + g * Mg) * out_size + r0 * OW, g * Mg, Mg,
-               (r1 - r0) * OW);
+      if (!fused) finish(y, z, bias, scale, out_size, first, g * Mg + m0, m1 - m0, (r1 - r0) * OW);
     });
     return true;
   }
@@ -855,7 +862,10 @@ class ConvKernel final : public Kernel {
     int64_t chunk = std::max<int64_t>({int64_t(1), budget_rows, (255 + gl) / gl});
     // With threads, a single image is cut into at least one chunk per thread, so im2col
     // runs in parallel too (each chunk's product then runs on its own thread).
-    const int64_t width = int64_t(parallel_pieces(double(Mg * out_size * K), kMinConvWork));
+    // Unless the weights are the larger operand (more output channels than positions):
+    // then the GEMM splits them by rows, so each thread streams only its share.
+    const int64_t width =
+        Mg > out_size ? 1 : int64_t(parallel_pieces(double(Mg * out_size * K), kMinConvWork));
     if (width > 1 && N * G < width)
       chunk = std::min(chunk, std::max<int64_t>(1, (rows + width - 1) / width));
     if (width > 1 && N * G == 1) {

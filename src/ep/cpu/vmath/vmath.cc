@@ -160,12 +160,15 @@ void depthwise_row_portable(const float* const* rows, const float* const* w, siz
 }  // namespace detail
 
 void reduce_rows(bool max, const float* const* rows, size_t nrows, float* out, size_t n) {
+  if (uses_avx512()) return detail::reduce_rows_avx512(max, rows, nrows, out, n);
   if (uses_avx2()) return detail::reduce_rows_avx2(max, rows, nrows, out, n);
   detail::reduce_rows_portable(max, rows, nrows, out, 0, n);
 }
 
 void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                  int64_t dilation, float scale, float* out) {
+  if (uses_avx512() && stride < (int64_t(1) << 27))  // stride * 15 in an int32 lane
+    return detail::reduce_taps_avx512(max, r, count, stride, taps, dilation, scale, out);
   if (uses_avx2() && stride <= detail::kMaxGatherStride)
     return detail::reduce_taps_avx2(max, r, count, stride, taps, dilation, scale, out);
   detail::reduce_taps_portable(max, r, count, stride, taps, dilation, scale, out);
@@ -180,8 +183,7 @@ void quantize_8bit(const float* x, size_t n, float scale, float zero_point, bool
 
 void dequantize_8bit(const void* x, bool is_signed, size_t n, float scale, float zero_point,
                      float* y) {
-  if (uses_avx512())
-    return detail::dequantize_8bit_avx512(x, is_signed, n, scale, zero_point, y);
+  if (uses_avx512()) return detail::dequantize_8bit_avx512(x, is_signed, n, scale, zero_point, y);
   if (uses_avx2()) return detail::dequantize_8bit_avx2(x, is_signed, n, scale, zero_point, y);
   detail::dequantize_8bit_portable(x, is_signed, n, scale, zero_point, y);
 }

@@ -31,7 +31,8 @@ NXRT_AVX2 __m256 max_keep_nan_ps(__m256 m, __m256 v) {
 
 // Lanes [0, left) set (left < 8): the tail of a row for masked loads and stores.
 NXRT_AVX2 __m256i tail_mask(size_t left) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(left)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(left)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 // The operations vmath_unary.inc is written in, on eight lanes.

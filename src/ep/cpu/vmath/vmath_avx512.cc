@@ -102,6 +102,70 @@ void dequantize_8bit_avx512(const void* x, bool is_signed, size_t n, float scale
   dequantize_8bit_portable(in + i, is_signed, n - i, scale, zero_point, y + i);
 }
 
+namespace {
+
+// The running max of pooling on sixteen lanes: v where larger or NaN; a NaN in m stays.
+NXRT_AVX512 __m512 max_keep_nan16(__m512 m, __m512 v) {
+  return _mm512_mask_max_ps(m, _mm512_cmp_ps_mask(m, m, _CMP_ORD_Q), m, v);
+}
+
+NXRT_AVX512 __m512 combine(bool max, __m512 acc, __m512 v) {
+  return max ? max_keep_nan16(acc, v) : _mm512_add_ps(acc, v);
+}
+
+// Lanes [0, n) of a mask, n <= 16 (0 for n <= 0).
+NXRT_AVX512 __mmask16 first_lanes(int64_t n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+// Elements p[i * stride] for lanes i in `lanes` (others 0; nothing read for them). Stride
+// 1 loads, stride 2 loads two vectors and keeps the even elements (one permute; a gather
+// costs a load per element), larger strides gather.
+NXRT_AVX512 __m512 load_every(const float* p, int64_t stride, __mmask16 lanes, __m512i gather_idx) {
+  if (stride == 1) return _mm512_maskz_loadu_ps(lanes, p);
+  if (stride == 2) {
+    // Element 2i of the 32 starting at p: lane i of the result; lanes past the last one
+    // asked for read nothing.
+    const int64_t span = 2 * int64_t(__builtin_popcount(lanes)) - 1;
+    const __m512 lo = _mm512_maskz_loadu_ps(first_lanes(span), p);
+    const __m512 hi = _mm512_maskz_loadu_ps(first_lanes(span - 16), p + 16);
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return _mm512_maskz_mov_ps(lanes, _mm512_permutex2var_ps(lo, even, hi));
+  }
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lanes, gather_idx, p, 4);
+}
+
+}  // namespace
+
+void reduce_rows_avx512(bool max, const float* const* rows, size_t nrows, float* out, size_t n) {
+  for (size_t j = 0; j < n; j += 16) {
+    // Masked at the end of the row: pooled rows are short (7 to 112 wide).
+    const __mmask16 lanes = first_lanes(int64_t(n - j));
+    __m512 acc = _mm512_maskz_loadu_ps(lanes, rows[0] + j);
+    for (size_t r = 1; r < nrows; ++r)
+      acc = combine(max, acc, _mm512_maskz_loadu_ps(lanes, rows[r] + j));
+    _mm512_mask_storeu_ps(out + j, lanes, acc);
+  }
+}
+
+void reduce_taps_avx512(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
+                        int64_t dilation, float scale, float* out) {
+  const __m512i idx =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(int32_t(stride)));
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (size_t o = 0; o < count; o += 16) {
+    const __mmask16 lanes = first_lanes(int64_t(count - o));
+    const float* p = r + int64_t(o) * stride;
+    __m512 acc = load_every(p, stride, lanes, idx);
+    for (int64_t t = 1; t < taps; ++t)
+      acc = combine(max, acc, load_every(p + t * dilation, stride, lanes, idx));
+    if (!max) acc = _mm512_mul_ps(acc, vscale);
+    _mm512_mask_storeu_ps(out + o, lanes, acc);
+  }
+}
+
 void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   avx512::unary_dispatch<false>(fn, p, 1.0f, 0.0f, x, y, n);
 }
@@ -137,6 +201,13 @@ void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size
 void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
                          float* y, size_t n) {
   unary_affine(fn, p, scale, shift, x, y, n);
+}
+void reduce_rows_avx512(bool max, const float* const* rows, size_t nrows, float* out, size_t n) {
+  reduce_rows_portable(max, rows, nrows, out, 0, n);
+}
+void reduce_taps_avx512(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
+                        int64_t dilation, float scale, float* out) {
+  reduce_taps_portable(max, r, count, stride, taps, dilation, scale, out);
 }
 }  // namespace nxrt::vmath::detail
 

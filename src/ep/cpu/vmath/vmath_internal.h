@@ -28,12 +28,12 @@ void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t
 void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
 void quantize_8bit_avx512(const float* x, size_t n, float scale, float zero_point, bool is_signed,
                           void* y);
-void dequantize_8bit_avx512(const void* x, bool is_signed, size_t n, float scale,
-                            float zero_point, float* y);
+void dequantize_8bit_avx512(const void* x, bool is_signed, size_t n, float scale, float zero_point,
+                            float* y);
 void unary_affine_avx2(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
                        float* y, size_t n);
-void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shift,
-                         const float* x, float* y, size_t n);
+void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
+                         float* y, size_t n);
 void reduce_rows_avx2(bool max, const float* const* rows, size_t nrows, float* out, size_t n);
 void quantize_8bit_avx2(const float* x, size_t n, float scale, float zero_point, bool is_signed,
                         void* y);
@@ -45,5 +45,9 @@ void depthwise_row_avx2(const float* const* rows, const float* const* w, size_t 
                         size_t count);
 void reduce_taps_avx2(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                       int64_t dilation, float scale, float* out);
+void reduce_rows_avx512(bool max, const float* const* rows, size_t nrows, float* out, size_t n);
+// Any stride: 1 and 2 load rows, larger ones gather (int32 lane offsets: stride * 15 fits).
+void reduce_taps_avx512(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
+                        int64_t dilation, float scale, float* out);
 
 }  // namespace nxrt::vmath::detail
