@@ -165,7 +165,12 @@ POOLS = [("MaxPool", (2, 3, 15, 17), dict(kernel_shape=[3, 3], strides=[2, 2])),
          ("AveragePool", (1, 2, 9, 30), dict(kernel_shape=[3, 5], strides=[2, 2], pads=[0, 2, 1, 2],
                                              count_include_pad=1, ceil_mode=1)),
          ("MaxPool", (2, 3, 40), dict(kernel_shape=[4], strides=[3], pads=[1, 2])),
-         ("AveragePool", (2, 3, 40), dict(kernel_shape=[5], pads=[2, 2], count_include_pad=1))]
+         ("AveragePool", (2, 3, 40), dict(kernel_shape=[5], pads=[2, 2], count_include_pad=1)),
+         ("MaxPool", (1, 3, 111, 111), dict(kernel_shape=[3, 3], strides=[2, 2])),
+         ("MaxPool", (1, 2, 20, 75), dict(kernel_shape=[3, 3], strides=[2, 2], dilations=[1, 2],
+                                          pads=[1, 1, 1, 1])),
+         ("AveragePool", (1, 3, 28, 28), dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])),
+         ("AveragePool", (1, 2, 30, 67), dict(kernel_shape=[2, 2], strides=[2, 2]))]
 
 
 @pytest.mark.parametrize("op,shape,attrs", POOLS)
