@@ -183,6 +183,77 @@ void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, f
   }
 }
 
+// Stride-1 2-D pooling of `planes` planes at once, without per-row calls or border
+// cases: the planes are stacked into one tall zero- (average) or -inf- (max) bordered
+// image of width WP = OW + (KW - 1) * DW, so the vertical pass is one reduce_rows over
+// every row and the horizontal one a single reduce_taps over the flattened result
+// (positions whose window crosses a row or plane edge are computed and dropped). Small
+// planes (inception's 3x3 average pools on 7 to 28 wide maps) pay per row otherwise.
+// Every window must reach the input (pads smaller than the window), which the caller
+// checks. An average then divides by the taps its window has in the input, or in the
+// padded input with count_include_pad.
+void pool2d_stride1_stacked(const Pool2d& g, bool max, bool include_pad, const float* x,
+                            float* y, int64_t planes) {
+  if (planes <= 0) return;
+  const int64_t HP = g.OH + (g.KH - 1) * g.DH, WP = g.OW + (g.KW - 1) * g.DW;
+  const int64_t rows = planes * HP, flat = rows * WP;
+  const int64_t tail = (g.KW - 1) * g.DW + 16;  // reduce_taps reads past the last row
+  float* padded = thread_scratch<float>(size_t(flat + tail), 1);
+  float* vertical = thread_scratch<float>(size_t(flat + tail), 2);
+  const float fill = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  const int64_t copy_rows = std::min(g.H, HP - g.PT), copy_cols = std::min(g.W, WP - g.PL);
+  // One fill pass, then one copy per input row: cheaper than three calls per row.
+  std::fill(padded, padded + flat + tail, fill);
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t h = 0; h < copy_rows; ++h) {
+      const float* src = x + (p * g.H + h) * g.W;
+      std::copy(src, src + copy_cols, padded + (p * HP + h + g.PT) * WP + g.PL);
+    }
+  // Vertical: row i of `vertical` reduces rows i, i + DH, ... of the stack.
+  SmallVec<const float*, 16> taps;
+  for (int64_t kh = 0; kh < g.KH; ++kh) taps.push_back(padded + kh * g.DH * WP);
+  const int64_t vertical_size = (rows - (g.KH - 1) * g.DH) * WP;
+  vmath::reduce_rows(max, taps.data(), taps.size(), vertical, size_t(vertical_size));
+  std::fill(vertical + vertical_size, vertical + flat + tail, fill);
+  if (max) {
+    // Horizontal: one pass over the flattened rows, then the kept outputs move to Y.
+    vmath::reduce_taps(max, vertical, size_t(vertical_size), 1, g.KW, g.DW, 1.0f, padded);
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        const float* src = padded + (p * HP + oh) * WP;
+        std::copy(src, src + g.OW, y + (p * g.OH + oh) * g.OW);
+      }
+    return;
+  }
+  // The divisors are separable: taps along H of output row oh times taps along W. Each
+  // row is scaled by its middle divisor in one vector pass; the few outputs near the
+  // left and right edges whose windows hold fewer taps are then redone.
+  auto taps_of = [&](int64_t start, int64_t kernel, int64_t dilation, int64_t in, int64_t pad_begin,
+                     int64_t pad_end) {
+    const DimRange r = window_range(start, kernel, dilation, in);
+    return float(include_pad ? padded_taps(start, kernel, dilation, in, pad_begin, pad_end)
+                             : r.k_hi - r.k_lo);
+  };
+  SmallVec<float, 64> taps_w(static_cast<size_t>(g.OW)), taps_h(static_cast<size_t>(g.OH));
+  for (int64_t ow = 0; ow < g.OW; ++ow)
+    taps_w[size_t(ow)] = taps_of(ow - g.PL, g.KW, g.DW, g.W, g.PL, g.PR);
+  for (int64_t oh = 0; oh < g.OH; ++oh)
+    taps_h[size_t(oh)] = taps_of(oh - g.PT, g.KH, g.DH, g.H, g.PT, g.PB);
+  const float middle_w = taps_w[size_t(g.OW / 2)];
+  SmallVec<int64_t, 16> edges;
+  for (int64_t ow = 0; ow < g.OW; ++ow)
+    if (taps_w[size_t(ow)] != middle_w) edges.push_back(ow);
+  // Horizontal, per output row straight into Y with the row's middle divisor; the edge
+  // outputs are then rescaled to their own.
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+      float* dst = y + (p * g.OH + oh) * g.OW;
+      vmath::reduce_taps(false, vertical + (p * HP + oh) * WP, size_t(g.OW), 1, g.KW, g.DW,
+                         1.0f / (taps_h[size_t(oh)] * middle_w), dst);
+      for (int64_t ow : edges) dst[ow] *= middle_w / taps_w[size_t(ow)];
+    }
+}
+
 class PoolKernel final : public Kernel {
  public:
   PoolKernel(WindowAttrs attrs, PoolParams prm, bool column_major)
@@ -232,6 +303,23 @@ class PoolKernel final : public Kernel {
     const double work = double(planes) * double(out_size) * double(g.KH * g.KW);
     const size_t pieces = std::min(parallel_pieces(work, double(1 << 18)), size_t(planes));
     const bool max = prm_.kind == PoolKind::kMax;
+    // Every window reaches the input when each pad is smaller than the window's extent.
+    const bool windows_reach = g.PT < (g.KH - 1) * g.DH + 1 && g.PB < (g.KH - 1) * g.DH + 1 &&
+                               g.PL < (g.KW - 1) * g.DW + 1 && g.PR < (g.KW - 1) * g.DW + 1;
+    if (g.SH == 1 && g.SW == 1 && windows_reach) {
+      // Stacks of about 64K floats (in L2), split among the threads.
+      const int64_t padded_plane = (g.OH + (g.KH - 1) * g.DH) * (g.OW + (g.KW - 1) * g.DW);
+      const int64_t per_stack = std::max<int64_t>(1, (int64_t(1) << 16) / padded_plane);
+      const int64_t stacks = std::min<int64_t>(
+          planes, std::max<int64_t>(int64_t(pieces), (planes + per_stack - 1) / per_stack));
+      parallel_for(size_t(stacks), [&](size_t stack) {
+        const int64_t p0 = planes * int64_t(stack) / stacks;
+        const int64_t p1 = planes * int64_t(stack + 1) / stacks;
+        pool2d_stride1_stacked(g, max, prm_.count_include_pad, x.data<float>() + p0 * in_size,
+                               y.data<float>() + p0 * out_size, p1 - p0);
+      });
+      return;
+    }
     parallel_for(pieces, [&](size_t piece) {
       float* row = thread_scratch<float>(size_t(g.W));
       for (int64_t p = int64_t(piece); p < planes; p += int64_t(pieces))
