@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,22 +28,22 @@ struct ValueSlot {
 struct Step {
   const ir::Node* node = nullptr;
   KernelPtr kernel;
-  std::vector<int> inputs;   // explicit inputs; -1 where omitted
+  std::vector<int> inputs;  // explicit inputs; -1 where omitted
   std::vector<int> implicit_inputs;
   std::vector<int> outputs;  // scratch slots stand in for omitted outputs
   std::vector<int> release_after;
-  std::string context;       // "[Conv] node 'c1': " for error messages
+  std::string context;  // "[Conv] node 'c1': " for error messages
 };
 
 class ExecutableGraph {
  public:
   std::vector<ValueSlot> slots;
-  std::vector<Tensor> constants;  // by slot; undefined where the slot is not constant
-  std::vector<int> outer_slots;   // bound to the enclosing node's implicit inputs
+  std::vector<Tensor> constants;      // by slot; undefined where the slot is not constant
+  std::vector<int> outer_slots;       // bound to the enclosing node's implicit inputs
   std::vector<bool> outer_data_read;  // by outer slot: some step reads the value's data
   std::vector<ir::ValueInfo> inputs;  // feeds, graph order (incl. overridable initializers)
   std::vector<int> input_slots;
-  std::vector<bool> input_required;   // false for optional inputs and overridable initializers
+  std::vector<bool> input_required;     // false for optional inputs and overridable initializers
   std::vector<bool> input_overridable;  // true for inputs that have an initializer
   std::vector<ir::ValueInfo> outputs;
   std::vector<int> output_slots;
@@ -69,12 +70,18 @@ struct PlanOptions {
 
 // Plans `graph`. `outer_names`/`outer_types` are values of enclosing scopes;
 // `outer_constants` (aligned with them, null where not constant) are treated as constants.
-Expected<std::shared_ptr<ExecutableGraph>> plan_graph(const ir::Graph& graph,
-                                                      const PlanOptions& options,
-                                                      const std::vector<std::string>& outer_names,
-                                                      const std::vector<DataType>& outer_types,
-                                                      const std::vector<DataType>& input_types,
-                                                      const std::vector<const Tensor*>& outer_constants = {},
-                                                      const std::vector<ValueKind>& outer_kinds = {});
+Expected<std::shared_ptr<ExecutableGraph>> plan_graph(
+    const ir::Graph& graph, const PlanOptions& options, const std::vector<std::string>& outer_names,
+    const std::vector<DataType>& outer_types, const std::vector<DataType>& input_types,
+    const std::vector<const Tensor*>& outer_constants = {},
+    const std::vector<ValueKind>& outer_kinds = {});
+
+// Constant folding of one node outside a plan (the optimizer's fold_constants pass): runs
+// `node` (opset `opset` of its domain) once on `inputs` (null where an optional input is
+// omitted) with the CPU kernel and returns its outputs. An error when the op is unknown,
+// has subgraphs, is not deterministic, or its kernel fails on these inputs.
+Expected<std::vector<Tensor>> fold_node(const ir::Node& node, int64_t opset,
+                                        std::span<const Tensor* const> inputs,
+                                        const Limits& limits);
 
 }  // namespace nxrt

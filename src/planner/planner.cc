@@ -12,8 +12,9 @@ namespace {
 
 // Ops whose result must not be computed once at plan time.
 bool is_nondeterministic(const ir::Node& node) {
-  static const char* kOps[] = {"RandomNormal", "RandomNormalLike", "RandomUniform",
-                               "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+  static const char* kOps[] = {
+      "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+      "Multinomial",  "Bernoulli",        "Dropout"};
   for (const char* op : kOps)
     if (node.op_type == op) return true;
   return false;
@@ -69,7 +70,8 @@ Status check_arity(const ir::Node& node, int64_t opset, const std::string& conte
                          node.op_type, " needs at least ", arity->min_outputs);
   for (size_t i = 0; i < node.inputs.size() && i < 64; ++i)
     if ((arity->required_inputs >> i & 1) && node.inputs[i].empty())
-      return invalid_graph(context, "input ", i, " is required by ", node.op_type, " but left empty");
+      return invalid_graph(context, "input ", i, " is required by ", node.op_type,
+                           " but left empty");
   return Status();
 }
 
@@ -161,7 +163,8 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
                            i < outer_kinds.size() ? outer_kinds[i] : ValueKind::kTensor);
     slot_of[outer_names[i]] = s;
     g.outer_slots.push_back(s);
-    if (i < outer_constants.size() && outer_constants[i]) g.constants[size_t(s)] = *outer_constants[i];
+    if (i < outer_constants.size() && outer_constants[i])
+      g.constants[size_t(s)] = *outer_constants[i];
   }
 
   std::unordered_map<std::string, const Tensor*> initializer_of;
@@ -183,8 +186,8 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       kind = ValueKind::kSequence;
       type = type->inner.get();
     }
-    DataType dtype = type->kind == ir::TypeInfo::Kind::kTensor ? type->elem_type
-                                                               : DataType::kUndefined;
+    DataType dtype =
+        type->kind == ir::TypeInfo::Kind::kTensor ? type->elem_type : DataType::kUndefined;
     if (i < input_types.size() && input_types[i] != DataType::kUndefined) dtype = input_types[i];
     auto init = initializer_of.find(in.name);
     if (init != initializer_of.end()) {
@@ -250,8 +253,10 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       }
       if (slot_of.count(name)) return Status();
       return invalid_graph(node_context(node), (is_implicit ? "a subgraph reads '" : "input '"),
-                           name, "', which is not produced by any node, nor a graph input, "
-                           "initializer or outer-scope value of the ", graph_label);
+                           name,
+                           "', which is not produced by any node, nor a graph input, "
+                           "initializer or outer-scope value of the ",
+                           graph_label);
     };
     for (const auto& in : node.inputs) NXRT_RETURN_IF_ERROR(depend(in, false));
     for (const auto& in : implicit[n]) NXRT_RETURN_IF_ERROR(depend(in, true));
@@ -301,8 +306,8 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       init.input_types.push_back(g.slots[size_t(s)].dtype);
       init.input_kinds.push_back(g.slots[size_t(s)].kind);
       const Tensor& c = g.constants[size_t(s)];
-      const bool fixed = c.defined() && std::find(g.input_slots.begin(), g.input_slots.end(),
-                                                  s) == g.input_slots.end();
+      const bool fixed = c.defined() && std::find(g.input_slots.begin(), g.input_slots.end(), s) ==
+                                            g.input_slots.end();
       init.constant_inputs.push_back(fixed ? &c : nullptr);
     }
     outer_constants_.clear();
@@ -314,7 +319,8 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       outer_kinds_[name] = g.slots[size_t(s)].kind;
       init.implicit_kinds.push_back(g.slots[size_t(s)].kind);
       const Tensor& c = g.constants[size_t(s)];
-      if (c.defined() && std::find(g.input_slots.begin(), g.input_slots.end(), s) == g.input_slots.end())
+      if (c.defined() &&
+          std::find(g.input_slots.begin(), g.input_slots.end(), s) == g.input_slots.end())
         outer_constants_[name] = &c;
       step.implicit_inputs.push_back(s);
       init.implicit_inputs.push_back(name);
@@ -329,8 +335,8 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       if (cpu::has_op(node.domain, node.op_type))
         return not_implemented(step.context, "nxrt implements op '", node.op_type,
                                "' but not for opset ", init.opset, " of domain '", domain, "'");
-      return not_implemented(step.context, "op '", node.op_type, "' (domain '", domain,
-                             "', opset ", init.opset, ") is not implemented by nxrt");
+      return not_implemented(step.context, "op '", node.op_type, "' (domain '", domain, "', opset ",
+                             init.opset, ") is not implemented by nxrt");
     }
     NXRT_RETURN_IF_ERROR(check_arity(node, init.opset, step.context));
     auto kernel = entry->factory(init);
@@ -359,8 +365,8 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     // Constant folding: a deterministic node whose inputs are all constants runs now,
     // once, and its outputs become constants (Constant nodes, shape arithmetic on
     // initializers, weight transposes). A failure here is left for run time to report.
-    bool foldable = options_.fold_constants && step.implicit_inputs.empty() &&
-                    !is_nondeterministic(node);
+    bool foldable =
+        options_.fold_constants && step.implicit_inputs.empty() && !is_nondeterministic(node);
     for (ValueKind k : init.output_kinds) foldable &= k == ValueKind::kTensor;
     std::vector<const Tensor*> fold_inputs;
     for (size_t i = 0; foldable && i < step.inputs.size(); ++i) {
@@ -417,12 +423,15 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
   }
   for (size_t s = 0; s < g.slots.size(); ++s) {
     Tensor& c = g.constants[s];
-    if (!live[s]) c = Tensor();
-    else if (!data_read[s] && c.defined()) c = Tensor(c.dtype(), c.shape(), nullptr);
+    if (!live[s])
+      c = Tensor();
+    else if (!data_read[s] && c.defined())
+      c = Tensor(c.dtype(), c.shape(), nullptr);
   }
 
   g.output_index_of_slot.assign(g.slots.size(), -1);
-  for (size_t i = g.output_slots.size(); i-- > 0;) g.output_index_of_slot[size_t(g.output_slots[i])] = int(i);
+  for (size_t i = g.output_slots.size(); i-- > 0;)
+    g.output_index_of_slot[size_t(g.output_slots[i])] = int(i);
 
   // Lifetimes: release each produced, non-output value after its last reader.
   std::vector<int> last_use(g.slots.size(), -1);
@@ -444,13 +453,42 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
 
 }  // namespace
 
-Expected<std::shared_ptr<ExecutableGraph>> plan_graph(const ir::Graph& graph,
-                                                      const PlanOptions& options,
-                                                      const std::vector<std::string>& outer_names,
-                                                      const std::vector<DataType>& outer_types,
-                                                      const std::vector<DataType>& input_types,
-                                                      const std::vector<const Tensor*>& outer_constants,
-                                                      const std::vector<ValueKind>& outer_kinds) {
+Expected<std::vector<Tensor>> fold_node(const ir::Node& node, int64_t opset,
+                                        std::span<const Tensor* const> inputs,
+                                        const Limits& limits) {
+  const std::string context = node_context(node);
+  if (is_nondeterministic(node)) return invalid_argument(context, "is not deterministic");
+  for (const auto& attr : node.attributes)
+    if (attr.g || !attr.graphs.empty()) return invalid_argument(context, "has subgraphs");
+  if (node.outputs.empty() || inputs.size() != node.inputs.size())
+    return invalid_argument(context, "is not a foldable node");
+  const cpu::KernelEntry* entry = cpu::find_kernel(node.domain, node.op_type, opset);
+  if (!entry) return not_implemented(context, "has no kernel for opset ", opset);
+  NXRT_RETURN_IF_ERROR(check_arity(node, opset, context));
+  KernelInit init(node);
+  init.opset = opset;
+  for (const Tensor* t : inputs) {
+    init.input_types.push_back(t ? t->dtype() : DataType::kUndefined);
+    init.input_kinds.push_back(ValueKind::kTensor);
+    init.constant_inputs.push_back(t);
+  }
+  init.output_types.assign(node.outputs.size(), DataType::kUndefined);
+  init.output_kinds.assign(node.outputs.size(), ValueKind::kTensor);
+  NXRT_ASSIGN_OR_RETURN(KernelPtr kernel, entry->factory(init));
+  for (size_t o = 0; o < node.outputs.size(); ++o)
+    if (init.output_types[o] == DataType::kUndefined || init.output_kinds[o] != ValueKind::kTensor)
+      return invalid_argument(context, "output ", o, " is not a tensor of a known type");
+  FoldContext fold(inputs, init.output_types, limits);
+  NXRT_RETURN_IF_ERROR(kernel->compute(fold));
+  for (const Tensor& t : fold.results())
+    if (!t.defined()) return invalid_argument(context, "left an output unset");
+  return std::move(fold.results());
+}
+
+Expected<std::shared_ptr<ExecutableGraph>> plan_graph(
+    const ir::Graph& graph, const PlanOptions& options, const std::vector<std::string>& outer_names,
+    const std::vector<DataType>& outer_types, const std::vector<DataType>& input_types,
+    const std::vector<const Tensor*>& outer_constants, const std::vector<ValueKind>& outer_kinds) {
   Planner planner(options);
   return planner.plan(graph, outer_names, outer_types, input_types, outer_constants, outer_kinds);
 }

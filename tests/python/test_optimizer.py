@@ -434,3 +434,60 @@ def test_conv_affine_hardswish_affine_becomes_one_fused_conv(opset, per_channel_
                                    rtol=1e-4, atol=1e-5)
     off = _nxrt(model, level=nxrt.GraphOptimizationLevel.ORT_DISABLE_ALL).run(None, {"x": x})[0]
     np.testing.assert_allclose(off, expected, rtol=1e-4, atol=1e-5)
+
+
+def _residual_block(z_shape, conv_x_shape, op="Add", weights_by_constant_of_shape=False):
+    """Conv -> Add/Sum(Z) -> Relu, Z a graph input of shape Z_SHAPE; the conv's weight
+    made by ConstantOfShape + Mul when asked (as the light_* models do)."""
+    c = conv_x_shape[1]
+    w = RNG.standard_normal((c, c, 3, 3)).astype(np.float32) * 0.2
+    b = RNG.standard_normal(c).astype(np.float32)
+    nodes, inits = [], [numpy_helper.from_array(b, "b")]
+    if weights_by_constant_of_shape:
+        inits += [numpy_helper.from_array(np.array(w.shape, np.int64), "wshape"),
+                  numpy_helper.from_array(w, "wscale")]
+        nodes += [helper.make_node("ConstantOfShape", ["wshape"], ["ones"],
+                                   value=numpy_helper.from_array(np.ones(1, np.float32))),
+                  helper.make_node("Mul", ["ones", "wscale"], ["w"])]
+    else:
+        inits.append(numpy_helper.from_array(w, "w"))
+    nodes += [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+              helper.make_node(op, ["z", "c"], ["s"]),
+              helper.make_node("Relu", ["s"], ["y"])]
+    graph = helper.make_graph(nodes, "res", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None),
+                                             helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    feeds = {"x": RNG.standard_normal(conv_x_shape).astype(np.float32),
+             "z": RNG.standard_normal(z_shape).astype(np.float32)}
+    return model.SerializeToString(), feeds
+
+
+@pytest.mark.parametrize("op", ["Add", "Sum"])
+@pytest.mark.parametrize("z_shape,x_shape", [
+    ((2, 16, 20, 24), (2, 16, 20, 24)),   # a residual connection: equal shapes
+    ((1, 16, 1, 1), (2, 16, 20, 24)),     # Z broadcasts into the conv's output
+    ((2, 16, 20, 24), (2, 16, 1, 1)),     # the conv's output broadcasts into Z's shape
+    ((24,), (1, 16, 5, 24))])
+def test_conv_add_relu_fuses_and_matches_onnxruntime(op, z_shape, x_shape):
+    data, feeds = _residual_block(z_shape, x_shape, op)
+    assert _profiled_ops(data, feeds) == ["FusedConv"]
+    want = _ort(data).run(None, feeds)[0]
+    for threads in (1, 2):
+        got = _nxrt(data, threads=threads).run(None, feeds)[0]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    got = _nxrt(data, disabled_optimizers=["fuse_conv_add"]).run(None, feeds)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_constant_folding_lets_computed_weights_fuse():
+    # The weight is ConstantOfShape * constant: folded before the fusions, which then
+    # leave one node; the same numbers with the pass off (the planner folds instead).
+    data, feeds = _residual_block((1, 8, 9, 9), (1, 8, 9, 9), weights_by_constant_of_shape=True)
+    assert _profiled_ops(data, feeds) == ["FusedConv"]
+    want = _ort(data).run(None, feeds)[0]
+    for kwargs in ({}, {"disabled_optimizers": ["fold_constants"]}):
+        np.testing.assert_allclose(_nxrt(data, **kwargs).run(None, feeds)[0], want,
+                                   rtol=1e-4, atol=1e-4)

@@ -8,7 +8,8 @@ namespace nxrt::optimizer {
 namespace {
 
 // The other input of `node` as a constant float32 scalar, when it has one.
-const Tensor* scalar_operand(const ir::Node& node, const std::string& value, const GraphView& view) {
+const Tensor* scalar_operand(const ir::Node& node, const std::string& value,
+                             const GraphView& view) {
   if (node.inputs.size() != 2 || node.outputs.size() != 1) return nullptr;
   const std::string& other = node.inputs[0] == value ? node.inputs[1] : node.inputs[0];
   if (other == value || (node.inputs[0] != value && node.inputs[1] != value)) return nullptr;
@@ -41,8 +42,8 @@ Status fuse_activation_affine(ir::Graph& graph, PassContext& ctx) {
   GraphEditor edit(graph, view);
   bool imported = false;
   for (ir::Node& conv : graph.nodes) {
-    const bool fused = conv.op_type == "FusedConv" &&
-                       (conv.domain == "nxrt" || conv.domain == "com.microsoft");
+    const bool fused =
+        conv.op_type == "FusedConv" && (conv.domain == "nxrt" || conv.domain == "com.microsoft");
     if (!fused || !conv.find_attribute("activation") || conv.outputs.size() != 1) continue;
     float scale = attr_or(conv, "post_scale", 1.0f), shift = attr_or(conv, "post_shift", 0.0f);
     bool changed = false;

@@ -49,8 +49,10 @@ Status fuse_hard_swish(ir::Graph& graph, PassContext& ctx) {
     const ir::Node& add = graph.nodes[n];
     if (!is_onnx_op(add, "Add") || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
     std::string x;
-    if (is_scalar(view, add.inputs[1], 3.0)) x = add.inputs[0];
-    else if (is_scalar(view, add.inputs[0], 3.0)) x = add.inputs[1];
+    if (is_scalar(view, add.inputs[1], 3.0))
+      x = add.inputs[0];
+    else if (is_scalar(view, add.inputs[0], 3.0))
+      x = add.inputs[1];
     if (x.empty() || edit.removed(n)) continue;
     const int c = view.sole_consumer(add.outputs[0]);
     if (c < 0 || edit.removed(size_t(c))) continue;
@@ -69,8 +71,8 @@ Status fuse_hard_swish(ir::Graph& graph, PassContext& ctx) {
     ir::Node& div = graph.nodes[size_t(d)];
     const bool by_six = is_onnx_op(div, "Div") && div.inputs.size() == 2 &&
                         div.inputs[0] == mul.outputs[0] && is_scalar(view, div.inputs[1], 6.0);
-    const bool by_sixth = is_onnx_op(div, "Mul") &&
-                          is_scalar(view, other_input(div, mul.outputs[0]), 1.0 / 6.0);
+    const bool by_sixth =
+        is_onnx_op(div, "Mul") && is_scalar(view, other_input(div, mul.outputs[0]), 1.0 / 6.0);
     if (!by_six && !by_sixth) continue;
     if (!onnx_op && !imported && !ctx.import_domain("nxrt", 1)) return Status();
     imported = true;

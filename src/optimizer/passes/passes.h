@@ -9,6 +9,8 @@ namespace nxrt::optimizer {
 Status inline_functions_pass(ir::Graph& graph, PassContext& ctx);
 // Identity, and Dropout that cannot be in training mode: readers take the input instead.
 Status eliminate_identity(ir::Graph& graph, PassContext& ctx);
+// Nodes whose inputs are all constants: run once, their outputs become initializers.
+Status fold_constants(ir::Graph& graph, PassContext& ctx);
 // BatchNormalization after a Conv with constant weights: folded into W and B.
 Status fuse_conv_batchnorm(ir::Graph& graph, PassContext& ctx);
 // MatMul of two DequantizeLinear outputs, the weight constant: com.microsoft
@@ -25,6 +27,8 @@ Status fuse_hard_swish(ir::Graph& graph, PassContext& ctx);
 // BatchNormalization after a Conv, its parameters not constant: nxrt FusedConv applying
 // it per run.
 Status fuse_conv_batchnorm_runtime(ir::Graph& graph, PassContext& ctx);
+// Conv read only by an Add (or two-input Sum): nxrt FusedConv with the other addend as Z.
+Status fuse_conv_add(ir::Graph& graph, PassContext& ctx);
 // Conv followed by an activation: one FusedConv node (com.microsoft, or nxrt's own domain
 // for activations onnxruntime's FusedConv lacks).
 Status fuse_conv_activation(ir::Graph& graph, PassContext& ctx);

@@ -445,12 +445,15 @@ class ConvKernel final : public Kernel {
  public:
   // bn_epsilon: nxrt's FusedConv with inputs 4..7 (scale, B, mean, var of a
   // BatchNormalization applied to the conv's output); nullopt otherwise.
+  // broadcast_sum: Z may broadcast against the conv's output (nxrt's FusedConv); else it
+  // must have its shape (com.microsoft's).
   ConvKernel(WindowAttrs attrs, int64_t group, std::optional<ConvActivation> activation = {},
-             bool has_sum = false, std::optional<float> bn_epsilon = {})
+             bool has_sum = false, std::optional<float> bn_epsilon = {}, bool broadcast_sum = false)
       : attrs_(std::move(attrs)),
         group_(group),
         activation_(activation),
         has_sum_(has_sum),
+        broadcast_sum_(broadcast_sum),
         bn_epsilon_(bn_epsilon) {}
 
   // Packs a constant float/float16/bfloat16 W; leaves the kernel unpacked if W's shape
@@ -473,13 +476,15 @@ class ConvKernel final : public Kernel {
     const Tensor* z = has_sum_ ? ctx.input(3) : nullptr;
     Lattice L;
     Tensor* y = nullptr;
-    NXRT_RETURN_IF_ERROR(prepare_output(ctx, x, w, b, L, y));
-    if (z && (z->dtype() != x.dtype() || z->shape() != y->shape()))
+    Shape conv_shape;
+    NXRT_RETURN_IF_ERROR(prepare_output(ctx, x, w, b, L, y, z, &conv_shape));
+    if (z && (z->dtype() != x.dtype() || (!y && !broadcast_sum_)))
       return invalid_argument("the sum input Z is ", tensor_type_name(z->dtype()), " ",
                               z->shape().to_string(),
                               "; FusedConv needs the output's type and "
                               "shape ",
-                              y->shape().to_string());
+                              conv_shape.to_string());
+    if (!y) return broadcast_sum(ctx, x, w, b, *z, L, conv_shape);
     if (y->numel() == 0) return Status();
     const int64_t N = x.shape()[0], C = x.shape()[1], M = w.shape()[0];
     switch (x.dtype()) {
@@ -504,6 +509,40 @@ class ConvKernel final : public Kernel {
         return not_implemented("Conv of ", tensor_type_name(x.dtype()));
     }
     return Status();
+  }
+
+  // nxrt's FusedConv whose sum input Z does not have the conv's shape (the Add it came
+  // from broadcast them): the conv, with its bias and normalization, into a temporary,
+  // then Y = activation(conv + Z) with numpy broadcasting. Exporters' residual Adds
+  // have equal shapes, which take the fused path; this keeps any other model exact.
+  Status broadcast_sum(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b,
+                       const Tensor& z, const Lattice& L, const Shape& conv_shape) const {
+    NXRT_ASSIGN_OR_RETURN(Tensor conv, Tensor::allocate_uninitialized(x.dtype(), conv_shape));
+    const int64_t N = x.shape()[0], C = x.shape()[1], M = w.shape()[0];
+    const ConvKernel plain(attrs_, group_, std::nullopt, false, bn_epsilon_);
+    switch (x.dtype()) {
+      NXRT_CASES_FLOAT({
+        using W = std::conditional_t<kHalf<T>, float, T>;
+        W* bn_scale = bn_epsilon_ ? thread_scratch<W>(size_t(2 * M), 2) : nullptr;
+        W* bn_shift = bn_scale ? bn_scale + M : nullptr;
+        if (bn_epsilon_) NXRT_RETURN_IF_ERROR(batch_norm_affine<T>(ctx, b, M, bn_scale, bn_shift));
+        if (conv.numel() > 0)
+          with_compute_type<T>(x, w, b, conv, [&](const W* px, const W* pw, const W* pb, W* py) {
+            plain.run<W>(L, N, C, M, px, pw, bn_epsilon_ ? bn_shift : pb, py, nullptr, nullptr,
+                         bn_scale);
+          });
+        return broadcast_binary<T, T, T>(ctx, conv, z, [&](T a, T c) {
+          double v = double(W(a)) + double(W(c));
+          if (activation_)
+            v = vmath::reference(activation_->fn, activation_->params, v) *
+                    activation_->post_scale +
+                activation_->post_shift;
+          return T(W(v));
+        });
+      })
+      default:
+        return not_implemented("Conv of ", tensor_type_name(x.dtype()));
+    }
   }
 
   // The run-time BatchNormalization as a per-channel affine map of the conv's output
@@ -531,9 +570,12 @@ class ConvKernel final : public Kernel {
     return Status();
   }
 
-  // Validates shapes, resolves the geometry and gets the output buffer.
+  // Validates shapes, resolves the geometry and gets the output buffer (with
+  // `sum_shape`: output 0 only when Z has the conv's shape; else y stays null and
+  // *sum_shape is the conv's shape, for the broadcasting sum).
   Status prepare_output(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b,
-                        Lattice& L, Tensor*& y) const {
+                        Lattice& L, Tensor*& y, const Tensor* z = nullptr,
+                        Shape* conv_shape = nullptr) const {
     if (x.rank() < 3 || w.rank() != x.rank())
       return invalid_argument("Conv needs X of rank >= 3 and W of the same rank, got ",
                               x.shape().to_string(), " and ", w.shape().to_string());
@@ -551,7 +593,10 @@ class ConvKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(resolve_window(attrs_, spatial(x.shape()), kernel, win));
     Shape out{N, M};
     for (int64_t d : win.out) out.push_back(d);
-    NXRT_ASSIGN_OR_RETURN(y, ctx.output(0, out));
+    if (conv_shape) *conv_shape = out;
+    if (!z || z->shape() == out) {
+      NXRT_ASSIGN_OR_RETURN(y, ctx.output(0, out));
+    }
     L = Lattice{win.rank, win.in, win.out, win.kernel, win.stride, win.dilation, win.pad_begin};
     L.drop_unit_dims();
     return Status();
@@ -920,6 +965,7 @@ class ConvKernel final : public Kernel {
   int64_t group_;
   std::optional<ConvActivation> activation_;
   bool has_sum_;  // FusedConv's input 3, added before the activation
+  bool broadcast_sum_;
   std::optional<float> bn_epsilon_;
   PackedWeights packed_;
   // Per group W_g packed as a left operand, set once (behind a pointer: the kernel moves).
@@ -1200,8 +1246,8 @@ Expected<KernelPtr> create_fused_conv(KernelInit& init) {
     bn_epsilon = attrs.get_float("bn_epsilon", 1e-5f);
   }
   init.set_all_outputs(init.input_type(0));
-  auto kernel =
-      std::make_unique<ConvKernel>(std::move(w), group, act, init.has_input(3), bn_epsilon);
+  auto kernel = std::make_unique<ConvKernel>(std::move(w), group, act, init.has_input(3),
+                                             bn_epsilon, init.node.domain == "nxrt");
   if (const Tensor* weights = init.constant_input(1)) kernel->pack_weights(*weights);
   return KernelPtr(std::move(kernel));
 }

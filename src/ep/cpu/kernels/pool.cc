@@ -192,8 +192,8 @@ void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, f
 // Every window must reach the input (pads smaller than the window), which the caller
 // checks. An average then divides by the taps its window has in the input, or in the
 // padded input with count_include_pad.
-void pool2d_stride1_stacked(const Pool2d& g, bool max, bool include_pad, const float* x,
-                            float* y, int64_t planes) {
+void pool2d_stride1_stacked(const Pool2d& g, bool max, bool include_pad, const float* x, float* y,
+                            int64_t planes) {
   if (planes <= 0) return;
   const int64_t HP = g.OH + (g.KH - 1) * g.DH, WP = g.OW + (g.KW - 1) * g.DW;
   const int64_t rows = planes * HP, flat = rows * WP;
