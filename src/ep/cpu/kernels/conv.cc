@@ -828,20 +828,18 @@ class ConvKernel final : public Kernel {
       const int64_t ldt = (cols + 15) / 16 * 16 + 16;  // off the 4 KiB aliasing stride
       float* block = scratch<float>(size_t(Mg * ldt));
       gemm::sgemm_packed_left_rows(left[size_t(g)], cols, b_rows, r0 * WP, block, ldt, m0, m1);
-      // Drop the padded columns while moving rows into Y, applying the epilogue on the way
-      // when it is one vector pass (no sum input), else right after, in cache.
+      // The epilogue over each channel's whole block row (one call per channel, the
+      // dropped columns included), then the kept columns move into Y. With a sum input the
+      // epilogue waits until Z can be added in Y.
       const bool fused = !z;
       for (int64_t m = m0; m < m1; ++m) {
-        const float s = scale ? scale[g * Mg + m] : 1.0f;
-        const float b = bias ? bias[g * Mg + m] : 0.0f;
-        for (int64_t oh = r0; oh < r1; ++oh) {
-          const float* src = block + m * ldt + (oh - r0) * WP;
-          float* dst = yg + m * out_size + oh * OW;
-          if (fused)
-            epilogue(s, b, src, dst, OW);
-          else
-            std::memcpy(dst, src, size_t(OW) * sizeof(float));
-        }
+        float* row = block + m * ldt;
+        if (fused)
+          epilogue(scale ? scale[g * Mg + m] : 1.0f, bias ? bias[g * Mg + m] : 0.0f, row, row,
+                   cols);
+        for (int64_t oh = r0; oh < r1; ++oh)
+          std::memcpy(yg + m * out_size + oh * OW, row + (oh - r0) * WP,
+                      size_t(OW) * sizeof(float));
       }
       if (!fused) finish(y, z, bias, scale, out_size, first, g * Mg + m0, m1 - m0, (r1 - r0) * OW);
     });

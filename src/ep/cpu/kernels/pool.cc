@@ -183,6 +183,16 @@ void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, f
   }
 }
 
+// The H x W plane x placed at (top, left) in a rows x cols plane filled with `fill`
+// (input rows or columns beyond it dropped).
+void bordered_plane(const float* x, int64_t H, int64_t W, int64_t top, int64_t left, int64_t rows,
+                    int64_t cols, float fill, float* out) {
+  std::fill(out, out + rows * cols, fill);
+  const int64_t copy_rows = std::min(H, rows - top), copy_cols = std::min(W, cols - left);
+  for (int64_t h = 0; h < copy_rows; ++h)
+    std::copy(x + h * W, x + h * W + copy_cols, out + (h + top) * cols + left);
+}
+
 // Stride-1 2-D pooling of `planes` planes at once, without per-row calls or border
 // cases: the planes are stacked into one tall zero- (average) or -inf- (max) bordered
 // image of width WP = OW + (KW - 1) * DW, so the vertical pass is one reduce_rows over
@@ -201,14 +211,9 @@ void pool2d_stride1_stacked(const Pool2d& g, bool max, bool include_pad, const f
   float* padded = thread_scratch<float>(size_t(flat + tail), 1);
   float* vertical = thread_scratch<float>(size_t(flat + tail), 2);
   const float fill = max ? -std::numeric_limits<float>::infinity() : 0.0f;
-  const int64_t copy_rows = std::min(g.H, HP - g.PT), copy_cols = std::min(g.W, WP - g.PL);
-  // One fill pass, then one copy per input row: cheaper than three calls per row.
-  std::fill(padded, padded + flat + tail, fill);
   for (int64_t p = 0; p < planes; ++p)
-    for (int64_t h = 0; h < copy_rows; ++h) {
-      const float* src = x + (p * g.H + h) * g.W;
-      std::copy(src, src + copy_cols, padded + (p * HP + h + g.PT) * WP + g.PL);
-    }
+    bordered_plane(x + p * g.H * g.W, g.H, g.W, g.PT, g.PL, HP, WP, fill, padded + p * HP * WP);
+  std::fill(padded + flat, padded + flat + tail, fill);
   // Vertical: row i of `vertical` reduces rows i, i + DH, ... of the stack.
   SmallVec<const float*, 16> taps;
   for (int64_t kh = 0; kh < g.KH; ++kh) taps.push_back(padded + kh * g.DH * WP);
@@ -317,6 +322,33 @@ class PoolKernel final : public Kernel {
         const int64_t p1 = planes * int64_t(stack + 1) / stacks;
         pool2d_stride1_stacked(g, max, prm_.count_include_pad, x.data<float>() + p0 * in_size,
                                y.data<float>() + p0 * out_size, p1 - p0);
+      });
+      return;
+    }
+    // Max pooling, and averages whose windows all lie inside the input (one divisor):
+    // whole planes through vmath::pool_plane, padded with -inf first when windows reach
+    // into the padding.
+    const int64_t HP = (g.OH - 1) * g.SH + (g.KH - 1) * g.DH + 1;
+    const int64_t WP = (g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1;
+    const bool inside = g.PT == 0 && g.PL == 0 && HP <= g.H && WP <= g.W;
+    // (With ceil_mode a last window can start past the input; those keep the old path.)
+    const bool last_inside = (g.OH - 1) * g.SH - g.PT < g.H && (g.OW - 1) * g.SW - g.PL < g.W;
+    if ((max && windows_reach && last_inside) || inside) {
+      const vmath::PoolWindow win{g.OH, g.OW, g.KH, g.KW, g.SH, g.SW, g.DH, g.DW};
+      const float scale = 1.0f / float(g.KH * g.KW);
+      parallel_for(pieces, [&](size_t piece) {
+        float* plane = inside ? nullptr : thread_scratch<float>(size_t(HP * WP + 16), 1);
+        for (int64_t p = int64_t(piece); p < planes; p += int64_t(pieces)) {
+          const float* src = x.data<float>() + p * in_size;
+          int64_t ld = g.W;
+          if (!inside) {
+            bordered_plane(src, g.H, g.W, g.PT, g.PL, HP, WP,
+                           -std::numeric_limits<float>::infinity(), plane);
+            src = plane;
+            ld = WP;
+          }
+          vmath::pool_plane(max, src, ld, win, scale, y.data<float>() + p * out_size);
+        }
       });
       return;
     }

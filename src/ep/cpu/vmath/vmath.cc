@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/vmath/vmath_internal.h"
@@ -172,6 +173,23 @@ void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t
   if (uses_avx2() && stride <= detail::kMaxGatherStride)
     return detail::reduce_taps_avx2(max, r, count, stride, taps, dilation, scale, out);
   detail::reduce_taps_portable(max, r, count, stride, taps, dilation, scale, out);
+}
+
+void pool_plane(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
+                float* out) {
+  if (uses_avx512() && w.SW < (int64_t(1) << 27))
+    return detail::pool_plane_avx512(max, x, ld, w, scale, out);
+  // Elsewhere separably, per output row: the window's rows into one, then its taps.
+  thread_local std::vector<float> row;
+  const int64_t width = (w.OW - 1) * w.SW + (w.KW - 1) * w.DW + 1;
+  if (row.size() < size_t(width)) row.resize(size_t(width));
+  thread_local std::vector<const float*> rows;
+  for (int64_t oh = 0; oh < w.OH; ++oh) {
+    rows.clear();
+    for (int64_t kh = 0; kh < w.KH; ++kh) rows.push_back(x + (oh * w.SH + kh * w.DH) * ld);
+    reduce_rows(max, rows.data(), rows.size(), row.data(), size_t(width));
+    reduce_taps(max, row.data(), size_t(w.OW), w.SW, w.KW, w.DW, scale, out + oh * w.OW);
+  }
 }
 
 void quantize_8bit(const float* x, size_t n, float scale, float zero_point, bool is_signed,

@@ -70,6 +70,16 @@ void reduce_rows(bool max, const float* const* rows, size_t nrows, float* out, s
 void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                  int64_t dilation, float scale, float* out);
 
+// Pooling of one plane whose every window lies inside it (rows `ld` floats apart):
+// out[oh * OW + ow] = the max (propagating NaN), or the sum times `scale`, of the KH x KW
+// window at (oh * SH, ow * SW) with dilations DH, DW. One call per plane: the AVX-512 form
+// keeps each block of 16 outputs in a register over the whole window (no row buffer, no
+// call per row, which dominated on 13 to 55 wide maps).
+struct PoolWindow {
+  int64_t OH, OW, KH, KW, SH, SW, DH, DW;
+};
+void pool_plane(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale, float* out);
+
 // QuantizeLinear to 8 bits: y = saturate(round_half_even(x / scale) + zero_point) with
 // x / scale in float and a NaN result giving 0, as the QuantizeLinear kernel defines it.
 // y is uint8_t or int8_t storage.

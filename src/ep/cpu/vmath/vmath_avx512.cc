@@ -149,6 +149,101 @@ void reduce_rows_avx512(bool max, const float* const* rows, size_t nrows, float*
   }
 }
 
+namespace {
+
+// Sixteen elements p[i * S] (S = 1 or 2, fixed at compile time), whole (the caller knows
+// the 16 * S floats are readable).
+template <int S>
+NXRT_AVX512 __m512 load_whole(const float* p) {
+  if constexpr (S == 1) {
+    return _mm512_loadu_ps(p);
+  } else {
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps(p + 16));
+  }
+}
+
+// pool_plane for a stride S of 1 or 2 (MAX: max, else sum times scale): whole blocks of 16
+// outputs with plain loads while every element they read lies in the plane, the rest
+// through load_every's masked loads.
+template <int S, bool MAX>
+void pool_plane_fixed(const float* x, int64_t ld, const PoolWindow& w, float scale, float* out,
+                      int64_t readable) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  const __m512i idx = _mm512_setzero_si512();  // unused: S is 1 or 2
+  for (int64_t oh = 0; oh < w.OH; ++oh) {
+    const float* top = x + oh * w.SH * ld;
+    float* dst = out + oh * w.OW;
+    int64_t o = 0;
+    // A whole block reads 16 * S floats from each tap: within the plane for these.
+    for (; o + 16 <= w.OW; o += 16) {
+      const float* p = top + o * S;
+      const int64_t last = (p - x) + (w.KH - 1) * w.DH * ld + (w.KW - 1) * w.DW + 16 * S;
+      if (last > readable) break;
+      __m512 acc = load_whole<S>(p);
+      for (int64_t kh = 0; kh < w.KH; ++kh) {
+        const float* row = p + kh * w.DH * ld;
+        for (int64_t kw = kh == 0 ? 1 : 0; kw < w.KW; ++kw) {
+          const __m512 v = load_whole<S>(row + kw * w.DW);
+          acc = MAX ? max_keep_nan16(acc, v) : _mm512_add_ps(acc, v);
+        }
+      }
+      if (!MAX) acc = _mm512_mul_ps(acc, vscale);
+      _mm512_storeu_ps(dst + o, acc);
+    }
+    for (; o < w.OW; o += 16) {
+      const __mmask16 lanes = first_lanes(w.OW - o);
+      const float* p = top + o * S;
+      __m512 acc = load_every(p, S, lanes, idx);
+      for (int64_t kh = 0; kh < w.KH; ++kh) {
+        const float* row = p + kh * w.DH * ld;
+        for (int64_t kw = kh == 0 ? 1 : 0; kw < w.KW; ++kw)
+          acc = combine(MAX, acc, load_every(row + kw * w.DW, S, lanes, idx));
+      }
+      if (!MAX) acc = _mm512_mul_ps(acc, vscale);
+      _mm512_mask_storeu_ps(dst + o, lanes, acc);
+    }
+  }
+}
+
+}  // namespace
+
+void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
+                       float* out) {
+  // Floats of the plane from x on: the last window row ends (KW - 1) * DW past its start.
+  const int64_t readable =
+      ((w.OH - 1) * w.SH + (w.KH - 1) * w.DH) * ld + (w.OW - 1) * w.SW + (w.KW - 1) * w.DW + 1;
+  if (w.SW == 1) {
+    return max ? pool_plane_fixed<1, true>(x, ld, w, scale, out, readable)
+               : pool_plane_fixed<1, false>(x, ld, w, scale, out, readable);
+  }
+  if (w.SW == 2) {
+    return max ? pool_plane_fixed<2, true>(x, ld, w, scale, out, readable)
+               : pool_plane_fixed<2, false>(x, ld, w, scale, out, readable);
+  }
+  const __m512i idx =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(int32_t(w.SW)));
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int64_t oh = 0; oh < w.OH; ++oh) {
+    const float* top = x + oh * w.SH * ld;
+    float* dst = out + oh * w.OW;
+    for (int64_t o = 0; o < w.OW; o += 16) {
+      const __mmask16 lanes = first_lanes(w.OW - o);
+      const float* p = top + o * w.SW;
+      __m512 acc = load_every(p, w.SW, lanes, idx);
+      for (int64_t kh = 0; kh < w.KH; ++kh) {
+        const float* row = p + kh * w.DH * ld;
+        for (int64_t kw = kh == 0 ? 1 : 0; kw < w.KW; ++kw)
+          acc = combine(max, acc, load_every(row + kw * w.DW, w.SW, lanes, idx));
+      }
+      if (!max) acc = _mm512_mul_ps(acc, vscale);
+      _mm512_mask_storeu_ps(dst + o, lanes, acc);
+    }
+  }
+}
+
 void reduce_taps_avx512(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                         int64_t dilation, float scale, float* out) {
   const __m512i idx =
@@ -208,6 +303,10 @@ void reduce_rows_avx512(bool max, const float* const* rows, size_t nrows, float*
 void reduce_taps_avx512(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                         int64_t dilation, float scale, float* out) {
   reduce_taps_portable(max, r, count, stride, taps, dilation, scale, out);
+}
+void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
+                       float* out) {
+  pool_plane(max, x, ld, w, scale, out);
 }
 }  // namespace nxrt::vmath::detail
 

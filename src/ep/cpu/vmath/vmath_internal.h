@@ -46,6 +46,9 @@ void depthwise_row_avx2(const float* const* rows, const float* const* w, size_t 
 void reduce_taps_avx2(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                       int64_t dilation, float scale, float* out);
 void reduce_rows_avx512(bool max, const float* const* rows, size_t nrows, float* out, size_t n);
+// Strides below 2^27 (int32 gather offsets).
+void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
+                       float* out);
 // Any stride: 1 and 2 load rows, larger ones gather (int32 lane offsets: stride * 15 fits).
 void reduce_taps_avx512(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                         int64_t dilation, float scale, float* out);
