@@ -61,11 +61,12 @@ void BM_SgemmPackedLeft(benchmark::State& state) {
   set_flops(state, double(M) * double(K) * double(N));
 }
 // (out channels, in channels * taps, positions): resnet's 1x1 64->256 at 56x56, a 3x3
-// 256 -> 256 at 14x14, squeezenet's 3x3 16 -> 64 at 55x55.
+// 256 -> 256 at 14x14, squeezenet's 3x3 16 -> 64 at 55x55 and its last 1x1 conv.
 BENCHMARK(BM_SgemmPackedLeft)
     ->Args({256, 64, 3136})
     ->Args({256, 2304, 196})
     ->Args({64, 144, 3025})
+    ->Args({1008, 512, 169})
     ->Unit(benchmark::kMicrosecond);
 
 // A stride-1 3x3 convolution the way Conv runs it: B's rows are shifted views of a
