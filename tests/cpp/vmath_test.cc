@@ -1,6 +1,6 @@
-// The vector math (AVX2 and AVX-512 polynomials) against the double-precision reference, over a dense
-// sweep of each function's interesting range plus the special values, at a tolerance
-// tighter than the ONNX tests' (rtol 1e-3, atol 1e-7): relative 2e-6, absolute 1e-7.
+// The vector math (AVX2 and AVX-512 polynomials) against the double-precision reference, over a
+// dense sweep of each function's interesting range plus the special values, at a tolerance tighter
+// than the ONNX tests' (rtol 1e-3, atol 1e-7): relative 2e-6, absolute 1e-7.
 #include "ep/cpu/vmath/vmath.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "ep/cpu/vmath/vmath_internal.h"
@@ -206,6 +207,73 @@ TEST(VmathArrays, MatchPortable) {
         detail::dequantize_8bit_avx2(q.data(), is_signed, n, 0.02f, 5.0f, got.data());
         expect_same(got, want, "dequantize_8bit_avx2");
       }
+    }
+  }
+}
+
+// The vector QuantizeLinear multiplies by the scale's reciprocal and divides only where
+// the quotient is near a half-integer: at exact ties and one float either side of them,
+// over scales whose reciprocal is inexact, subnormal or infinite, the bytes must be the
+// division's.
+TEST(VmathArrays, QuantizeMatchesDivisionAtHalfIntegers) {
+  for (float scale : {0.02f, 0.1f, 1.0f / 3.0f, 0.0078125f, 7.3e-5f, 3.0f, 1e-39f, 3e38f}) {
+    std::vector<float> x;
+    for (int k = -300; k <= 300; ++k) {
+      const float tie = (float(k) + 0.5f) * scale;
+      x.push_back(tie);
+      x.push_back(std::nextafter(tie, 1e30f));
+      x.push_back(std::nextafter(tie, -1e30f));
+    }
+    for (float v : {0.0f, -0.0f, 1e30f, -1e30f, std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN(), 1e-30f})
+      x.push_back(v);
+    for (bool is_signed : {false, true}) {
+      std::vector<uint8_t> got(x.size()), want(x.size());
+      quantize_8bit(x.data(), x.size(), scale, is_signed ? 0.0f : 128.0f, is_signed, got.data());
+      detail::quantize_8bit_portable(x.data(), x.size(), scale, is_signed ? 0.0f : 128.0f,
+                                     is_signed, want.data());
+      for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_EQ(got[i], want[i]) << "scale " << scale << " x " << x[i] << " signed " << is_signed;
+    }
+  }
+}
+
+// pool_plane against windows taken element by element: max exactly, averages within
+// rounding (the sums run in another order).
+TEST(VmathArrays, PoolPlaneMatchesWindows) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  const PoolWindow shapes[] = {{55, 55, 3, 3, 2, 2, 1, 1},
+                               {13, 37, 3, 3, 1, 1, 1, 1},
+                               {7, 20, 2, 3, 2, 3, 2, 1},
+                               {5, 17, 3, 2, 3, 4, 1, 2}};
+  for (const PoolWindow& w : shapes) {
+    const int64_t H = (w.OH - 1) * w.SH + (w.KH - 1) * w.DH + 1;
+    const int64_t W = (w.OW - 1) * w.SW + (w.KW - 1) * w.DW + 1, ld = W + 3;
+    std::vector<float> x(size_t(H * ld));
+    for (float& v : x) v = dist(rng);
+    x[size_t(ld + 1)] = std::numeric_limits<float>::quiet_NaN();
+    for (bool max : {true, false}) {
+      std::vector<float> got(size_t(w.OH * w.OW));
+      pool_plane(max, x.data(), ld, w, 1.0f / float(w.KH * w.KW), got.data());
+      for (int64_t oh = 0; oh < w.OH; ++oh)
+        for (int64_t ow = 0; ow < w.OW; ++ow) {
+          float acc = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+          for (int64_t kh = 0; kh < w.KH; ++kh)
+            for (int64_t kw = 0; kw < w.KW; ++kw) {
+              const float v = x[size_t((oh * w.SH + kh * w.DH) * ld + ow * w.SW + kw * w.DW)];
+              acc = max ? max_keep_nan(acc, v) : acc + v;
+            }
+          if (!max) acc /= float(w.KH * w.KW);
+          const float g = got[size_t(oh * w.OW + ow)];
+          if (std::isnan(acc)) {
+            EXPECT_TRUE(std::isnan(g)) << oh << "," << ow;
+          } else if (max) {
+            EXPECT_EQ(g, acc) << oh << "," << ow;
+          } else {
+            EXPECT_NEAR(g, acc, 1e-5f) << oh << "," << ow;
+          }
+        }
     }
   }
 }
