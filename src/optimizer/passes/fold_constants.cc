@@ -5,12 +5,33 @@
 // planner still folds what is left (the passes' own rewrites) at plan time. Like
 // onnxruntime's, it leaves DequantizeLinear alone.
 #include <unordered_map>
+#include <unordered_set>
 
 #include "optimizer/graph_view.h"
 #include "optimizer/passes/passes.h"
 #include "planner/plan.h"
 
 namespace nxrt::optimizer {
+namespace {
+
+// Initializers among `candidates` that nothing reads any more (no node, subgraph or graph
+// output; graph inputs stay, a caller may feed them): dropped, so a session does not hold
+// the weights both before and after folding, nor does planning touch their pages.
+void drop_unread_initializers(ir::Graph& graph, const std::unordered_set<std::string>& candidates) {
+  std::unordered_set<std::string> read;
+  for (const ir::Node& node : graph.nodes) {
+    for (const std::string& in : node.inputs) read.insert(in);
+    for (const ir::Graph* sub : ir::subgraphs_of(node))
+      for (const std::string& name : ir::outer_names(*sub)) read.insert(name);
+  }
+  for (const ir::ValueInfo& v : graph.outputs) read.insert(v.name);
+  for (const ir::ValueInfo& v : graph.inputs) read.insert(v.name);
+  std::erase_if(graph.initializers, [&](const ir::Initializer& init) {
+    return candidates.count(init.name) > 0 && read.count(init.name) == 0;
+  });
+}
+
+}  // namespace
 
 Status fold_constants(ir::Graph& graph, PassContext& ctx) {
   GraphView view(graph, ctx);
@@ -22,6 +43,7 @@ Status fold_constants(ir::Graph& graph, PassContext& ctx) {
     return it != folded.end() ? &it->second : view.constant(name);
   };
   std::vector<const Tensor*> inputs;
+  std::unordered_set<std::string> fed_folding;  // initializers read by folded nodes
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const ir::Node& node = graph.nodes[n];
     // Constant nodes are constants already; outputs the caller receives stay produced.
@@ -50,9 +72,12 @@ Status fold_constants(ir::Graph& graph, PassContext& ctx) {
       folded[node.outputs[o]] = t;
       edit.add_initializer(node.outputs[o], std::move(t));
     }
+    for (const std::string& in : node.inputs)
+      if (!in.empty()) fed_folding.insert(in);
     edit.remove(n);
   }
-  edit.apply();
+  if (edit.apply() == 0) return Status();
+  drop_unread_initializers(graph, fed_folding);
   return Status();
 }
 

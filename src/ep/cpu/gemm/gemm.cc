@@ -473,17 +473,24 @@ int64_t PackedMatrix::row_tile() const {
 }
 
 bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const* b_rows,
-                            int64_t col0, float* C, int64_t ldc, int64_t m_begin, int64_t m_end) {
+                            int64_t col0, float* C, int64_t ldc, int64_t m_begin, int64_t m_end,
+                            const ConvOutput* conv) {
   using RowsKernel = void (*)(int64_t, const float*, int64_t, const float* const*, int64_t, float*,
                               int64_t, float, int64_t, int64_t);
+  using ConvKernel = void (*)(int64_t, const float*, int64_t, const float* const*, int64_t,
+                              const float*, int64_t, float, int64_t, int64_t, const ConvOutput&,
+                              int64_t);
   RowsKernel kernel = nullptr;
+  ConvKernel conv_kernel = nullptr;
   int64_t MR = 0, NR = 0;
   if (A.kernel() == MicroKernel::kAvx512) {
     kernel = &detail::micro_kernel_avx512_rows_12x32;
+    conv_kernel = &detail::micro_kernel_avx512_rows_conv_12x32;
     MR = 12;
     NR = 32;
   } else if (A.kernel() == MicroKernel::kAvx512x48) {
     kernel = &detail::micro_kernel_avx512_rows_8x48;
+    conv_kernel = &detail::micro_kernel_avx512_rows_conv_8x48;
     MR = 8;
     NR = 48;
   } else {
@@ -504,9 +511,15 @@ bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const
         const int64_t width = NR * (mc <= MR ? detail::kPanelGroup : 1);
         for (int64_t jr = 0; jr < nc; jr += width) {
           const int64_t nr = std::min(width, nc - jr);
-          for (int64_t ir = 0; ir < mc; ir += MR)
-            kernel(kc, as + (ic + ir) * kc, MR, b_rows + pc, col0 + jc + jr,
-                   C + (ic + ir) * ldc + jc + jr, ldc, beta, std::min(MR, mc - ir), nr);
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            float* c = C + (ic + ir) * ldc + jc + jr;
+            if (conv && pc + kc >= K)
+              conv_kernel(kc, as + (ic + ir) * kc, MR, b_rows + pc, col0 + jc + jr, c, ldc, beta,
+                          std::min(MR, mc - ir), nr, *conv, ic + ir);
+            else
+              kernel(kc, as + (ic + ir) * kc, MR, b_rows + pc, col0 + jc + jr, c, ldc, beta,
+                     std::min(MR, mc - ir), nr);
+          }
         }
       }
     }

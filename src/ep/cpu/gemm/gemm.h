@@ -83,6 +83,19 @@ class PackedMatrix {
 void sgemm_packed_left(const PackedMatrix& A, bool trans_b, int64_t N, float alpha, const float* B,
                        int64_t ldb, float beta, float* C, int64_t ldc);
 
+// Where sgemm_packed_left_rows puts a direct convolution's product instead of C: the
+// product's row m is output channel m (at y + m * plane); its column p is output position
+// (p / wp, p % wp) of a row laid out wp wide, of which the first ow are kept and stored at
+// (p / wp) * ow + p % wp. Each kept value is v * scale[m] + shift[m] (scale, shift null:
+// 1 and 0), clamped to [lo, hi] (a Relu: 0 and inf), NaN kept.
+struct ConvOutput {
+  float* y = nullptr;
+  int64_t plane = 0, wp = 0, ow = 0;
+  const float* scale = nullptr;
+  const float* shift = nullptr;
+  float lo = -__builtin_inff(), hi = __builtin_inff();
+};
+
 // C (M x N, row stride ldc) = A * B with A from pack_left and B given by row: element
 // (k, j) at b_rows[k][col0 + j]. B is never copied, so its rows may overlap (the shifted
 // input rows of a direct convolution). Whole panels are read: each row must stay
@@ -90,9 +103,11 @@ void sgemm_packed_left(const PackedMatrix& A, bool trans_b, int64_t N, float alp
 // computed) when A was not packed for an AVX-512 kernel.
 // Only rows [m_begin, m_end) of C when given (m_begin a multiple of A.row_tile(); m_end
 // -1 for all): threads can split a product by rows, each streaming its share of A.
+// With `conv`, the last K slice writes its rows to the convolution's output (C then only
+// holds the earlier slices' sums, and is not written at all when K fits one slice).
 bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const* b_rows,
                             int64_t col0, float* C, int64_t ldc, int64_t m_begin = 0,
-                            int64_t m_end = -1);
+                            int64_t m_end = -1, const ConvOutput* conv = nullptr);
 
 // C = alpha * op(A) * B + beta * C with B from pack_right (K x N). With trans_c,
 // C is stored transposed: element (i, j) at C[j * ldc + i] (a weight W packed as W^T

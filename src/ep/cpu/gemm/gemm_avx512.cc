@@ -10,6 +10,12 @@
 
 #include "ep/cpu/gemm/gemm_internal.h"
 
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 min/max intrinsics start from _mm512_undefined_ps(), which its flow
+// analysis reports as "may be used uninitialized" once inlined (a known false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace nxrt::gemm::detail {
 
 namespace {
@@ -32,15 +38,69 @@ struct RowsB {
   RowsB panels_from(int64_t q) const { return {rows, col + q * NR}; }
 };
 
+// The last K slice of a direct convolution: each tile row m (output channel row0 + m) is
+// scaled, shifted and clamped in registers, then its columns go to their places in Y. The
+// product's column p is output position (p / wp, p % wp) with p % wp >= ow dropped; the
+// kept lanes of a vector land on consecutive floats of Y (a row's end joins the next
+// row's start), so one compressing store writes each vector. C holds the earlier slices'
+// sums when beta is 1.
+template <int V, int R>
+__attribute__((target("avx512f"), always_inline)) inline void store_conv(
+    __m512 (&acc)[R][V], const __mmask16 (&valid)[V], int64_t col, const ConvOutput& o,
+    int64_t row0, const float* c, int64_t rs_c, float beta) {
+  __mmask16 keep[V];
+  int64_t at[V];
+#pragma GCC unroll 12
+  for (int v = 0; v < V; ++v) {
+    const int64_t p = col + 16 * v;
+    int64_t oh = p / o.wp, ow = p % o.wp;
+    unsigned bits = 0;
+    at[v] = -1;
+    for (int i = 0; i < 16; ++i) {
+      if ((valid[v] >> i & 1) && ow < o.ow) {
+        bits |= 1u << i;
+        if (at[v] < 0) at[v] = oh * o.ow + ow;
+      }
+      if (++ow == o.wp) {
+        ow = 0;
+        ++oh;
+      }
+    }
+    keep[v] = __mmask16(bits);
+  }
+  const __m512 lo = _mm512_set1_ps(o.lo), hi = _mm512_set1_ps(o.hi);
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+    const int64_t m = row0 + r;
+    const __m512 scale = _mm512_set1_ps(o.scale ? o.scale[m] : 1.0f);
+    const __m512 shift = _mm512_set1_ps(o.shift ? o.shift[m] : 0.0f);
+    float* y = o.y + m * o.plane;
+#pragma GCC unroll 12
+    for (int v = 0; v < V; ++v) {
+      if (!keep[v]) continue;
+      __m512 out = acc[r][v];
+      if (beta != 0.0f)
+        out = _mm512_add_ps(out, _mm512_maskz_loadu_ps(valid[v], c + r * rs_c + 16 * v));
+      out = _mm512_fmadd_ps(out, scale, shift);
+      // max(lo, x) and min(hi, x) return x when it is NaN (the second operand).
+      out = _mm512_min_ps(hi, _mm512_max_ps(lo, out));
+      _mm512_mask_compressstoreu_ps(y + at[v], keep[v], out);
+    }
+  }
+}
+
 // R rows x NP panels of 16 * VECS columns. Each C element is one sequential chain of FMAs over
 // k (no split partial sums, so the rounding matches a plain dot product); with few rows,
 // NP > 1 supplies the independent chains (~8 in flight) that hide the FMA latency.
+// With `conv` (a RowsB product), the finished tile goes to a convolution's output instead
+// of C (which then only holds the earlier K slices' sums): see ConvOutput.
 template <int VECS, int R, int NP, typename BSource>
 __attribute__((target("avx512f"), always_inline)) inline void tile(int64_t kc, const float* a,
                                                                    int64_t ak, const BSource& b,
                                                                    float* c, int64_t rs_c,
                                                                    int64_t cs_c, float alpha,
-                                                                   float beta, int64_t nr) {
+                                                                   float beta, int64_t nr,
+                                                                   ConvTarget conv) {
   constexpr int kVecs = VECS, kNR = 16 * VECS;
   constexpr int V = kVecs * NP;  // accumulator vectors per row
   __m512 acc[R][V];
@@ -80,6 +140,12 @@ __attribute__((target("avx512f"), always_inline)) inline void tile(int64_t kc, c
     }
     const __m512 va = _mm512_set1_ps(alpha);
     const __m512 vb = _mm512_set1_ps(beta);
+    if constexpr (requires { b.col; }) {
+      if (conv.out) {
+        store_conv<V, R>(acc, mask, b.col, *conv.out, conv.row0, c, rs_c, beta);
+        return;
+      }
+    }
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
       float* row = c + r * rs_c;
@@ -108,25 +174,27 @@ __attribute__((target("avx512f"), always_inline)) inline void rows(int64_t kc, c
                                                                    int64_t ak, const BSource& b,
                                                                    float* c, int64_t rs_c,
                                                                    int64_t cs_c, float alpha,
-                                                                   float beta, int64_t nr) {
+                                                                   float beta, int64_t nr,
+                                                                   ConvTarget conv) {
   constexpr int kNR = 16 * VECS;
   int64_t j = 0;
   if constexpr (NP > 1) {
     for (; j + kNR * (NP - 1) < nr; j += kNR * NP)
       tile<VECS, R, NP>(kc, a, ak, b.panels_from(j / kNR), c + j * cs_c, rs_c, cs_c, alpha, beta,
-                        std::min<int64_t>(nr - j, kNR * NP));
+                        std::min<int64_t>(nr - j, kNR * NP), conv);
   }
   for (; j < nr; j += kNR)
     tile<VECS, R, 1>(kc, a, ak, b.panels_from(j / kNR), c + j * cs_c, rs_c, cs_c, alpha, beta,
-                     std::min<int64_t>(nr - j, kNR));
+                     std::min<int64_t>(nr - j, kNR), conv);
 }
 
 // Calls rows<VECS, mr, NP>: few rows take several panels at once (more FMA chains).
 template <int VECS, int MR, typename BSource>
 __attribute__((target("avx512f"), always_inline)) inline void dispatch(
-    int64_t kc, const float* a, int64_t ak, const BSource& b, float* c, int64_t rs_c, int64_t cs_c,
-    float alpha, float beta, int64_t mr, int64_t nr) {
-#define NXRT_ROWS(R, NP) return rows<VECS, R, NP>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr)
+    int64_t kc, const float* a, int64_t ak, const BSource& b, float* c, int64_t rs_c,
+    int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr, ConvTarget conv = {}) {
+#define NXRT_ROWS(R, NP) \
+  return rows<VECS, R, NP>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr, conv)
   constexpr int kTwo = VECS == 2 ? 2 : 1;  // a third row of two panels still fits (2 x 32)
   switch (mr) {
     case 1:
@@ -185,6 +253,22 @@ __attribute__((target("avx512f"))) void micro_kernel_avx512_rows_8x48(
     int64_t kc, const float* a, int64_t ak, const float* const* b_rows, int64_t col, float* c,
     int64_t ldc, float beta, int64_t mr, int64_t nr) {
   dispatch<3, 8>(kc, a, ak, RowsB<48>{b_rows, col}, c, ldc, 1, 1.0f, beta, mr, nr);
+}
+
+__attribute__((target("avx512f"))) void micro_kernel_avx512_rows_conv_12x32(
+    int64_t kc, const float* a, int64_t ak, const float* const* b_rows, int64_t col,
+    const float* c, int64_t ldc, float beta, int64_t mr, int64_t nr, const ConvOutput& out,
+    int64_t row0) {
+  dispatch<2, 12>(kc, a, ak, RowsB<32>{b_rows, col}, const_cast<float*>(c), ldc, 1, 1.0f, beta,
+                  mr, nr, ConvTarget{&out, row0});
+}
+
+__attribute__((target("avx512f"))) void micro_kernel_avx512_rows_conv_8x48(
+    int64_t kc, const float* a, int64_t ak, const float* const* b_rows, int64_t col,
+    const float* c, int64_t ldc, float beta, int64_t mr, int64_t nr, const ConvOutput& out,
+    int64_t row0) {
+  dispatch<3, 8>(kc, a, ak, RowsB<48>{b_rows, col}, const_cast<float*>(c), ldc, 1, 1.0f, beta,
+                 mr, nr, ConvTarget{&out, row0});
 }
 
 }  // namespace nxrt::gemm::detail

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "ep/cpu/gemm/gemm.h"
+
 namespace nxrt::gemm::detail {
 
 // Consecutive B panels one micro-kernel call may cover (thin tiles use several at once).
@@ -44,6 +46,21 @@ void micro_kernel_avx512_rows_12x32(int64_t kc, const float* a, int64_t ak,
 void micro_kernel_avx512_rows_8x48(int64_t kc, const float* a, int64_t ak,
                                    const float* const* b_rows, int64_t col, float* c, int64_t ldc,
                                    float beta, int64_t mr, int64_t nr);
+
+// Where the row-pointer kernels' conv variants put a finished tile (ConvOutput, gemm.h):
+// null for a plain C; row0 is the tile's first row in the product.
+struct ConvTarget {
+  const ConvOutput* out = nullptr;
+  int64_t row0 = 0;
+};
+void micro_kernel_avx512_rows_conv_12x32(int64_t kc, const float* a, int64_t ak,
+                                         const float* const* b_rows, int64_t col, const float* c,
+                                         int64_t ldc, float beta, int64_t mr, int64_t nr,
+                                         const ConvOutput& out, int64_t row0);
+void micro_kernel_avx512_rows_conv_8x48(int64_t kc, const float* a, int64_t ak,
+                                        const float* const* b_rows, int64_t col, const float* c,
+                                        int64_t ldc, float beta, int64_t mr, int64_t nr,
+                                        const ConvOutput& out, int64_t row0);
 
 // Writes a finished tile held in `acc` (row stride `acc_ld`) into C with alpha/beta.
 inline void store_tile(const float* acc, int64_t acc_ld, float* c, int64_t rs_c, int64_t cs_c,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -646,6 +647,25 @@ class ConvKernel final : public Kernel {
     }
   }
 
+  // The epilogue as a clamp: [lo, hi] for no activation (infinite), Relu or Clip; false
+  // for the others.
+  bool clamp_bounds(float& lo, float& hi) const {
+    lo = -std::numeric_limits<float>::infinity();
+    hi = std::numeric_limits<float>::infinity();
+    if (!activation_) return true;
+    if (activation_->post()) return false;
+    if (activation_->fn == vmath::Unary::kRelu) {
+      lo = 0.0f;
+      return true;
+    }
+    if (activation_->fn == vmath::Unary::kClip) {
+      lo = activation_->params.alpha;
+      hi = activation_->params.beta;
+      return true;
+    }
+    return false;
+  }
+
   // dst = activation(src * scale + bias), then the post map: the epilogue of one row
   // without a sum input (finish() for a float block, from another buffer).
   void epilogue(float scale, float bias, const float* src, float* dst, int64_t n) const {
@@ -801,6 +821,15 @@ class ConvKernel final : public Kernel {
     const int64_t tile = left[0].row_tile();
     const int64_t m_step = split_weights ? ((Mg + width - 1) / width + tile - 1) / tile * tile : Mg;
     const int64_t m_blocks = (Mg + m_step - 1) / m_step;
+    // Without a sum input and with no activation, a Relu or a Clip, the micro-kernel
+    // finishes each tile itself, straight into Y (store.y set as a flag here).
+    gemm::ConvOutput store;
+    if (!z && clamp_bounds(store.lo, store.hi)) {
+      store.y = y;
+      store.plane = out_size;
+      store.wp = WP;
+      store.ow = OW;
+    }
     parallel_for(size_t(N * G * chunks * m_blocks), [&](size_t job) {
       const int64_t m0 = int64_t(job) % m_blocks * m_step, m1 = std::min(Mg, m0 + m_step);
       const int64_t task = int64_t(job) / m_blocks;
@@ -818,22 +847,34 @@ class ConvKernel final : public Kernel {
           }
       float* yg = y + (n * M + g * Mg) * out_size;
       const int64_t first = (n * M + g * Mg + m0) * out_size + r0 * OW;
+      // C for the K slices before the last: Y itself when no column is dropped, else a
+      // block of the padded width.
+      float* part = yg + r0 * OW;
+      int64_t ldc = out_size;
+      if (WP != OW) {
+        ldc = (cols + 15) / 16 * 16 + 16;  // off the 4 KiB aliasing stride
+        part = scratch<float>(size_t(Mg * ldc));
+      }
+      if (store.y) {
+        // The kernel scales, shifts, clamps and places the last slice's tiles in Y.
+        gemm::ConvOutput o = store;
+        o.y = yg;
+        o.scale = scale ? scale + g * Mg : nullptr;
+        o.shift = bias ? bias + g * Mg : nullptr;
+        gemm::sgemm_packed_left_rows(left[size_t(g)], cols, b_rows, r0 * WP, part, ldc, m0, m1, &o);
+        return;
+      }
+      gemm::sgemm_packed_left_rows(left[size_t(g)], cols, b_rows, r0 * WP, part, ldc, m0, m1);
       if (WP == OW) {
-        // No dropped columns (1 x 1 and k x 1 kernels): the product goes straight into Y.
-        gemm::sgemm_packed_left_rows(left[size_t(g)], cols, b_rows, r0 * WP, yg + r0 * OW, out_size,
-                                     m0, m1);
         finish(y, z, bias, scale, out_size, first, g * Mg + m0, m1 - m0, cols);
         return;
       }
-      const int64_t ldt = (cols + 15) / 16 * 16 + 16;  // off the 4 KiB aliasing stride
-      float* block = scratch<float>(size_t(Mg * ldt));
-      gemm::sgemm_packed_left_rows(left[size_t(g)], cols, b_rows, r0 * WP, block, ldt, m0, m1);
       // The epilogue over each channel's whole block row (one call per channel, the
       // dropped columns included), then the kept columns move into Y. With a sum input the
       // epilogue waits until Z can be added in Y.
       const bool fused = !z;
       for (int64_t m = m0; m < m1; ++m) {
-        float* row = block + m * ldt;
+        float* row = part + m * ldc;
         if (fused)
           epilogue(scale ? scale[g * Mg + m] : 1.0f, bias ? bias[g * Mg + m] : 0.0f, row, row,
                    cols);
