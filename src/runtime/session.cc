@@ -61,9 +61,9 @@ Expected<std::unique_ptr<Session>> Session::create_from_bytes(const void* data, 
   auto copy = std::shared_ptr<char[]>(new char[size ? size : 1]);
   if (size) std::memcpy(copy.get(), data, size);
   const char* bytes = copy.get();
-  NXRT_ASSIGN_OR_RETURN(auto model,
-                        onnx::decode_model(bytes, size, std::shared_ptr<void>(copy, copy.get()), "",
-                                           limits));
+  NXRT_ASSIGN_OR_RETURN(
+      auto model,
+      onnx::decode_model(bytes, size, std::shared_ptr<void>(copy, copy.get()), "", limits));
   return create(std::move(model), config, limits);
 }
 
@@ -77,15 +77,22 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   // Decoding touched every page of the file; planning reads back only the weights, so
   // dropping the pages now lowers the peak as well as the steady state.
   if (model->mapped_file) model->mapped_file->release_resident_pages();
+#ifdef __GLIBC__
+  // The passes' temporaries (folded copies, use-def maps) are freed now: handing their
+  // pages back before planning keeps them out of the peak planning reaches.
+  malloc_trim(0);
+#endif
   auto session = std::unique_ptr<Session>(new Session());
   session->model_ = model;
   session->config_ = config;
   session->limits_ = limits;
-  if (config.parallel) session->parallel_ = config.parallel;
+  if (config.parallel)
+    session->parallel_ = config.parallel;
   else if (config.intra_op_num_threads > 1)
     session->parallel_ = make_worker_pool(size_t(config.intra_op_num_threads));
   session->profile_origin_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                    std::chrono::steady_clock::now().time_since_epoch()).count();
+                                    std::chrono::steady_clock::now().time_since_epoch())
+                                    .count();
   PlanOptions options;
   options.opset_imports = model->opset_imports;
   options.inputs_override_initializers = model->ir_version >= 4;
@@ -147,13 +154,13 @@ void Session::record_profile(const std::vector<NodeTiming>& timings) const {
   std::string events;
   for (const NodeTiming& t : timings) {
     const ir::Node& node = *t.step->node;
-    const std::string name = node.name.empty() ? node.outputs.empty() ? node.op_type : node.outputs[0]
-                                               : node.name;
+    const std::string name =
+        node.name.empty() ? node.outputs.empty() ? node.op_type : node.outputs[0] : node.name;
     events += str_cat(events.empty() ? "" : ",", "{\"cat\":\"Node\",\"ph\":\"X\",\"pid\":0,",
-                      "\"tid\":0,\"name\":\"", json_escape(name), "_kernel_time\",\"ts\":",
-                      (t.start_ns - profile_origin_ns_) / 1000, ",\"dur\":", t.duration_ns / 1000,
-                      ",\"args\":{\"op_name\":\"", json_escape(node.op_type),
-                      "\",\"provider\":\"CPUExecutionProvider\"}}");
+                      "\"tid\":0,\"name\":\"", json_escape(name),
+                      "_kernel_time\",\"ts\":", (t.start_ns - profile_origin_ns_) / 1000,
+                      ",\"dur\":", t.duration_ns / 1000, ",\"args\":{\"op_name\":\"",
+                      json_escape(node.op_type), "\",\"provider\":\"CPUExecutionProvider\"}}");
   }
   std::lock_guard<std::mutex> lock(profile_mutex_);
   if (!events.empty()) profile_events_ += (profile_events_.empty() ? "" : ",") + events;
@@ -188,11 +195,12 @@ Status Session::check_feed(size_t index, const Value& fed) const {
   }
   const Tensor& value = fed.tensor;
   if (expected != DataType::kUndefined && value.dtype() != expected)
-    return invalid_argument("Unexpected input data type. Actual: (", tensor_type_name(value.dtype()),
-                            ") , expected: (", tensor_type_name(expected), ") for input '",
-                            info.name, "'");
-  const ir::TypeInfo& declared =
-      info.type.kind == ir::TypeInfo::Kind::kOptional && info.type.inner ? *info.type.inner : info.type;
+    return invalid_argument("Unexpected input data type. Actual: (",
+                            tensor_type_name(value.dtype()), ") , expected: (",
+                            tensor_type_name(expected), ") for input '", info.name, "'");
+  const ir::TypeInfo& declared = info.type.kind == ir::TypeInfo::Kind::kOptional && info.type.inner
+                                     ? *info.type.inner
+                                     : info.type;
   // onnxruntime does not check inputs declared as scalars (rank 0); neither do we, so
   // feeding [1] where the model says [] keeps working.
   if (!declared.has_shape || declared.dims.empty()) return Status();
@@ -212,8 +220,7 @@ Status Session::check_feed(size_t index, const Value& fed) const {
   return Status();
 }
 
-Status Session::run(std::span<const std::string> input_names,
-                    std::span<const Value> input_values,
+Status Session::run(std::span<const std::string> input_names, std::span<const Value> input_values,
                     std::span<const std::string> output_names, std::vector<Value>& outputs,
                     const RunFlags& flags) const {
   const ExecutableGraph& g = *graph_;
@@ -241,8 +248,10 @@ Status Session::run(std::span<const std::string> input_names,
   }
   std::string missing;
   for (size_t k = 0; k < g.inputs.size(); ++k)
-    if (!feeds[k] && g.input_required[k]) missing += (missing.empty() ? "'" : ", '") + g.inputs[k].name + "'";
-  if (!missing.empty()) return invalid_argument("Required inputs (", missing, ") are missing from the feed");
+    if (!feeds[k] && g.input_required[k])
+      missing += (missing.empty() ? "'" : ", '") + g.inputs[k].name + "'";
+  if (!missing.empty())
+    return invalid_argument("Required inputs (", missing, ") are missing from the feed");
   for (const std::string& name : output_names) {
     bool known = false;
     for (size_t k = 0; k < g.outputs.size() && !known; ++k) known = g.outputs[k].name == name;

@@ -477,9 +477,9 @@ bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const
                             const ConvOutput* conv) {
   using RowsKernel = void (*)(int64_t, const float*, int64_t, const float* const*, int64_t, float*,
                               int64_t, float, int64_t, int64_t);
-  using ConvKernel = void (*)(int64_t, const float*, int64_t, const float* const*, int64_t,
-                              const float*, int64_t, float, int64_t, int64_t, const ConvOutput&,
-                              int64_t);
+  using ConvKernel =
+      void (*)(int64_t, const float*, int64_t, const float* const*, int64_t, const float*, int64_t,
+               float, int64_t, int64_t, const ConvOutput&, int64_t);
   RowsKernel kernel = nullptr;
   ConvKernel conv_kernel = nullptr;
   int64_t MR = 0, NR = 0;

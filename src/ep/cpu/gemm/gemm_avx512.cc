@@ -95,12 +95,9 @@ __attribute__((target("avx512f"), always_inline)) inline void store_conv(
 // With `conv` (a RowsB product), the finished tile goes to a convolution's output instead
 // of C (which then only holds the earlier K slices' sums): see ConvOutput.
 template <int VECS, int R, int NP, typename BSource>
-__attribute__((target("avx512f"), always_inline)) inline void tile(int64_t kc, const float* a,
-                                                                   int64_t ak, const BSource& b,
-                                                                   float* c, int64_t rs_c,
-                                                                   int64_t cs_c, float alpha,
-                                                                   float beta, int64_t nr,
-                                                                   ConvTarget conv) {
+__attribute__((target("avx512f"), always_inline)) inline void tile(
+    int64_t kc, const float* a, int64_t ak, const BSource& b, float* c, int64_t rs_c, int64_t cs_c,
+    float alpha, float beta, int64_t nr, ConvTarget conv) {
   constexpr int kVecs = VECS, kNR = 16 * VECS;
   constexpr int V = kVecs * NP;  // accumulator vectors per row
   __m512 acc[R][V];
@@ -170,12 +167,9 @@ __attribute__((target("avx512f"), always_inline)) inline void tile(int64_t kc, c
 
 // Runs rows x nr (up to kPanelGroup panels) as tiles of NP panels, then single panels.
 template <int VECS, int R, int NP, typename BSource>
-__attribute__((target("avx512f"), always_inline)) inline void rows(int64_t kc, const float* a,
-                                                                   int64_t ak, const BSource& b,
-                                                                   float* c, int64_t rs_c,
-                                                                   int64_t cs_c, float alpha,
-                                                                   float beta, int64_t nr,
-                                                                   ConvTarget conv) {
+__attribute__((target("avx512f"), always_inline)) inline void rows(
+    int64_t kc, const float* a, int64_t ak, const BSource& b, float* c, int64_t rs_c, int64_t cs_c,
+    float alpha, float beta, int64_t nr, ConvTarget conv) {
   constexpr int kNR = 16 * VECS;
   int64_t j = 0;
   if constexpr (NP > 1) {
@@ -191,8 +185,8 @@ __attribute__((target("avx512f"), always_inline)) inline void rows(int64_t kc, c
 // Calls rows<VECS, mr, NP>: few rows take several panels at once (more FMA chains).
 template <int VECS, int MR, typename BSource>
 __attribute__((target("avx512f"), always_inline)) inline void dispatch(
-    int64_t kc, const float* a, int64_t ak, const BSource& b, float* c, int64_t rs_c,
-    int64_t cs_c, float alpha, float beta, int64_t mr, int64_t nr, ConvTarget conv = {}) {
+    int64_t kc, const float* a, int64_t ak, const BSource& b, float* c, int64_t rs_c, int64_t cs_c,
+    float alpha, float beta, int64_t mr, int64_t nr, ConvTarget conv = {}) {
 #define NXRT_ROWS(R, NP) \
   return rows<VECS, R, NP>(kc, a, ak, b, c, rs_c, cs_c, alpha, beta, nr, conv)
   constexpr int kTwo = VECS == 2 ? 2 : 1;  // a third row of two panels still fits (2 x 32)
@@ -256,19 +250,17 @@ __attribute__((target("avx512f"))) void micro_kernel_avx512_rows_8x48(
 }
 
 __attribute__((target("avx512f"))) void micro_kernel_avx512_rows_conv_12x32(
-    int64_t kc, const float* a, int64_t ak, const float* const* b_rows, int64_t col,
-    const float* c, int64_t ldc, float beta, int64_t mr, int64_t nr, const ConvOutput& out,
-    int64_t row0) {
-  dispatch<2, 12>(kc, a, ak, RowsB<32>{b_rows, col}, const_cast<float*>(c), ldc, 1, 1.0f, beta,
-                  mr, nr, ConvTarget{&out, row0});
+    int64_t kc, const float* a, int64_t ak, const float* const* b_rows, int64_t col, const float* c,
+    int64_t ldc, float beta, int64_t mr, int64_t nr, const ConvOutput& out, int64_t row0) {
+  dispatch<2, 12>(kc, a, ak, RowsB<32>{b_rows, col}, const_cast<float*>(c), ldc, 1, 1.0f, beta, mr,
+                  nr, ConvTarget{&out, row0});
 }
 
 __attribute__((target("avx512f"))) void micro_kernel_avx512_rows_conv_8x48(
-    int64_t kc, const float* a, int64_t ak, const float* const* b_rows, int64_t col,
-    const float* c, int64_t ldc, float beta, int64_t mr, int64_t nr, const ConvOutput& out,
-    int64_t row0) {
-  dispatch<3, 8>(kc, a, ak, RowsB<48>{b_rows, col}, const_cast<float*>(c), ldc, 1, 1.0f, beta,
-                 mr, nr, ConvTarget{&out, row0});
+    int64_t kc, const float* a, int64_t ak, const float* const* b_rows, int64_t col, const float* c,
+    int64_t ldc, float beta, int64_t mr, int64_t nr, const ConvOutput& out, int64_t row0) {
+  dispatch<3, 8>(kc, a, ak, RowsB<48>{b_rows, col}, const_cast<float*>(c), ldc, 1, 1.0f, beta, mr,
+                 nr, ConvTarget{&out, row0});
 }
 
 }  // namespace nxrt::gemm::detail

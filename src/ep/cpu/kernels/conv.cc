@@ -424,13 +424,47 @@ Status check_bias(const Tensor* b, int64_t channels) {
 
 std::span<const int64_t> spatial(const Shape& s) { return s.span().subspan(2); }
 
-// Weights packed once as right operands (per group: W_g^T, K x M/G) for the thin-output
-// path, plus the constant they came from: compute uses them only for that very tensor.
-struct PackedWeights {
-  std::vector<gemm::PackedMatrix> groups;
-  Tensor source;
+// The element types whose constant weights the GEMM can pack (float_data widens them).
+bool is_float_like(const Tensor& t) {
+  return t.dtype() == DataType::kFloat || t.dtype() == DataType::kFloat16 ||
+         t.dtype() == DataType::kBFloat16;
+}
 
-  bool matches(const Tensor& w) const { return !groups.empty() && w.raw() == source.raw(); }
+// Constant weights packed per group for the products that read them whole: as right
+// operands (Conv: W_g^T, K x M/G, the thin-output path) or left ones (ConvTranspose:
+// W_g^T). Packed on the first run that needs them, not at prepare: planning then never
+// holds a model's weights twice at once (decoded and packed), which is most of a small
+// model's peak memory. Compute uses them only for that very constant (`source`).
+struct PackedWeights {
+  Tensor source;  // set at prepare when the constant's shape can be packed
+  bool left = false;
+  int64_t groups = 1;
+
+  bool matches(const Tensor& w) const { return source.defined() && w.raw() == source.raw(); }
+
+  // The packed groups, packed by the first caller (threads race to call_once).
+  const std::vector<gemm::PackedMatrix>& get() const {
+    std::call_once(lazy_->once, [&] {
+      std::vector<float> wide;
+      const float* pw = float_data(source, wide);
+      const int64_t per_group = source.shape()[0] / groups,
+                    inner = source.numel() / source.shape()[0];
+      for (int64_t g = 0; g < groups; ++g) {
+        const float* wg = pw + g * per_group * inner;
+        lazy_->packed.push_back(
+            left ? gemm::PackedMatrix::pack_left(true, inner, per_group, wg, inner)
+                 : gemm::PackedMatrix::pack_right(true, inner, per_group, wg, inner));
+      }
+    });
+    return lazy_->packed;
+  }
+
+ private:
+  struct Lazy {
+    std::once_flag once;
+    std::vector<gemm::PackedMatrix> packed;
+  };
+  std::unique_ptr<Lazy> lazy_ = std::make_unique<Lazy>();  // the kernel moves
 };
 
 // FusedConv's activation, applied to each finished block of output, and nxrt's optional
@@ -457,17 +491,12 @@ class ConvKernel final : public Kernel {
         broadcast_sum_(broadcast_sum),
         bn_epsilon_(bn_epsilon) {}
 
-  // Packs a constant float/float16/bfloat16 W; leaves the kernel unpacked if W's shape
-  // cannot be right (compute reports that).
+  // Marks a constant float/float16/bfloat16 W for packing on first use; leaves the kernel
+  // unpacked if W's shape cannot be right (compute reports that).
   void pack_weights(const Tensor& w) {
-    if (w.rank() < 3 || w.shape()[0] % group_ != 0 || w.numel() == 0) return;
-    const int64_t M = w.shape()[0], Mg = M / group_, K = w.numel() / M;
-    std::vector<float> wide;
-    const float* pw = float_data(w, wide);
-    if (!pw) return;
-    for (int64_t g = 0; g < group_; ++g)
-      packed_.groups.push_back(gemm::PackedMatrix::pack_right(true, K, Mg, pw + g * Mg * K, K));
+    if (w.rank() < 3 || w.shape()[0] % group_ != 0 || w.numel() == 0 || !is_float_like(w)) return;
     packed_.source = w;
+    packed_.groups = group_;
   }
 
   Status compute(KernelContext& ctx) const override {
@@ -932,7 +961,7 @@ class ConvKernel final : public Kernel {
             if (!pointwise) im2col(L, Cg, 0, rows, xg, col, out_size);
             // Y_g^T (positions x Mg) = col^T * W_g^T, stored transposed into Y_g.
             gemm::sgemm_packed_right(true, out_size, 1.0f, pointwise ? xg : col, out_size,
-                                     packed->groups[size_t(g)], 0.0f,
+                                     packed->get()[size_t(g)], 0.0f,
                                      y + (n * M + g * Mg) * out_size, out_size, true);
             finish(y, z, bias, scale, out_size, (n * M + g * Mg) * out_size, g * Mg, Mg, out_size);
           }
@@ -1173,7 +1202,7 @@ class ConvTransposeKernel final : public Kernel {
         bool done = false;
         if constexpr (std::is_same_v<T, float>) {
           if (packed) {
-            gemm::sgemm_packed_left(packed->groups[size_t(g)], false, in_size, 1.0f, xg, in_size,
+            gemm::sgemm_packed_left(packed->get()[size_t(g)], false, in_size, 1.0f, xg, in_size,
                                     0.0f, col, in_size);
             done = true;
           }
@@ -1186,17 +1215,13 @@ class ConvTransposeKernel final : public Kernel {
   }
 
  public:
-  // Packs a constant W ([C, M/G, kernel...]) as W_g^T per group, the left operand.
+  // Marks a constant W ([C, M/G, kernel...]) for packing as W_g^T per group, the left
+  // operand, on first use.
   void pack_weights(const Tensor& w) {
-    if (w.rank() < 3 || w.shape()[0] % group_ != 0 || w.numel() == 0) return;
-    const int64_t Cg = w.shape()[0] / group_, rows = w.numel() / w.shape()[0];
-    std::vector<float> wide;
-    const float* pw = float_data(w, wide);
-    if (!pw) return;
-    for (int64_t g = 0; g < group_; ++g)
-      packed_.groups.push_back(
-          gemm::PackedMatrix::pack_left(true, rows, Cg, pw + g * Cg * rows, rows));
+    if (w.rank() < 3 || w.shape()[0] % group_ != 0 || w.numel() == 0 || !is_float_like(w)) return;
     packed_.source = w;
+    packed_.groups = group_;
+    packed_.left = true;
   }
 
  private:
