@@ -282,7 +282,7 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
 
 // Below this many multiply-adds per piece a thread hand-off costs more than it saves
 // (about 50 us of work on one core).
-constexpr double kMinMacsPerPiece = double(1 << 21);
+constexpr double kMinMacsPerPiece = double(1 << 20);
 
 // blocked_gemm on the run's threads (core/parallel.h): C is cut into row ranges when A
 // is the larger operand, else into column ranges, aligned to the micro-tile, so each

@@ -192,6 +192,35 @@ void pool_plane(bool max, const float* x, int64_t ld, const PoolWindow& w, float
   }
 }
 
+void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t top, int64_t left,
+                int64_t HP, int64_t WP, int64_t dst_stride, float fill, float* out) {
+  if (uses_avx512())
+    return detail::pad_planes_avx512(x, planes, H, W, top, left, HP, WP, dst_stride, fill, out);
+  const int64_t rows = std::min(H, HP - top), cols = std::min(W, WP - left);
+  for (int64_t p = 0; p < planes; ++p) {
+    float* dst = out + p * dst_stride;
+    std::fill(dst, dst + HP * WP, fill);
+    for (int64_t h = 0; h < rows; ++h)
+      std::copy(x + (p * H + h) * W, x + (p * H + h) * W + cols, dst + (h + top) * WP + left);
+  }
+}
+
+void depthwise_plane(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
+                     float* out) {
+  if (uses_avx512() && w.SW < (int64_t(1) << 27))
+    return detail::depthwise_plane_avx512(x, ld, w, weights, out);
+  // Elsewhere one output row at a time.
+  thread_local std::vector<const float*> rows, wrows;
+  rows.resize(size_t(w.KH));
+  wrows.resize(size_t(w.KH));
+  for (int64_t kh = 0; kh < w.KH; ++kh) wrows[size_t(kh)] = weights + kh * w.KW;
+  for (int64_t oh = 0; oh < w.OH; ++oh) {
+    for (int64_t kh = 0; kh < w.KH; ++kh) rows[size_t(kh)] = x + (oh * w.SH + kh * w.DH) * ld;
+    depthwise_row(rows.data(), wrows.data(), size_t(w.KH), 0, w.KW, w.SW, w.DW, out + oh * w.OW,
+                  size_t(w.OW));
+  }
+}
+
 void quantize_8bit(const float* x, size_t n, float scale, float zero_point, bool is_signed,
                    void* y) {
   if (uses_avx512()) return detail::quantize_8bit_avx512(x, n, scale, zero_point, is_signed, y);

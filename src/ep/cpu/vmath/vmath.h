@@ -80,6 +80,21 @@ struct PoolWindow {
 };
 void pool_plane(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale, float* out);
 
+// Copies `planes` H x W planes into planes of HP x WP floats (dst_stride floats apart),
+// each placed at row `top`, column `left` of a border of `fill`; input rows and columns
+// past HP or WP are dropped. The zero-bordered (or -inf bordered) copies that let
+// convolution and pooling windows run without border cases, without a memcpy call per
+// row (short rows of mobile networks cost more in calls than in bytes).
+void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t top, int64_t left,
+                int64_t HP, int64_t WP, int64_t dst_stride, float fill, float* out);
+
+// A depthwise convolution of one plane whose every window lies inside it (rows `ld`
+// floats apart): out[oh * OW + ow] = sum over the KH x KW window at (oh * SH, ow * SW)
+// (dilations DH, DW) of w[kh * KW + kw] times the input. One call per plane, like
+// pool_plane (AVX-512: sixteen outputs in a register over the whole window).
+void depthwise_plane(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
+                     float* out);
+
 // QuantizeLinear to 8 bits: y = saturate(round_half_even(x / scale) + zero_point) with
 // x / scale in float and a NaN result giving 0, as the QuantizeLinear kernel defines it.
 // y is uint8_t or int8_t storage.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,avx512dq,avx2,fma"))), \
@@ -198,12 +199,11 @@ void pool_plane_fixed(const float* x, int64_t ld, const PoolWindow& w, float sca
   for (int64_t oh = 0; oh < w.OH; ++oh) {
     const float* top = x + oh * w.SH * ld;
     float* dst = out + oh * w.OW;
-    int64_t o = 0;
-    // A whole block reads 16 * S floats from each tap: within the plane for these.
-    for (; o + 16 <= w.OW; o += 16) {
+    // Sixteen outputs from `o` with plain loads, when all they read lies in the plane.
+    auto whole = [&](int64_t o) {
       const float* p = top + o * S;
       const int64_t last = (p - x) + (w.KH - 1) * w.DH * ld + (w.KW - 1) * w.DW + 16 * S;
-      if (last > readable) break;
+      if (last > readable) return false;
       __m512 acc = load_whole<S>(p);
       for (int64_t kh = 0; kh < w.KH; ++kh) {
         const float* row = p + kh * w.DH * ld;
@@ -214,7 +214,12 @@ void pool_plane_fixed(const float* x, int64_t ld, const PoolWindow& w, float sca
       }
       if (!MAX) acc = _mm512_mul_ps(acc, vscale);
       _mm512_storeu_ps(dst + o, acc);
-    }
+      return true;
+    };
+    int64_t o = 0;
+    while (o + 16 <= w.OW && whole(o)) o += 16;
+    // A row's last few outputs: the sixteen ending there, recomputing some (no masks).
+    if (o < w.OW && w.OW >= 16 && whole(w.OW - 16)) o = w.OW;
     for (; o < w.OW; o += 16) {
       const __mmask16 lanes = first_lanes(w.OW - o);
       const float* p = top + o * S;
@@ -231,6 +236,107 @@ void pool_plane_fixed(const float* x, int64_t ld, const PoolWindow& w, float sca
 }
 
 }  // namespace
+
+namespace {
+
+// depthwise_plane for a stride S of 1 or 2: whole blocks of 16 outputs with plain loads
+// while every element they read lies in the plane, the rest through masked loads. Two
+// sums (even and odd taps) per block halve the FMA latency chain of a 3x3 window.
+template <int S>
+void depthwise_plane_fixed(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
+                           float* out, int64_t readable) {
+  const __m512i idx = _mm512_setzero_si512();  // unused: S is 1 or 2
+  for (int64_t oh = 0; oh < w.OH; ++oh) {
+    const float* top = x + oh * w.SH * ld;
+    float* dst = out + oh * w.OW;
+    // Sixteen outputs from `o` with plain loads, when all they read lies in the plane.
+    auto whole = [&](int64_t o) {
+      const float* p = top + o * S;
+      const int64_t last = (p - x) + (w.KH - 1) * w.DH * ld + (w.KW - 1) * w.DW + 16 * S;
+      if (last > readable) return false;
+      // Two named sums (an indexed pair would live on the stack).
+      __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+      for (int64_t kh = 0; kh < w.KH; ++kh) {
+        const float* row = p + kh * w.DH * ld;
+        const float* wk = weights + kh * w.KW;
+        int64_t kw = 0;
+        for (; kw + 1 < w.KW; kw += 2) {
+          even = _mm512_fmadd_ps(_mm512_set1_ps(wk[kw]), load_whole<S>(row + kw * w.DW), even);
+          odd = _mm512_fmadd_ps(_mm512_set1_ps(wk[kw + 1]), load_whole<S>(row + (kw + 1) * w.DW),
+                                odd);
+        }
+        if (kw < w.KW) {
+          even = _mm512_fmadd_ps(_mm512_set1_ps(wk[kw]), load_whole<S>(row + kw * w.DW), even);
+          std::swap(even, odd);  // the next row starts on the other sum
+        }
+      }
+      _mm512_storeu_ps(dst + o, _mm512_add_ps(even, odd));
+      return true;
+    };
+    int64_t o = 0;
+    while (o + 16 <= w.OW && whole(o)) o += 16;
+    // A row's last few outputs: the sixteen ending there, recomputing some (no masks).
+    if (o < w.OW && w.OW >= 16 && whole(w.OW - 16)) o = w.OW;
+    for (; o < w.OW; o += 16) {
+      const __mmask16 lanes = first_lanes(w.OW - o);
+      const float* p = top + o * S;
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t kh = 0; kh < w.KH; ++kh) {
+        const float* row = p + kh * w.DH * ld;
+        for (int64_t kw = 0; kw < w.KW; ++kw)
+          acc = _mm512_fmadd_ps(_mm512_set1_ps(weights[kh * w.KW + kw]),
+                                load_every(row + kw * w.DW, S, lanes, idx), acc);
+      }
+      _mm512_mask_storeu_ps(dst + o, lanes, acc);
+    }
+  }
+}
+
+}  // namespace
+
+void pad_planes_avx512(const float* x, int64_t planes, int64_t H, int64_t W, int64_t top,
+                       int64_t left, int64_t HP, int64_t WP, int64_t dst_stride, float fill,
+                       float* out) {
+  const int64_t rows = std::min(H, HP - top), cols = std::min(W, WP - left);
+  const __m512 vfill = _mm512_set1_ps(fill);
+  for (int64_t p = 0; p < planes; ++p) {
+    float* dst = out + p * dst_stride;
+    for (int64_t i = 0; i < HP * WP; i += 16)
+      _mm512_mask_storeu_ps(dst + i, first_lanes(HP * WP - i), vfill);
+    for (int64_t h = 0; h < rows; ++h) {
+      const float* src = x + (p * H + h) * W;
+      float* row = dst + (h + top) * WP + left;
+      for (int64_t j = 0; j < cols; j += 16) {
+        const __mmask16 lanes = first_lanes(cols - j);
+        _mm512_mask_storeu_ps(row + j, lanes, _mm512_maskz_loadu_ps(lanes, src + j));
+      }
+    }
+  }
+}
+
+void depthwise_plane_avx512(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
+                            float* out) {
+  const int64_t readable =
+      ((w.OH - 1) * w.SH + (w.KH - 1) * w.DH) * ld + (w.OW - 1) * w.SW + (w.KW - 1) * w.DW + 1;
+  if (w.SW == 1) return depthwise_plane_fixed<1>(x, ld, w, weights, out, readable);
+  if (w.SW == 2) return depthwise_plane_fixed<2>(x, ld, w, weights, out, readable);
+  const __m512i idx =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(int32_t(w.SW)));
+  for (int64_t oh = 0; oh < w.OH; ++oh) {
+    const float* top = x + oh * w.SH * ld;
+    for (int64_t o = 0; o < w.OW; o += 16) {
+      const __mmask16 lanes = first_lanes(w.OW - o);
+      const float* p = top + o * w.SW;
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t kh = 0; kh < w.KH; ++kh)
+        for (int64_t kw = 0; kw < w.KW; ++kw)
+          acc = _mm512_fmadd_ps(_mm512_set1_ps(weights[kh * w.KW + kw]),
+                                load_every(p + kh * w.DH * ld + kw * w.DW, w.SW, lanes, idx), acc);
+      _mm512_mask_storeu_ps(out + oh * w.OW + o, lanes, acc);
+    }
+  }
+}
 
 void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
                        float* out) {
@@ -330,6 +436,15 @@ void reduce_taps_avx512(bool max, const float* r, size_t count, int64_t stride, 
 void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
                        float* out) {
   pool_plane(max, x, ld, w, scale, out);
+}
+void depthwise_plane_avx512(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
+                            float* out) {
+  depthwise_plane(x, ld, w, weights, out);
+}
+void pad_planes_avx512(const float* x, int64_t planes, int64_t H, int64_t W, int64_t top,
+                       int64_t left, int64_t HP, int64_t WP, int64_t dst_stride, float fill,
+                       float* out) {
+  pad_planes(x, planes, H, W, top, left, HP, WP, dst_stride, fill, out);
 }
 }  // namespace nxrt::vmath::detail
 

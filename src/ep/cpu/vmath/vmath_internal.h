@@ -47,6 +47,11 @@ void reduce_taps_avx2(bool max, const float* r, size_t count, int64_t stride, in
                       int64_t dilation, float scale, float* out);
 void reduce_rows_avx512(bool max, const float* const* rows, size_t nrows, float* out, size_t n);
 // Strides below 2^27 (int32 gather offsets).
+void pad_planes_avx512(const float* x, int64_t planes, int64_t H, int64_t W, int64_t top,
+                       int64_t left, int64_t HP, int64_t WP, int64_t dst_stride, float fill,
+                       float* out);
+void depthwise_plane_avx512(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
+                            float* out);
 void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
                        float* out);
 // Any stride: 1 and 2 load rows, larger ones gather (int32 lane offsets: stride * 15 fits).
