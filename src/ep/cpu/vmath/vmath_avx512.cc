@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #if defined(__clang__)
@@ -188,108 +189,86 @@ NXRT_AVX512 __m512 load_whole(const float* p) {
   }
 }
 
-// pool_plane for a stride S of 1 or 2 (MAX: max, else sum times scale): whole blocks of 16
-// outputs with plain loads while every element they read lies in the plane, the rest
-// through load_every's masked loads.
-template <int S, bool MAX>
-void pool_plane_fixed(const float* x, int64_t ld, const PoolWindow& w, float scale, float* out,
-                      int64_t readable) {
-  const __m512 vscale = _mm512_set1_ps(scale);
-  const __m512i idx = _mm512_setzero_si512();  // unused: S is 1 or 2
+// Runs a plane's output rows in blocks of sixteen for a stride S of 1 or 2:
+// block(p, dst, lanes, whole) computes the outputs at dst from the windows starting at p;
+// `whole` is std::true_type when every tap's 16 * S floats lie in the plane (plain loads,
+// all lanes), else std::false_type and only `lanes` are computed, through masked loads. A
+// row's last outputs go as one more whole block that overlaps the one before it (some
+// outputs computed twice, identically) when it can, so masks are rare.
+template <int S, typename Block>
+NXRT_AVX512 void plane_blocks(const float* x, int64_t ld, const PoolWindow& w, float* out,
+                              Block&& block) {
+  const int64_t readable =
+      ((w.OH - 1) * w.SH + (w.KH - 1) * w.DH) * ld + (w.OW - 1) * w.SW + (w.KW - 1) * w.DW + 1;
+  const int64_t reach = (w.KH - 1) * w.DH * ld + (w.KW - 1) * w.DW + 16 * S;
+  auto fits = [&](const float* p) { return (p - x) + reach <= readable; };
   for (int64_t oh = 0; oh < w.OH; ++oh) {
     const float* top = x + oh * w.SH * ld;
     float* dst = out + oh * w.OW;
-    // Sixteen outputs from `o` with plain loads, when all they read lies in the plane.
-    auto whole = [&](int64_t o) {
-      const float* p = top + o * S;
-      const int64_t last = (p - x) + (w.KH - 1) * w.DH * ld + (w.KW - 1) * w.DW + 16 * S;
-      if (last > readable) return false;
-      __m512 acc = load_whole<S>(p);
-      for (int64_t kh = 0; kh < w.KH; ++kh) {
-        const float* row = p + kh * w.DH * ld;
-        for (int64_t kw = kh == 0 ? 1 : 0; kw < w.KW; ++kw) {
-          const __m512 v = load_whole<S>(row + kw * w.DW);
-          acc = MAX ? max_keep_nan16(acc, v) : _mm512_add_ps(acc, v);
-        }
-      }
-      if (!MAX) acc = _mm512_mul_ps(acc, vscale);
-      _mm512_storeu_ps(dst + o, acc);
-      return true;
-    };
     int64_t o = 0;
-    while (o + 16 <= w.OW && whole(o)) o += 16;
-    // A row's last few outputs: the sixteen ending there, recomputing some (no masks).
-    if (o < w.OW && w.OW >= 16 && whole(w.OW - 16)) o = w.OW;
-    for (; o < w.OW; o += 16) {
-      const __mmask16 lanes = first_lanes(w.OW - o);
-      const float* p = top + o * S;
-      __m512 acc = load_every(p, S, lanes, idx);
-      for (int64_t kh = 0; kh < w.KH; ++kh) {
-        const float* row = p + kh * w.DH * ld;
-        for (int64_t kw = kh == 0 ? 1 : 0; kw < w.KW; ++kw)
-          acc = combine(MAX, acc, load_every(row + kw * w.DW, S, lanes, idx));
-      }
-      if (!MAX) acc = _mm512_mul_ps(acc, vscale);
-      _mm512_mask_storeu_ps(dst + o, lanes, acc);
+    for (; o + 16 <= w.OW && fits(top + o * S); o += 16)
+      block(top + o * S, dst + o, __mmask16(0xFFFF), std::true_type{});
+    if (o < w.OW && w.OW >= 16 && fits(top + (w.OW - 16) * S)) {
+      block(top + (w.OW - 16) * S, dst + w.OW - 16, __mmask16(0xFFFF), std::true_type{});
+      o = w.OW;
     }
+    for (; o < w.OW; o += 16) block(top + o * S, dst + o, first_lanes(w.OW - o), std::false_type{});
   }
 }
 
-}  // namespace
+// Sixteen elements p[i * S] (S = 1 or 2): plain loads for a whole block, masked ones else.
+template <int S, bool WHOLE>
+NXRT_AVX512 __m512 load_block(const float* p, __mmask16 lanes) {
+  if constexpr (WHOLE) {
+    return load_whole<S>(p);
+  } else {
+    return load_every(p, S, lanes, _mm512_setzero_si512());  // no gather for S <= 2
+  }
+}
 
-namespace {
+// pool_plane for a stride S of 1 or 2 (MAX: max, else sum times scale).
+template <int S, bool MAX>
+void pool_plane_fixed(const float* x, int64_t ld, const PoolWindow& w, float scale, float* out) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  plane_blocks<S>(x, ld, w, out, [&](const float* p, float* dst, __mmask16 lanes, auto whole) {
+    constexpr bool kWhole = decltype(whole)::value;
+    __m512 acc = load_block<S, kWhole>(p, lanes);
+    for (int64_t kh = 0; kh < w.KH; ++kh) {
+      const float* row = p + kh * w.DH * ld;
+      for (int64_t kw = kh == 0 ? 1 : 0; kw < w.KW; ++kw)
+        acc = combine(MAX, acc, load_block<S, kWhole>(row + kw * w.DW, lanes));
+    }
+    if (!MAX) acc = _mm512_mul_ps(acc, vscale);
+    _mm512_mask_storeu_ps(dst, lanes, acc);
+  });
+}
 
-// depthwise_plane for a stride S of 1 or 2: whole blocks of 16 outputs with plain loads
-// while every element they read lies in the plane, the rest through masked loads. Two
-// sums (even and odd taps) per block halve the FMA latency chain of a 3x3 window.
+// depthwise_plane for a stride S of 1 or 2. Two sums (even and odd taps, named: an
+// indexed pair would live on the stack) halve the FMA latency chain of a 3x3 window.
 template <int S>
 void depthwise_plane_fixed(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
-                           float* out, int64_t readable) {
-  const __m512i idx = _mm512_setzero_si512();  // unused: S is 1 or 2
-  for (int64_t oh = 0; oh < w.OH; ++oh) {
-    const float* top = x + oh * w.SH * ld;
-    float* dst = out + oh * w.OW;
-    // Sixteen outputs from `o` with plain loads, when all they read lies in the plane.
-    auto whole = [&](int64_t o) {
-      const float* p = top + o * S;
-      const int64_t last = (p - x) + (w.KH - 1) * w.DH * ld + (w.KW - 1) * w.DW + 16 * S;
-      if (last > readable) return false;
-      // Two named sums (an indexed pair would live on the stack).
-      __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
-      for (int64_t kh = 0; kh < w.KH; ++kh) {
-        const float* row = p + kh * w.DH * ld;
-        const float* wk = weights + kh * w.KW;
-        int64_t kw = 0;
-        for (; kw + 1 < w.KW; kw += 2) {
-          even = _mm512_fmadd_ps(_mm512_set1_ps(wk[kw]), load_whole<S>(row + kw * w.DW), even);
-          odd = _mm512_fmadd_ps(_mm512_set1_ps(wk[kw + 1]), load_whole<S>(row + (kw + 1) * w.DW),
-                                odd);
-        }
-        if (kw < w.KW) {
-          even = _mm512_fmadd_ps(_mm512_set1_ps(wk[kw]), load_whole<S>(row + kw * w.DW), even);
-          std::swap(even, odd);  // the next row starts on the other sum
-        }
+                           float* out) {
+  plane_blocks<S>(x, ld, w, out, [&](const float* p, float* dst, __mmask16 lanes, auto whole) {
+    constexpr bool kWhole = decltype(whole)::value;
+    __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+    for (int64_t kh = 0; kh < w.KH; ++kh) {
+      const float* row = p + kh * w.DH * ld;
+      const float* wk = weights + kh * w.KW;
+      int64_t kw = 0;
+      for (; kw + 1 < w.KW; kw += 2) {
+        even = _mm512_fmadd_ps(_mm512_set1_ps(wk[kw]),
+                               load_block<S, kWhole>(row + kw * w.DW, lanes), even);
+        odd = _mm512_fmadd_ps(_mm512_set1_ps(wk[kw + 1]),
+                              load_block<S, kWhole>(row + (kw + 1) * w.DW, lanes), odd);
       }
-      _mm512_storeu_ps(dst + o, _mm512_add_ps(even, odd));
-      return true;
-    };
-    int64_t o = 0;
-    while (o + 16 <= w.OW && whole(o)) o += 16;
-    // A row's last few outputs: the sixteen ending there, recomputing some (no masks).
-    if (o < w.OW && w.OW >= 16 && whole(w.OW - 16)) o = w.OW;
-    for (; o < w.OW; o += 16) {
-      const __mmask16 lanes = first_lanes(w.OW - o);
-      const float* p = top + o * S;
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t kh = 0; kh < w.KH; ++kh) {
-        const float* row = p + kh * w.DH * ld;
-        for (int64_t kw = 0; kw < w.KW; ++kw)
-          acc = _mm512_fmadd_ps(_mm512_set1_ps(weights[kh * w.KW + kw]),
-                                load_every(row + kw * w.DW, S, lanes, idx), acc);
+      if (kw < w.KW) {
+        even = _mm512_fmadd_ps(_mm512_set1_ps(wk[kw]),
+                               load_block<S, kWhole>(row + kw * w.DW, lanes), even);
+        std::swap(even, odd);  // the next row starts on the other sum
       }
-      _mm512_mask_storeu_ps(dst + o, lanes, acc);
     }
-  }
+    _mm512_mask_storeu_ps(dst, lanes, _mm512_add_ps(even, odd));
+  });
 }
 
 }  // namespace
@@ -316,10 +295,8 @@ void pad_planes_avx512(const float* x, int64_t planes, int64_t H, int64_t W, int
 
 void depthwise_plane_avx512(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
                             float* out) {
-  const int64_t readable =
-      ((w.OH - 1) * w.SH + (w.KH - 1) * w.DH) * ld + (w.OW - 1) * w.SW + (w.KW - 1) * w.DW + 1;
-  if (w.SW == 1) return depthwise_plane_fixed<1>(x, ld, w, weights, out, readable);
-  if (w.SW == 2) return depthwise_plane_fixed<2>(x, ld, w, weights, out, readable);
+  if (w.SW == 1) return depthwise_plane_fixed<1>(x, ld, w, weights, out);
+  if (w.SW == 2) return depthwise_plane_fixed<2>(x, ld, w, weights, out);
   const __m512i idx =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                          _mm512_set1_epi32(int32_t(w.SW)));
@@ -340,16 +317,13 @@ void depthwise_plane_avx512(const float* x, int64_t ld, const PoolWindow& w, con
 
 void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
                        float* out) {
-  // Floats of the plane from x on: the last window row ends (KW - 1) * DW past its start.
-  const int64_t readable =
-      ((w.OH - 1) * w.SH + (w.KH - 1) * w.DH) * ld + (w.OW - 1) * w.SW + (w.KW - 1) * w.DW + 1;
   if (w.SW == 1) {
-    return max ? pool_plane_fixed<1, true>(x, ld, w, scale, out, readable)
-               : pool_plane_fixed<1, false>(x, ld, w, scale, out, readable);
+    return max ? pool_plane_fixed<1, true>(x, ld, w, scale, out)
+               : pool_plane_fixed<1, false>(x, ld, w, scale, out);
   }
   if (w.SW == 2) {
-    return max ? pool_plane_fixed<2, true>(x, ld, w, scale, out, readable)
-               : pool_plane_fixed<2, false>(x, ld, w, scale, out, readable);
+    return max ? pool_plane_fixed<2, true>(x, ld, w, scale, out)
+               : pool_plane_fixed<2, false>(x, ld, w, scale, out);
   }
   const __m512i idx =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
