@@ -183,16 +183,6 @@ void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, f
   }
 }
 
-// The H x W plane x placed at (top, left) in a rows x cols plane filled with `fill`
-// (input rows or columns beyond it dropped).
-void bordered_plane(const float* x, int64_t H, int64_t W, int64_t top, int64_t left, int64_t rows,
-                    int64_t cols, float fill, float* out) {
-  std::fill(out, out + rows * cols, fill);
-  const int64_t copy_rows = std::min(H, rows - top), copy_cols = std::min(W, cols - left);
-  for (int64_t h = 0; h < copy_rows; ++h)
-    std::copy(x + h * W, x + h * W + copy_cols, out + (h + top) * cols + left);
-}
-
 // Stride-1 2-D pooling of `planes` planes at once, without per-row calls or border
 // cases: the planes are stacked into one tall zero- (average) or -inf- (max) bordered
 // image of width WP = OW + (KW - 1) * DW, so the vertical pass is one reduce_rows over
@@ -211,8 +201,7 @@ void pool2d_stride1_stacked(const Pool2d& g, bool max, bool include_pad, const f
   float* padded = thread_scratch<float>(size_t(flat + tail), 1);
   float* vertical = thread_scratch<float>(size_t(flat + tail), 2);
   const float fill = max ? -std::numeric_limits<float>::infinity() : 0.0f;
-  for (int64_t p = 0; p < planes; ++p)
-    bordered_plane(x + p * g.H * g.W, g.H, g.W, g.PT, g.PL, HP, WP, fill, padded + p * HP * WP);
+  vmath::pad_planes(x, planes, g.H, g.W, g.PT, g.PL, HP, WP, HP * WP, fill, padded);
   std::fill(padded + flat, padded + flat + tail, fill);
   // Vertical: row i of `vertical` reduces rows i, i + DH, ... of the stack.
   SmallVec<const float*, 16> taps;
@@ -342,8 +331,8 @@ class PoolKernel final : public Kernel {
           const float* src = x.data<float>() + p * in_size;
           int64_t ld = g.W;
           if (!inside) {
-            bordered_plane(src, g.H, g.W, g.PT, g.PL, HP, WP,
-                           -std::numeric_limits<float>::infinity(), plane);
+            vmath::pad_planes(src, 1, g.H, g.W, g.PT, g.PL, HP, WP, HP * WP,
+                              -std::numeric_limits<float>::infinity(), plane);
             src = plane;
             ld = WP;
           }
