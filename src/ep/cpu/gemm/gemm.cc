@@ -22,6 +22,14 @@ namespace {
 constexpr int64_t kKC = 128;   // depth of a packed slice: a 16-wide B panel is 16 KiB
 constexpr int64_t kMC = 96;    // rows of A packed at once (multiple of every MR)
 constexpr int64_t kNC = 1536;  // columns of B packed at once (multiple of every NR)
+// At most this many floats of B per (column block, K slice): the block is read once per
+// A panel, so it must stay in L2 (2 MiB on the machines measured) beside A and C.
+constexpr int64_t kBlockFloats = int64_t(1) << 18;  // 1 MiB
+
+// Columns per block for slices kc deep: kNC, fewer for deep slices, a multiple of NR.
+int64_t block_columns(int64_t kc, int64_t NR) {
+  return std::max(NR, std::min(kNC, kBlockFloats / std::max<int64_t>(kc, 1)) / NR * NR);
+}
 
 // Portable R x 8 tile (MR = 4): 8 accumulator vectors with SSE2, so it stays in
 // registers on the x86-64 baseline; fixed-size loops GCC unrolls and vectorizes.
@@ -216,13 +224,15 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
   }
   if (b_direct) {
     pb = scratch(tls.b, tls.b_cap, size_t(NR * kc_max));
-  } else if (!B.packed) {
-    const int64_t nc_max = std::min<int64_t>(kNC, (N + NR - 1) / NR * NR);
+  }
+  const int64_t NC = block_columns(kc_max, NR);
+  if (!b_direct && !B.packed) {
+    const int64_t nc_max = std::min<int64_t>(NC, (N + NR - 1) / NR * NR);
     pb = scratch(tls.b, tls.b_cap, size_t(nc_max * kc_max));
   }
 
-  for (int64_t jc = 0; jc < N; jc += kNC) {
-    const int64_t nc = std::min(kNC, N - jc);
+  for (int64_t jc = 0; jc < N; jc += NC) {
+    const int64_t nc = std::min(NC, N - jc);
     for (int64_t pc = 0; pc < K; pc += KC) {
       const int64_t kc = std::min(KC, K - pc);
       // Later K slices accumulate onto the first one's result.
@@ -259,15 +269,19 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
           as = pa;
         }
         // One A panel: hand the kernel several B panels (thin tiles run them together).
-        // Several: one B panel at a time, so it stays in L1 while all A panels pass.
+        // Each A panel (in L1) sweeps the whole B block (in L2) before the next one:
+        // its C tiles then follow each other along the same MR rows, a few sequential
+        // write streams the prefetchers follow. B panel outside, A panels inside would
+        // keep the B panel in L1 but write C in mc scattered rows at a time, each line
+        // a cache miss once C is larger than L2 (a 1x1 conv's 56x56 output: half speed).
         const int64_t width = NR * (mc <= MR ? kPanelGroup : 1);
         auto sweep = [&](int64_t j0, int64_t j1, bool in_place) {
-          for (int64_t jr = j0; jr < j1; jr += width) {
-            const int64_t nr = std::min<int64_t>(width, j1 - jr);
-            const float* bp = in_place ? b_in_place + jr : bs + (jr - whole) * kc;
-            const int64_t b_row = in_place ? B.ld : NR, b_panel = in_place ? NR : kc * NR;
-            for (int64_t ir = 0; ir < mc; ir += MR) {
-              const int64_t mr = std::min<int64_t>(MR, mc - ir);
+          const int64_t b_row = in_place ? B.ld : NR, b_panel = in_place ? NR : kc * NR;
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const int64_t mr = std::min<int64_t>(MR, mc - ir);
+            for (int64_t jr = j0; jr < j1; jr += width) {
+              const int64_t nr = std::min<int64_t>(width, j1 - jr);
+              const float* bp = in_place ? b_in_place + jr : bs + (jr - whole) * kc;
               kernel(kc, as + ir / MR * a_step, ak, bp, b_row, b_panel,
                      C + (ic + ir) * rs_c + (jc + jr) * cs_c, rs_c, cs_c, alpha, beta_k, mr, nr);
             }
@@ -380,6 +394,8 @@ int64_t in_place_ld(int64_t cols) {
   while (!detail::b_readable_in_place(ld)) ld += 16;
   return ld;
 }
+
+bool readable_in_place(int64_t ld) { return detail::b_readable_in_place(ld); }
 
 MicroKernel pick_kernel(int64_t M, int64_t N) { return detail::resolve(MicroKernel::kAuto, M, N); }
 
@@ -498,10 +514,11 @@ bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const
   }
   const int64_t M = m_end < 0 ? A.rows() : std::min(m_end, A.rows()), K = A.cols();
   if (M <= m_begin || N <= 0) return true;
-  // The Goto order of blocked_gemm without packing B: per K slice and block of A rows,
-  // one B panel at a time stays in L1 while every A panel of the block passes over it.
-  for (int64_t jc = 0; jc < N; jc += detail::kNC) {
-    const int64_t nc = std::min(detail::kNC, N - jc);
+  // The loop order of blocked_gemm without packing B: per column block, K slice and
+  // block of A rows, each A panel sweeps the block's columns.
+  const int64_t NC = detail::block_columns(A.depth(), NR);
+  for (int64_t jc = 0; jc < N; jc += NC) {
+    const int64_t nc = std::min(NC, N - jc);
     for (int64_t pc = 0; pc < K; pc += A.depth()) {
       const int64_t kc = std::min(A.depth(), K - pc);
       const float beta = pc == 0 ? 0.0f : 1.0f;
@@ -509,9 +526,9 @@ bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const
       for (int64_t ic = m_begin; ic < M; ic += detail::kMC) {
         const int64_t mc = std::min(detail::kMC, M - ic);
         const int64_t width = NR * (mc <= MR ? detail::kPanelGroup : 1);
-        for (int64_t jr = 0; jr < nc; jr += width) {
-          const int64_t nr = std::min(width, nc - jr);
-          for (int64_t ir = 0; ir < mc; ir += MR) {
+        for (int64_t ir = 0; ir < mc; ir += MR) {
+          for (int64_t jr = 0; jr < nc; jr += width) {
+            const int64_t nr = std::min(width, nc - jr);
             float* c = C + (ic + ir) * ldc + jc + jr;
             if (conv && pc + kc >= K)
               conv_kernel(kc, as + (ic + ir) * kc, MR, b_rows + pc, col0 + jc + jr, c, ldc, beta,

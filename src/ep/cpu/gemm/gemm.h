@@ -26,6 +26,10 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 // in place, without packing it, when the buffer is 64-byte aligned.
 int64_t in_place_ld(int64_t cols);
 
+// Whether rows `ld` floats apart spread over the L1 cache's sets, so a GEMM can read
+// them in place (in_place_ld's test).
+bool readable_in_place(int64_t ld);
+
 // The kernel kAuto picks for an M x N product on this CPU.
 MicroKernel pick_kernel(int64_t M, int64_t N);
 
@@ -87,19 +91,21 @@ void sgemm_packed_left(const PackedMatrix& A, bool trans_b, int64_t N, float alp
 // product's row m is output channel m (at y + m * plane); its column p is output position
 // (p / wp, p % wp) of a row laid out wp wide, of which the first ow are kept and stored at
 // (p / wp) * ow + p % wp. Each kept value is v * scale[m] + shift[m] (scale, shift null:
-// 1 and 0), clamped to [lo, hi] (a Relu: 0 and inf), NaN kept.
+// 1 and 0), plus z at the same place as in y when z is given (a residual sum), clamped to
+// [lo, hi] (a Relu: 0 and inf), NaN kept.
 struct ConvOutput {
   float* y = nullptr;
   int64_t plane = 0, wp = 0, ow = 0;
   const float* scale = nullptr;
   const float* shift = nullptr;
+  const float* z = nullptr;
   float lo = -__builtin_inff(), hi = __builtin_inff();
 };
 
 // C (M x N, row stride ldc) = A * B with A from pack_left and B given by row: element
 // (k, j) at b_rows[k][col0 + j]. B is never copied, so its rows may overlap (the shifted
-// input rows of a direct convolution). Whole panels are read: each row must stay
-// readable up to col0 + N rounded up to 48 columns. Single-threaded. False (nothing
+// input rows of a direct convolution, or the channel planes of a 1x1 one). Only columns
+// [col0, col0 + N) of each row are read. Single-threaded. False (nothing
 // computed) when A was not packed for an AVX-512 kernel.
 // Only rows [m_begin, m_end) of C when given (m_begin a multiple of A.row_tile(); m_end
 // -1 for all): threads can split a product by rows, each streaming its share of A.

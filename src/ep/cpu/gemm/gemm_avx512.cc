@@ -50,23 +50,52 @@ __attribute__((target("avx512f"), always_inline)) inline void store_conv(
     int64_t row0, const float* c, int64_t rs_c, float beta) {
   __mmask16 keep[V];
   int64_t at[V];
+  // Lanes [0, n) as a mask, n clamped to [0, 16].
+  auto lanes_below = [](int64_t n) { return n <= 0 ? 0u : n >= 16 ? 0xFFFFu : (1u << n) - 1; };
+  if (o.wp == o.ow) {  // no dropped column: the tile's columns are Y's positions
 #pragma GCC unroll 12
-  for (int v = 0; v < V; ++v) {
-    const int64_t p = col + 16 * v;
-    int64_t oh = p / o.wp, ow = p % o.wp;
-    unsigned bits = 0;
-    at[v] = -1;
-    for (int i = 0; i < 16; ++i) {
-      if ((valid[v] >> i & 1) && ow < o.ow) {
-        bits |= 1u << i;
-        if (at[v] < 0) at[v] = oh * o.ow + ow;
-      }
-      if (++ow == o.wp) {
-        ow = 0;
+    for (int v = 0; v < V; ++v) {
+      keep[v] = valid[v];
+      at[v] = col + 16 * v;
+    }
+  } else if (o.wp >= 16) {
+    // A vector's 16 columns span at most two rows: the kept ones are the first
+    // ow - c0 lanes (c0: its first column's place in its row) and, from lane wp - c0
+    // where the next row starts, the next ow lanes.
+    const int64_t p0 = col;
+    int64_t oh = p0 / o.wp, c0 = p0 % o.wp;
+#pragma GCC unroll 12
+    for (int v = 0; v < V; ++v) {
+      const int64_t next_row = o.wp - c0;
+      const unsigned first = lanes_below(o.ow - c0);
+      const unsigned second = lanes_below(next_row + o.ow) & ~lanes_below(next_row);
+      keep[v] = __mmask16((first | second) & valid[v]);
+      at[v] = first ? oh * o.ow + c0 : (oh + 1) * o.ow;
+      c0 += 16;
+      if (c0 >= o.wp) {
+        c0 -= o.wp;
         ++oh;
       }
     }
-    keep[v] = __mmask16(bits);
+  } else {
+#pragma GCC unroll 12
+    for (int v = 0; v < V; ++v) {
+      const int64_t p = col + 16 * v;
+      int64_t oh = p / o.wp, ow = p % o.wp;
+      unsigned bits = 0;
+      at[v] = -1;
+      for (int i = 0; i < 16; ++i) {
+        if ((valid[v] >> i & 1) && ow < o.ow) {
+          bits |= 1u << i;
+          if (at[v] < 0) at[v] = oh * o.ow + ow;
+        }
+        if (++ow == o.wp) {
+          ow = 0;
+          ++oh;
+        }
+      }
+      keep[v] = __mmask16(bits);
+    }
   }
   const __m512 lo = _mm512_set1_ps(o.lo), hi = _mm512_set1_ps(o.hi);
 #pragma GCC unroll 12
@@ -82,9 +111,47 @@ __attribute__((target("avx512f"), always_inline)) inline void store_conv(
       if (beta != 0.0f)
         out = _mm512_add_ps(out, _mm512_maskz_loadu_ps(valid[v], c + r * rs_c + 16 * v));
       out = _mm512_fmadd_ps(out, scale, shift);
+      // Z's values sit where Y's go: expand-load is compress-store's inverse.
+      if (o.z)
+        out = _mm512_add_ps(out, _mm512_maskz_expandloadu_ps(keep[v], o.z + m * o.plane + at[v]));
       // max(lo, x) and min(hi, x) return x when it is NaN (the second operand).
       out = _mm512_min_ps(hi, _mm512_max_ps(lo, out));
       _mm512_mask_compressstoreu_ps(y + at[v], keep[v], out);
+    }
+  }
+}
+
+// acc += A (R x kc) * B (kc x NP panels), each B vector loaded under its mask when
+// kMasked.
+template <int VECS, int R, int NP, bool kMasked, typename BSource>
+__attribute__((target("avx512f"), always_inline)) inline void accumulate(
+    int64_t kc, const float* a, int64_t ak, const BSource& b,
+    const __mmask16 (&load_mask)[VECS * NP], __m512 (&acc)[R][VECS * NP]) {
+  constexpr int kVecs = VECS, V = VECS * NP;
+  for (int64_t k = 0; k < kc; ++k) {
+    __m512 bv[V];
+#pragma GCC unroll 4
+    for (int q = 0; q < NP; ++q)
+#pragma GCC unroll 3
+      for (int s = 0; s < kVecs; ++s) {
+        const float* src = b.at(k, q) + 16 * s;
+        if constexpr (kMasked)
+          bv[q * kVecs + s] = _mm512_maskz_loadu_ps(load_mask[q * kVecs + s], src);
+        else
+          bv[q * kVecs + s] = _mm512_loadu_ps(src);
+      }
+    // The next panel's row k: a B read in place has its rows far apart (one page each),
+    // where the hardware prefetchers lose track; packed panels just stream.
+    const float* next = b.at(k, NP);
+#pragma GCC unroll 3
+    for (int s = 0; s < kVecs; ++s)
+      _mm_prefetch(reinterpret_cast<const char*>(next + 16 * s), _MM_HINT_T0);
+    const float* ap = a + k * ak;
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(ap[r]);
+#pragma GCC unroll 12
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
   }
 }
@@ -105,36 +172,29 @@ __attribute__((target("avx512f"), always_inline)) inline void tile(
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 12
     for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < kc; ++k) {
-    __m512 bv[V];
-#pragma GCC unroll 4
-    for (int q = 0; q < NP; ++q)
-#pragma GCC unroll 3
-      for (int s = 0; s < kVecs; ++s) bv[q * kVecs + s] = _mm512_loadu_ps(b.at(k, q) + 16 * s);
-    // The next panel's row k: a B read in place has its rows far apart (one page each),
-    // where the hardware prefetchers lose track; packed panels just stream.
-    const float* next = b.at(k, NP);
-#pragma GCC unroll 3
-    for (int s = 0; s < kVecs; ++s)
-      _mm_prefetch(reinterpret_cast<const char*>(next + 16 * s), _MM_HINT_T0);
-    const float* ap = a + k * ak;
+  // B given by row pointers is read only up to its last column (masked loads do not
+  // fault): its rows may end at the end of a tensor. Packed panels are zero-padded.
+  // Masked loads take an extra ALU micro-op on the FMA ports: full tiles load plainly.
+  __mmask16 load_mask[V];
 #pragma GCC unroll 12
-    for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_set1_ps(ap[r]);
-#pragma GCC unroll 12
-      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+  for (int v = 0; v < V; ++v) {
+    const int64_t left = nr - 16 * v;
+    load_mask[v] = left >= 16  ? __mmask16(0xFFFF)
+                   : left <= 0 ? __mmask16(0)
+                               : __mmask16((1u << left) - 1);
+  }
+  if constexpr (requires { b.col; }) {
+    if (nr < V * 16) {
+      accumulate<VECS, R, NP, true>(kc, a, ak, b, load_mask, acc);
+    } else {
+      accumulate<VECS, R, NP, false>(kc, a, ak, b, load_mask, acc);
     }
+  } else {
+    accumulate<VECS, R, NP, false>(kc, a, ak, b, load_mask, acc);
   }
   if (cs_c == 1) {
     // Row-major C: masked stores cover a partial last panel without spilling.
-    __mmask16 mask[V];
-#pragma GCC unroll 12
-    for (int v = 0; v < V; ++v) {
-      const int64_t left = nr - 16 * v;
-      mask[v] = left >= 16  ? __mmask16(0xFFFF)
-                : left <= 0 ? __mmask16(0)
-                            : __mmask16((1u << left) - 1);
-    }
+    const __mmask16(&mask)[V] = load_mask;
     const __m512 va = _mm512_set1_ps(alpha);
     const __m512 vb = _mm512_set1_ps(beta);
     if constexpr (requires { b.col; }) {

@@ -349,6 +349,37 @@ void fill_phase_plane(const float* x, int64_t H, int64_t W, int64_t row0, int64_
   }
 }
 
+// The zero-bordered phase planes of `channels` H x W input planes, `plane` floats apart
+// (phase (a, b) of channel c at (c * phases + a_index * col_phases + b_index) * plane),
+// in a thread scratch buffer, on the run's threads. `tail`: floats read past the last
+// plane (a shifted row's dropped columns).
+const float* fill_planes(const float* x, int64_t channels, int64_t H, int64_t W, int64_t PT,
+                         int64_t PL, int64_t SH, int64_t SW, int64_t HP, int64_t WP, int64_t plane,
+                         const SmallVec<int64_t, 4>& phase_rows,
+                         const SmallVec<int64_t, 4>& phase_cols, int64_t tail) {
+  const int64_t col_phases = int64_t(phase_cols.size());
+  const int64_t phases = int64_t(phase_rows.size()) * col_phases;
+  const int64_t planes = channels * phases, in_size = H * W;
+  const size_t padded_floats = size_t(planes * plane + tail + 16);
+  float* xp = thread_scratch<float>(padded_floats, 3);
+  const int64_t pieces = int64_t(parallel_pieces(double(planes * plane), double(1 << 18)));
+  parallel_for(size_t(pieces), [&](size_t piece) {
+    for (int64_t p = planes * int64_t(piece) / pieces; p < planes * int64_t(piece + 1) / pieces;
+         ++p) {
+      const int64_t a = phase_rows[size_t(p % phases / col_phases)];
+      const int64_t b = phase_cols[size_t(p % col_phases)];
+      float* dst = xp + p * plane;
+      fill_phase_plane(x + p / phases * in_size, H, W, a - PT, SH, b - PL, SW, HP, WP, dst);
+      // The gap to the next plane is read too (past a row's last output, by whole
+      // panels): zeros, since stale bits there could be subnormals, which slow the FMAs
+      // that read them by orders of magnitude even though their results are dropped.
+      std::fill(dst + HP * WP, dst + plane, 0.0f);
+    }
+  });
+  std::fill(xp + planes * plane, xp + padded_floats, 0.0f);
+  return xp;
+}
+
 // Depthwise conv (one input channel per group; `mult` outputs per channel) into y (one
 // image, C * mult channels): 2-D float by rows, the rest by accumulating each kernel tap
 // straight into a zeroed y. An im2col and a one-row GEMM per channel would cost more than
@@ -807,29 +838,17 @@ class ConvKernel final : public Kernel {
         phase_cols.push_back(kw * DW % SW);
       }
     const int64_t phases = row_phases * col_phases, in_size = H * W;
+    // A convolution with one phase, no padding and one column tap (1x1 convolutions
+    // above all) reads its rows straight from the input: its padded planes would be the
+    // input planes themselves (no row reads past its plane's end but for dropped columns,
+    // which are never read). Only when their stride spreads a K slice over the L1 sets.
+    const bool in_place =
+        phases == 1 && KW == 1 && PT == 0 && HP == H && WP == W && gemm::readable_in_place(in_size);
     // Planes a stride apart that spreads the rows of one K slice over the L1 cache's sets.
-    const int64_t plane = gemm::in_place_ld(HP * WP);
-    // Past the last plane: the furthest shifted row is read up to a whole panel beyond
-    // its last output column.
-    const int64_t tail = (KW - 1) * DW / SW + 64;
-    const int64_t planes = N * C * phases;
-    const size_t padded_floats = size_t(planes * plane + tail);
-    float* xp = thread_scratch<float>(padded_floats, 3);
-    const int64_t pieces = int64_t(parallel_pieces(double(planes * plane), double(1 << 18)));
-    parallel_for(size_t(pieces), [&](size_t piece) {
-      for (int64_t p = planes * int64_t(piece) / pieces; p < planes * int64_t(piece + 1) / pieces;
-           ++p) {
-        const int64_t a = phase_rows[size_t(p % phases / col_phases)];
-        const int64_t b = phase_cols[size_t(p % col_phases)];
-        float* dst = xp + p * plane;
-        fill_phase_plane(x + p / phases * in_size, H, W, a - PT, SH, b - PL, SW, HP, WP, dst);
-        // The gap to the next plane is read too (past a row's last output, by whole
-        // panels): zeros, since stale bits there could be subnormals, which slow the FMAs
-        // that read them by orders of magnitude even though their results are dropped.
-        std::fill(dst + HP * WP, dst + plane, 0.0f);
-      }
-    });
-    std::fill(xp + planes * plane, xp + padded_floats, 0.0f);
+    const int64_t plane = in_place ? in_size : gemm::in_place_ld(HP * WP);
+    const float* xp = in_place ? x
+                               : fill_planes(x, N * C, H, W, PT, PL, SH, SW, HP, WP, plane,
+                                             phase_rows, phase_cols, (KW - 1) * DW / SW);
 
     // Chunks of whole output rows, 256 to 2048 columns: the block of output (Mg x
     // columns) at most about 1 MiB so it is still in L2 for the epilogue, and wide enough
@@ -851,10 +870,10 @@ class ConvKernel final : public Kernel {
     const int64_t tile = left[0].row_tile();
     const int64_t m_step = split_weights ? ((Mg + width - 1) / width + tile - 1) / tile * tile : Mg;
     const int64_t m_blocks = (Mg + m_step - 1) / m_step;
-    // Without a sum input and with no activation, a Relu or a Clip, the micro-kernel
-    // finishes each tile itself, straight into Y (store.y set as a flag here).
+    // With no activation, a Relu or a Clip, the micro-kernel finishes each tile itself,
+    // sum input included, straight into Y (store.y set as a flag here).
     gemm::ConvOutput store;
-    if (!z && clamp_bounds(store.lo, store.hi)) {
+    if (clamp_bounds(store.lo, store.hi)) {
       store.y = y;
       store.plane = out_size;
       store.wp = WP;
@@ -891,6 +910,7 @@ class ConvKernel final : public Kernel {
         o.y = yg;
         o.scale = scale ? scale + g * Mg : nullptr;
         o.shift = bias ? bias + g * Mg : nullptr;
+        o.z = z ? z + (yg - y) : nullptr;
         gemm::sgemm_packed_left_rows(left[size_t(g)], cols, b_rows, r0 * WP, part, ldc, m0, m1, &o);
         return;
       }
@@ -988,7 +1008,7 @@ class ConvKernel final : public Kernel {
     const std::vector<gemm::PackedMatrix>* left = nullptr;
     if constexpr (std::is_same_v<T, float>) {
       if (packed) {
-        if (!pointwise && shifted_rows(L, N, C, M, x, w, y, z, bias, scale)) return;
+        if (shifted_rows(L, N, C, M, x, w, y, z, bias, scale)) return;
         left = &left_packed(w, G, Mg, K, false);
       }
     }
