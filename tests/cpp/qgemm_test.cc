@@ -39,8 +39,9 @@ void check(int64_t M, int64_t N, int64_t K, bool a_signed, bool b_signed, bool p
 }
 
 void check_all(nxrt::gemm::QKernel kernel) {
-  const int64_t sizes[][3] = {{1, 1, 1},     {5, 17, 3},    {12, 32, 4}, {13, 33, 9},
-                              {40, 70, 131}, {1, 384, 384}, {25, 16, 64}};
+  const int64_t sizes[][3] = {{1, 1, 1},    {5, 17, 3},     {12, 32, 4},
+                              {13, 33, 9},  {40, 70, 131},  {1, 384, 384},
+                              {25, 16, 64}, {70, 100, 200}, {33, 48, 640}};
   for (const auto& s : sizes)
     for (int signs = 0; signs < 4; ++signs)
       for (bool per_column : {false, true})

@@ -29,6 +29,17 @@ void qkernel_portable(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* b
 
 QKernelFn pick_kernel() { return has_avx512_vnni() ? &qkernel_avx512_vnni : &qkernel_portable; }
 
+// AMX tiles when the CPU and OS allow them (NXRT_QGEMM=vnni or portable caps the choice);
+// B is then packed 64 k deep.
+bool use_amx() {
+  static const bool yes = [] {
+    const char* env = std::getenv("NXRT_QGEMM");
+    if (env && (std::strcmp(env, "vnni") == 0 || std::strcmp(env, "portable") == 0)) return false;
+    return has_avx512_vnni() && amx_available();
+  }();
+  return yes;
+}
+
 // Multiply-adds below which rows are not split across threads.
 constexpr double kMinQMacsPerPiece = double(1 << 20);
 
@@ -55,7 +66,8 @@ PackedQuantB PackedQuantB::pack(int64_t K, int64_t N, const void* B, int64_t ldb
   PackedQuantB p;
   p.K_ = K;
   p.N_ = N;
-  p.K4_ = (K + 3) / 4 * 4;
+  const int64_t depth_step = detail::use_amx() ? 64 : 4;
+  p.K4_ = (K + depth_step - 1) / depth_step * depth_step;
   p.panels_ = (N + kQPanel - 1) / kQPanel;
   p.signed_ = is_signed;
   p.data_.assign(size_t(p.panels_ * p.K4_ * kQPanel), 0);
@@ -95,8 +107,12 @@ struct FloatOut {
 void run_qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
                const int8_t* panels, const int32_t* col_sum, const int32_t* col_zero, int64_t N,
                int64_t K, int64_t K4, int32_t* C, int64_t ldc, const FloatOut* out, QKernel which) {
-  const QKernelFn kernel = which == QKernel::kPortable ? &qkernel_portable : pick_kernel();
+  const bool amx = which != QKernel::kPortable && K4 % 64 == 0 && use_amx();
+  const QKernelFn kernel = which == QKernel::kPortable ? &qkernel_portable
+                           : amx                       ? &qkernel_amx
+                                                       : pick_kernel();
   const bool vector_edges = which != QKernel::kPortable && has_avx512_vnni();
+  const int64_t block_rows = amx ? kQRowsAmx : kQRows;
   const int32_t za = a_signed ? a_zero + 128 : a_zero;
   const uint8_t flip = a_signed ? 0x80 : 0;
   const auto* a_bytes = static_cast<const uint8_t*>(A);
@@ -105,7 +121,7 @@ void run_qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_z
   col_term.resize(size_t(N));
   for (int64_t j = 0; j < N; ++j)
     col_term[size_t(j)] = -za * col_sum[j] + int32_t(K) * za * col_zero[j];
-  const int64_t blocks = (M + kQRows - 1) / kQRows;
+  const int64_t blocks = (M + block_rows - 1) / block_rows;
   const size_t pieces = std::min<size_t>(
       parallel_pieces(double(M) * double(N) * double(K), kMinQMacsPerPiece), size_t(blocks));
   const int64_t per_piece = (blocks + int64_t(pieces) - 1) / int64_t(pieces);
@@ -115,12 +131,13 @@ void run_qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_z
     // for float output the int32 tile of the block.
     thread_local std::vector<uint8_t> rows;
     thread_local std::vector<int32_t> tile;
-    rows.resize(size_t(kQRows * K4));
-    if (out) tile.resize(size_t(kQRows * N));
-    int32_t row_sum[kQRows];
+    rows.resize(size_t(block_rows * K4));
+    if (out) tile.resize(size_t(block_rows * N));
+    int32_t row_sum[kQRowsAmx];
+    if (amx) amx_configure();
     const int64_t b0 = int64_t(piece) * per_piece, b1 = std::min(blocks, b0 + per_piece);
     for (int64_t blk = b0; blk < b1; ++blk) {
-      const int64_t i0 = blk * kQRows, mr = std::min(kQRows, M - i0);
+      const int64_t i0 = blk * block_rows, mr = std::min(block_rows, M - i0);
       if (vector_edges)
         prepare_rows_avx512(a_bytes + i0 * lda, lda, mr, K, K4, flip, rows.data(), row_sum);
       for (int64_t i = 0; i < mr && !vector_edges; ++i) {
@@ -160,6 +177,7 @@ void run_qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_z
         }
       }
     }
+    if (amx) amx_release();
   });
 }
 

@@ -5,8 +5,9 @@
 
 namespace nxrt::gemm::detail {
 
-// Rows per micro-kernel call and columns per packed panel.
+// Rows per micro-kernel call (VNNI, AMX) and columns per packed panel.
 constexpr int64_t kQRows = 12;
+constexpr int64_t kQRowsAmx = 32;
 constexpr int64_t kQPanel = 16;
 
 // Raw sums for mr <= kQRows rows of a' (uint8, rows lda bytes apart, k4 bytes each) and nr
@@ -18,6 +19,17 @@ using QKernelFn = void (*)(int64_t k4, const uint8_t* a, int64_t lda, const int8
 // Only call when has_avx512_vnni().
 void qkernel_avx512_vnni(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* b,
                          int64_t panel_bytes, int32_t* c, int64_t ldc, int64_t mr, int64_t nr);
+
+// Whether this CPU has AMX with 8-bit products and the OS lets this process use it (on
+// Linux it asks for the tile state once).
+bool amx_available();
+// Loads this thread's tile configuration (before qkernel_amx calls) and releases it.
+void amx_configure();
+void amx_release();
+// The QKernelFn for AMX: mr <= kQRowsAmx rows, whose A buffer holds kQRowsAmx readable
+// rows; k4 a multiple of 64 (B packed that deep). Only between amx_configure/release.
+void qkernel_amx(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* b, int64_t panel_bytes,
+                 int32_t* c, int64_t ldc, int64_t mr, int64_t nr);
 
 // A rows of A shifted to uint8 (XOR flip), zero padded from K to K4, with their sums:
 // dst row i at dst + i * K4. AVX-512BW form; only call when has_avx512_vnni().
