@@ -338,6 +338,33 @@ def test_qdq_matmul_fuses_and_matches_onnxruntime():
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("b_shape", [[2, 3, 32, 40], [32, 40]], ids=["batched", "shared"])
+@pytest.mark.parametrize("b_type", [TensorProto.INT8, TensorProto.UINT8], ids=["s8", "u8"])
+def test_qdq_matmul_of_two_activations_fuses_and_matches_onnxruntime(b_shape, b_type):
+    # Attention's Q K^T in a QDQ model: both operands are quantized activations.
+    b_np = np.int8 if b_type == TensorProto.INT8 else np.uint8
+    c = lambda name, v, t=np.float32: numpy_helper.from_array(np.array(v, t), name)  # noqa: E731
+    inits = [c("xs", 0.04), c("xz", 120, np.uint8), c("ks", 0.03), c("kz", 3 if b_np == np.int8 else 125, b_np)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("QuantizeLinear", ["k", "ks", "kz"], ["kq"]),
+             helper.make_node("DequantizeLinear", ["kq", "ks", "kz"], ["kd"]),
+             helper.make_node("MatMul", ["xd", "kd"], ["y"])]
+    graph = helper.make_graph(nodes, "qk", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None),
+                                            helper.make_tensor_value_info("k", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    feeds = {"x": RNG.standard_normal([2, 3, 37, 32]).astype(np.float32) * 2,
+             "k": RNG.standard_normal(b_shape).astype(np.float32) * 2}
+    assert _profiled_ops(data, feeds) == ["MatMulIntegerToFloat", "QuantizeLinear"]
+    expected = _ort(data, ort.GraphOptimizationLevel.ORT_DISABLE_ALL).run(None, feeds)[0]
+    for threads in (1, 2):
+        got = _nxrt(data, threads).run(None, feeds)[0]
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
 def _decomposed_gelu(form, opset):
     c = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)  # noqa: E731
     inits = [c("sqrt2", 1.4142135381698608), c("inv_sqrt2", 0.7071067690849304), c("one", 1.0),

@@ -1,6 +1,7 @@
-// MatMul(DequantizeLinear(x_q), DequantizeLinear(W_q)) with a constant 8-bit weight becomes
-// com.microsoft MatMulIntegerToFloat(x_q, W_q, scales, zero points): the product runs on
-// the 8-bit GEMM, exact in int32, then scales to float, as onnxruntime's QDQ rewrite does.
+// MatMul(DequantizeLinear(x_q), DequantizeLinear(W_q)) with a constant 8-bit weight, or
+// with a second quantized activation (attention's Q K^T and P V), becomes com.microsoft
+// MatMulIntegerToFloat(x_q, W_q, scales, zero points): the product runs on the 8-bit GEMM,
+// exact in int32, then scales to float, as onnxruntime's QDQ rewrite does.
 // The DequantizeLinear nodes are left to dead-node elimination (another reader keeps them).
 #include "optimizer/graph_view.h"
 #include "optimizer/passes/passes.h"
@@ -31,6 +32,15 @@ const std::string& input_or_empty(const ir::Node& node, size_t i) {
   return i < node.inputs.size() ? node.inputs[i] : kNone;
 }
 
+// A DequantizeLinear of a computed 8-bit tensor: one constant float scale and a constant
+// 8-bit zero point (which tells the tensor's type).
+bool dequantizes_activation(const ir::Node& dq, const GraphView& view) {
+  const Tensor* scale = view.constant(dq.inputs[1]);
+  const std::string& zero_name = input_or_empty(dq, 2);
+  const Tensor* zero = zero_name.empty() ? nullptr : view.constant(zero_name);
+  return is_float(scale) && scale->numel() == 1 && is_8bit(zero) && zero->numel() == 1;
+}
+
 }  // namespace
 
 Status fuse_qdq_matmul(ir::Graph& graph, PassContext& ctx) {
@@ -42,25 +52,28 @@ Status fuse_qdq_matmul(ir::Graph& graph, PassContext& ctx) {
     const ir::Node* dw = dequantize_feeding(mm.inputs[1], view, graph);
     if (!dx || !dw) continue;
     // The weight: a constant 2-D 8-bit matrix, float scales per tensor or per column
-    // (axis 1), zero points of the same shape and type.
+    // (axis 1), zero points of the same shape and type. Or a second activation (attention's
+    // products), of any rank, dequantized like the first.
     const Tensor* w = view.constant(dw->inputs[0]);
     const Tensor* ws = view.constant(dw->inputs[1]);
     const std::string& wz_name = input_or_empty(*dw, 2);
     const Tensor* wz = wz_name.empty() ? nullptr : view.constant(wz_name);
-    if (!is_8bit(w) || w->rank() != 2 || !is_float(ws)) continue;
-    const int64_t N = w->shape()[1];
-    if (ws->numel() != 1) {
-      const ir::Attribute* axis = dw->find_attribute("axis");
-      const int64_t a = axis ? axis->i : 1;
-      if (ws->rank() != 1 || ws->numel() != N || (a != 1 && a != -1)) continue;
+    if (!is_float(ws)) continue;
+    if (!w) {
+      if (!dequantizes_activation(*dw, view)) continue;
+    } else {
+      if (!is_8bit(w) || w->rank() != 2) continue;
+      const int64_t N = w->shape()[1];
+      if (ws->numel() != 1) {
+        const ir::Attribute* axis = dw->find_attribute("axis");
+        const int64_t a = axis ? axis->i : 1;
+        if (ws->rank() != 1 || ws->numel() != N || (a != 1 && a != -1)) continue;
+      }
+      if (!wz_name.empty() && (!wz || wz->dtype() != w->dtype() || wz->numel() != ws->numel()))
+        continue;
     }
-    if (!wz_name.empty() && (!wz || wz->dtype() != w->dtype() || wz->numel() != ws->numel()))
-      continue;
-    // The activation: its 8-bit type is known from a constant zero point; one scale.
-    const Tensor* xs = view.constant(dx->inputs[1]);
+    if (!dequantizes_activation(*dx, view)) continue;
     const std::string& xz_name = input_or_empty(*dx, 2);
-    const Tensor* xz = xz_name.empty() ? nullptr : view.constant(xz_name);
-    if (!is_float(xs) || xs->numel() != 1 || !is_8bit(xz) || xz->numel() != 1) continue;
     if (!imported && !ctx.import_domain("com.microsoft", 1)) return Status();
     imported = true;
     mm.domain = "com.microsoft";

@@ -3,6 +3,8 @@
 // sums a'b', and the zero-point correction turns them into the exact result.
 #include "ep/cpu/gemm/qgemm.h"
 
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +48,42 @@ constexpr double kMinQMacsPerPiece = double(1 << 20);
 }  // namespace
 }  // namespace detail
 
+namespace detail {
+
+void pack_quant_panels(const uint8_t* B, int64_t ldb, int64_t K, int64_t N, int64_t K4,
+                       uint8_t flip, int8_t* out) {
+  const __m128i vflip = _mm_set1_epi8(char(flip));
+  for (int64_t j0 = 0; j0 < N; j0 += kQPanel) {
+    int8_t* panel = out + (j0 / kQPanel) * K4 * kQPanel;
+    const int64_t lanes = std::min(kQPanel, N - j0);
+    int64_t k = 0;
+    if (lanes == kQPanel) {
+      // Four rows of 16 bytes interleaved byte by byte, then by pairs: each column's four
+      // k land in one 32-bit lane.
+      for (; k + 4 <= K; k += 4) {
+        const uint8_t* src = B + k * ldb + j0;
+        auto row = [&](int64_t r) {
+          return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + r * ldb)),
+                               vflip);
+        };
+        const __m128i r0 = row(0), r1 = row(1), r2 = row(2), r3 = row(3);
+        const __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
+        const __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
+        auto* dst = reinterpret_cast<__m128i*>(panel + k / 4 * 64);
+        _mm_storeu_si128(dst + 0, _mm_unpacklo_epi16(lo01, lo23));
+        _mm_storeu_si128(dst + 1, _mm_unpackhi_epi16(lo01, lo23));
+        _mm_storeu_si128(dst + 2, _mm_unpacklo_epi16(hi01, hi23));
+        _mm_storeu_si128(dst + 3, _mm_unpackhi_epi16(hi01, hi23));
+      }
+    }
+    for (; k < K; ++k)
+      for (int64_t lane = 0; lane < lanes; ++lane)
+        panel[k / 4 * 64 + lane * 4 + k % 4] = int8_t(B[k * ldb + j0 + lane] ^ flip);
+  }
+}
+
+}  // namespace detail
+
 bool has_avx512_vnni() {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool yes = [] {
@@ -76,16 +114,14 @@ PackedQuantB PackedQuantB::pack(int64_t K, int64_t N, const void* B, int64_t ldb
   const auto* bytes = static_cast<const uint8_t*>(B);
   // b' = b - 128 for uint8 (the top bit flipped, as a signed byte), b for int8.
   const uint8_t flip = is_signed ? 0 : 0x80;
+  detail::pack_quant_panels(bytes, ldb, K, N, p.K4_, flip, p.data_.data());
+  // Column sums row by row (contiguous, so the loop vectorizes).
+  for (int64_t k = 0; k < K; ++k) {
+    const uint8_t* row = bytes + k * ldb;
+    int32_t* sum = p.col_sum_.data();
+    for (int64_t j = 0; j < N; ++j) sum[j] += int8_t(row[j] ^ flip);
+  }
   for (int64_t j = 0; j < N; ++j) {
-    int8_t* panel = p.data_.data() + (j / kQPanel) * p.K4_ * kQPanel;
-    const int64_t lane = j % kQPanel;
-    int32_t sum = 0;
-    for (int64_t k = 0; k < K; ++k) {
-      const int8_t v = int8_t(bytes[k * ldb + j] ^ flip);
-      panel[(k / 4) * 64 + lane * 4 + k % 4] = v;
-      sum += v;
-    }
-    p.col_sum_[size_t(j)] = sum;
     const int32_t zb = b_zero_count == 0 ? 0 : b_zero[b_zero_count == 1 ? 0 : j];
     p.zero_[size_t(j)] = is_signed ? zb : zb - 128;
   }

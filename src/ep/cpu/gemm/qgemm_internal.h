@@ -20,6 +20,12 @@ using QKernelFn = void (*)(int64_t k4, const uint8_t* a, int64_t lda, const int8
 void qkernel_avx512_vnni(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* b,
                          int64_t panel_bytes, int32_t* c, int64_t ldc, int64_t mr, int64_t nr);
 
+// Packs rows [0, K) x columns [0, N) of B (bytes XOR flip) into out: 16-column panels of
+// K4 / 4 groups x 64 bytes, column j's k at panel j / 16, byte (k / 4) * 64 + (j % 16) * 4
+// + k % 4. out must be zeroed (the padding of the last panel and of K..K4 stays 0).
+void pack_quant_panels(const uint8_t* B, int64_t ldb, int64_t K, int64_t N, int64_t K4,
+                       uint8_t flip, int8_t* out);
+
 // Whether this CPU has AMX with 8-bit products and the OS lets this process use it (on
 // Linux it asks for the tile state once).
 bool amx_available();

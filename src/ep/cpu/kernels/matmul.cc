@@ -360,39 +360,49 @@ class QuantProduct {
     std::vector<int32_t> zb;
     if (!read_zero_points(b_zero, b_zero ? b_zero->numel() : 0, "b_zero_point", zb).ok()) return;
     packed_ = gemm::PackedQuantB::pack(b.shape()[0], b.shape()[1], b.raw(), b.shape()[1],
-                                       b.dtype() == DataType::kInt8, zb.data(),
-                                       int64_t(zb.size()));
+                                       b.dtype() == DataType::kInt8, zb.data(), int64_t(zb.size()));
     b_ = b.raw();
     b_zero_ = b_zero ? b_zero->raw() : nullptr;
   }
 
-  // True when (a, b, zero points) can take the 8-bit GEMM.
-  static bool applies(const MatMulPlan& p, const Tensor& b, const Tensor* a_zero,
-                      const Tensor* b_zero) {
-    return b.rank() == 2 && p.b_shared && (!a_zero || a_zero->numel() == 1) &&
+  // True when (a, b, zero points) can take the 8-bit GEMM: a scalar a_zero_point, one
+  // b_zero_point or one per column.
+  static bool applies(const MatMulPlan& p, const Tensor* a_zero, const Tensor* b_zero) {
+    return (!a_zero || a_zero->numel() == 1) &&
            (!b_zero || b_zero->numel() == 1 || b_zero->numel() == p.N);
   }
 
   // C (rows x N int32) of all batches of A at once; with `scale`, Y = C * scale[j] (+
-  // bias[j]) in float instead.
+  // bias[j]) in float instead. A B that differs between batches (attention's products
+  // of two activations) is packed per batch, each batch a GEMM of its M rows.
   void run(const MatMulPlan& p, const Tensor& a, const Tensor& b, const Tensor* a_zero,
            const Tensor* b_zero, int32_t* c, const float* scale = nullptr,
            const float* bias = nullptr, float* y = nullptr) const {
-    const int64_t rows = p.M * int64_t(p.a_off.size());
     const int32_t za = a_zero ? zero_at(*a_zero) : 0;
-    const bool a_signed = a.dtype() == DataType::kInt8;
-    auto multiply = [&](const gemm::PackedQuantB& packed) {
+    const bool a_signed = a.dtype() == DataType::kInt8, b_signed = b.dtype() == DataType::kInt8;
+    const auto* a_bytes = static_cast<const uint8_t*>(a.raw());
+    const auto* b_bytes = static_cast<const uint8_t*>(b.raw());
+    auto multiply = [&](const gemm::PackedQuantB& packed, int64_t rows, int64_t a_off,
+                        int64_t c_off) {
       if (scale)
-        gemm::qgemm_float(rows, a.raw(), p.K, a_signed, za, packed, scale, bias, y, p.N);
+        gemm::qgemm_float(rows, a_bytes + a_off, p.K, a_signed, za, packed, scale, bias, y + c_off,
+                          p.N);
       else
-        gemm::qgemm(rows, a.raw(), p.K, a_signed, za, packed, c, p.N);
+        gemm::qgemm(rows, a_bytes + a_off, p.K, a_signed, za, packed, c + c_off, p.N);
     };
-    if (!packed_.empty() && b.raw() == b_ && (b_zero ? b_zero->raw() : nullptr) == b_zero_)
-      return multiply(packed_);
+    const int64_t batches = int64_t(p.a_off.size());
+    if (p.b_shared && !packed_.empty() && b.raw() == b_ &&
+        (b_zero ? b_zero->raw() : nullptr) == b_zero_)
+      return multiply(packed_, p.M * batches, 0, 0);
     std::vector<int32_t> zb;
     (void)read_zero_points(b_zero, b_zero ? b_zero->numel() : 0, "b_zero_point", zb);
-    multiply(gemm::PackedQuantB::pack(p.K, p.N, b.raw(), p.N, b.dtype() == DataType::kInt8,
-                                      zb.data(), int64_t(zb.size())));
+    auto pack = [&](int64_t b_off) {
+      return gemm::PackedQuantB::pack(p.K, p.N, b_bytes + b_off, p.N, b_signed, zb.data(),
+                                      int64_t(zb.size()));
+    };
+    if (p.b_shared) return multiply(pack(0), p.M * batches, 0, 0);
+    for (int64_t i = 0; i < batches; ++i)
+      multiply(pack(p.b_off[size_t(i)]), p.M, p.a_off[size_t(i)], i * p.M * p.N);
   }
 
  private:
@@ -416,7 +426,7 @@ class MatMulIntegerKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(plan_matmul(a.shape(), b.shape(), p));
     // The 8-bit GEMM takes the zero points as they are; only the widened fallback needs
     // them expanded (which also rejects counts that are neither 1 nor M / N).
-    const bool fast = QuantProduct::applies(p, b, ctx.input(2), ctx.input(3));
+    const bool fast = QuantProduct::applies(p, ctx.input(2), ctx.input(3));
     std::vector<int32_t> za, zb;
     if (!fast) {
       NXRT_RETURN_IF_ERROR(read_zero_points(ctx.input(2), p.M, "a_zero_point", za));
@@ -481,7 +491,7 @@ class MatMulIntegerToFloatKernel final : public Kernel {
     }
     const float* pb = bias ? shift.data() : nullptr;
     float* out = y->data<float>();
-    if (QuantProduct::applies(p, b, a_zero, b_zero)) {
+    if (QuantProduct::applies(p, a_zero, b_zero)) {
       product_.run(p, a, b, a_zero, b_zero, nullptr, scale.data(), pb, out);
       return Status();
     }
