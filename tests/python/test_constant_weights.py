@@ -105,6 +105,42 @@ def test_conv2d_direct(c, m, h, w, k, pads, d, g, strides, threads):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+# 3x3 stride-1 convolutions that take Winograd's F(2x2, 3x3) (>= 32 inputs, >= 64 outputs):
+# odd output sizes (a last tile half outside), no padding, uneven padding up to 2, tile rows
+# of more and fewer than 16 tiles; with a residual sum and a Relu fused (the transform's
+# epilogue) or a LeakyRelu (applied after it).
+WINOGRAD = [(32, 64, 28, 28, (1, 1, 1, 1)), (40, 72, 15, 23, (0, 0, 0, 0)),
+            (32, 64, 10, 37, (2, 1, 0, 2)), (64, 96, 9, 9, (1, 1, 1, 1)),
+            (48, 64, 40, 66, (1, 0, 1, 2))]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("tail", ["none", "add_relu", "leaky_relu"])
+@pytest.mark.parametrize("c,m,h,w,pads", WINOGRAD)
+def test_conv3x3_winograd(c, m, h, w, pads, tail, threads):
+    oh, ow = h + pads[0] + pads[2] - 2, w + pads[1] + pads[3] - 2
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if tail != "none" else "y"],
+                              kernel_shape=[3, 3], pads=list(pads))]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)]
+    feeds = {"x": _f32(2, c, h, w)}
+    if tail == "add_relu":
+        nodes += [helper.make_node("Add", ["c", "z"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
+        inputs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))
+        feeds["z"] = _f32(2, m, oh, ow)
+    elif tail == "leaky_relu":
+        nodes.append(helper.make_node("LeakyRelu", ["c"], ["y"], alpha=0.1))
+    wt, b = _f32(m, c, 3, 3), _f32(m)
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(wt, "w"), numpy_helper.from_array(b, "b")])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    so = nxrt.SessionOptions()
+    so.intra_op_num_threads = threads
+    got = nxrt.InferenceSession(data, so).run(None, feeds)[0]
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    assert got.shape == (2, m, oh, ow)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("c,m,h,k,s,g", [(8, 4, 5, 3, 2, 1), (6, 6, 4, 2, 1, 2)])
 def test_conv_transpose(c, m, h, k, s, g):
     node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[k, k], strides=[s, s], group=g)

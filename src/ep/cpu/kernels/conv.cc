@@ -15,6 +15,7 @@
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/kernels/conv_geometry.h"
 #include "ep/cpu/vmath/vmath.h"
+#include "ep/cpu/vmath/winograd.h"
 
 namespace nxrt::cpu {
 namespace {
@@ -53,6 +54,11 @@ constexpr int64_t kPackedMaxPositions = 64;
 
 // Multiply-adds below which a convolution is not split across threads (~50 us of work).
 constexpr double kMinConvWork = double(1 << 20);
+
+// Input and output channels below which a 3x3 convolution skips Winograd: the tile
+// transforms cost per channel what a few output channels' products save (measured: 16
+// inputs or 32 outputs ran slower than the direct path, 32 inputs and 64 outputs faster).
+constexpr int64_t kWinogradMinInputs = 32, kWinogradMinOutputs = 64;
 
 // Rows per chunk so that `pairs` (image, group) pairs cut into chunks of output rows
 // share `width` threads evenly: when the tasks are few, their count is raised to a
@@ -790,6 +796,109 @@ class ConvKernel final : public Kernel {
     return lazy.groups;
   }
 
+  // A 3x3 stride-1 convolution by Winograd's F(2x2, 3x3) (vmath/winograd.h): per chunk of
+  // tile rows, the input tiles are transformed into 16 matrices (C x tiles), each
+  // multiplied by its transformed weights (M x C, packed once), and the 16 products
+  // transformed back into 2x2 outputs each, with the epilogue. 16 multiply-adds per 4
+  // outputs per channel pair instead of 36. Single group, AVX-512, enough channels for
+  // the transforms to be cheap beside the products; false when it does not apply.
+  bool winograd(const Lattice& L, int64_t N, int64_t C, int64_t M, const float* x, const float* w,
+                float* y, const float* z, const float* bias, const float* scale) const {
+    // NXRT_CONV_NO_WINOGRAD=1 keeps 3x3 convolutions on the direct paths (to compare).
+    static const bool disabled = std::getenv("NXRT_CONV_NO_WINOGRAD") != nullptr;
+    if (disabled || L.r != 2 || group_ != 1) return false;
+    if (L.kernel[0] != 3 || L.kernel[1] != 3 || L.stride[0] != 1 || L.stride[1] != 1 ||
+        L.dilation[0] != 1 || L.dilation[1] != 1)
+      return false;
+    const int64_t H = L.image[0], W = L.image[1], OH = L.grid[0], OW = L.grid[1];
+    const int64_t PT = L.pad[0], PL = L.pad[1];
+    if (C < kWinogradMinInputs || M < kWinogradMinOutputs || OH < 4 || OW < 4) return false;
+    if (gemm::best_kernel() != gemm::MicroKernel::kAvx512) return false;
+    const int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, tiles = TH * TW;
+    // Tile columns per chunk: its transformed tiles and products (16 x (C + M) floats per
+    // tile) about 1.5 MiB so they stay in L2, but at least 96 (the products' width).
+    const int64_t target = std::clamp<int64_t>((int64_t(3) << 13) / (C + M), 96, 512);
+    int64_t chunk_rows = std::clamp<int64_t>(target / TW, 1, TH);
+    const int64_t width = int64_t(parallel_pieces(double(M * C * tiles) * 16, kMinConvWork));
+    if (width > 1) chunk_rows = std::min(chunk_rows, (TH + width - 1) / width);
+    const int64_t chunks = (TH + chunk_rows - 1) / chunk_rows;
+    const int64_t max_cols = chunk_rows * TW;
+    auto& lazy = *winograd_left_;
+    std::call_once(lazy.once, [&] {
+      std::vector<float> u(size_t(vmath::kWinogradMatrices * M * C));
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t c = 0; c < C; ++c)
+          vmath::winograd_f23_filter(w + (m * C + c) * 9, u.data() + m * C + c, M * C);
+      const gemm::MicroKernel kernel = gemm::pick_kernel(M, max_cols);
+      for (int64_t xi = 0; xi < vmath::kWinogradMatrices; ++xi)
+        lazy.groups.push_back(
+            gemm::PackedMatrix::pack_left(false, M, C, u.data() + xi * M * C, C, kernel));
+    });
+    // The products run over whole panels of the micro-kernel (a partial last panel would be
+    // packed per product); the columns past a chunk's tiles hold zeros.
+    const int64_t panel = lazy.groups[0].row_tile() == 8 ? 48 : 32;
+    const int64_t ldv = gemm::in_place_ld((max_cols + panel - 1) / panel * panel);
+    // Zero-bordered planes: the tiles reach row 2 TH + 1 and column 2 TW + 1, and a
+    // transform reads 34 columns from its group's first tile.
+    const int64_t HP = 2 * TH + 2, WP = 2 * TW + 34, plane = HP * WP;
+    float lo = 0.0f, hi = 0.0f;
+    const bool fused = clamp_bounds(lo, hi);
+    const int64_t in_size = H * W, out_size = OH * OW;
+    for (int64_t n = 0; n < N; ++n) {
+      float* planes = thread_scratch<float>(size_t(C * plane), 3);
+      const float* xn = x + n * C * in_size;
+      parallel_for(size_t(std::min<int64_t>(C, width)), [&](size_t piece) {
+        for (int64_t c = C * int64_t(piece) / width; c < C * int64_t(piece + 1) / width; ++c)
+          fill_phase_plane(xn + c * in_size, H, W, -PT, 1, -PL, 1, HP, WP, planes + c * plane);
+      });
+      float* yn = y + n * M * out_size;
+      const float* zn = z ? z + n * M * out_size : nullptr;
+      parallel_for(size_t(chunks), [&](size_t chunk) {
+        const int64_t t0 = int64_t(chunk) * chunk_rows, t1 = std::min(TH, t0 + chunk_rows);
+        const int64_t cols = (t1 - t0) * TW;
+        constexpr int64_t kXi = vmath::kWinogradMatrices;
+        float* v = thread_scratch<float>(size_t(kXi * C * ldv), 1);
+        float* prod = thread_scratch<float>(size_t(kXi * M * ldv), 2);
+        const int64_t gemm_cols = (cols + panel - 1) / panel * panel;
+        if (gemm_cols > cols)
+          for (int64_t row = 0; row < kXi * C; ++row)
+            std::fill(v + row * ldv + cols, v + row * ldv + gemm_cols, 0.0f);
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t ti = t0; ti < t1; ++ti)
+            for (int64_t tj = 0; tj < TW; tj += 16)
+              vmath::winograd_f23_input(planes + c * plane + 2 * ti * WP + 2 * tj, WP,
+                                        std::min<int64_t>(16, TW - tj),
+                                        v + c * ldv + (ti - t0) * TW + tj, C * ldv);
+        for (int64_t xi = 0; xi < kXi; ++xi)
+          gemm::sgemm_packed_left(lazy.groups[size_t(xi)], false, gemm_cols, 1.0f, v + xi * C * ldv,
+                                  ldv, 0.0f, prod + xi * M * ldv, ldv);
+        for (int64_t m = 0; m < M; ++m) {
+          vmath::WinogradEpilogue e;
+          if (fused) {
+            e.scale = scale ? scale[m] : 1.0f;
+            e.shift = bias ? bias[m] : 0.0f;
+            e.lo = lo;
+            e.hi = hi;
+            e.ldz = OW;
+          }
+          for (int64_t ti = t0; ti < t1; ++ti)
+            for (int64_t tj = 0; tj < TW; tj += 16) {
+              const int64_t at = m * out_size + 2 * ti * OW + 2 * tj;
+              if (fused && zn) e.z = zn + at;
+              vmath::winograd_f23_output(prod + m * ldv + (ti - t0) * TW + tj, M * ldv,
+                                         std::min<int64_t>(16, TW - tj), yn + at, OW,
+                                         std::min<int64_t>(2, OH - 2 * ti),
+                                         std::min<int64_t>(32, OW - 2 * tj), e);
+            }
+        }
+        if (!fused)
+          finish(y, z, bias, scale, out_size, n * M * out_size + 2 * t0 * OW, 0, M,
+                 std::min(OH, 2 * t1) * OW - 2 * t0 * OW);
+      });
+    }
+    return true;
+  }
+
   // A convolution as a GEMM that reads its B straight from the input. Stride 1: each
   // image's channels are copied once into zero-bordered planes of width WP, and then row
   // (c, kh, kw) of the im2col matrix is the plane of c itself, shifted by kh * WP + kw,
@@ -1008,6 +1117,7 @@ class ConvKernel final : public Kernel {
     const std::vector<gemm::PackedMatrix>* left = nullptr;
     if constexpr (std::is_same_v<T, float>) {
       if (packed) {
+        if (winograd(L, N, C, M, x, w, y, z, bias, scale)) return;
         if (shifted_rows(L, N, C, M, x, w, y, z, bias, scale)) return;
         left = &left_packed(w, G, Mg, K, false);
       }
@@ -1058,6 +1168,8 @@ class ConvKernel final : public Kernel {
   };
   std::unique_ptr<LazyLeft> left_ = std::make_unique<LazyLeft>();
   std::unique_ptr<LazyLeft> shifted_left_ = std::make_unique<LazyLeft>();
+  // The 16 Winograd-transformed weight matrices (M x C each), packed as left operands.
+  std::unique_ptr<LazyLeft> winograd_left_ = std::make_unique<LazyLeft>();
 };
 
 // ConvInteger: (x - x_zero_point) conv (w - w_zero_point) in int32. Padding holds the
