@@ -106,7 +106,7 @@ TEST(Gemm, AutoPicksAnAvailableKernel) {
 // Pre-packed operands (left or right, both transposes, C transposed too) against the
 // reference, for every available kernel; K > 256 covers several packed K slices.
 void check_packed(MicroKernel kernel, const Case& c, bool left, bool ta, bool tb, bool tc,
-                  float alpha, float beta) {
+                  float alpha, float beta, int64_t depth = 0) {
   const int64_t lda = ta ? c.m : c.k, ldb = tb ? c.k : c.n;
   const int64_t ldc = (tc ? c.m : c.n) + 2;
   const auto a = random_vec(size_t(c.m * c.k), 11);
@@ -127,7 +127,8 @@ void check_packed(MicroKernel kernel, const Case& c, bool left, bool ta, bool tb
     ASSERT_EQ(pa.kernel(), kernel);
     nxrt::gemm::sgemm_packed_left(pa, tb, c.n, alpha, b.data(), ldb, beta, got.data(), ldc);
   } else {
-    const auto pb = nxrt::gemm::PackedMatrix::pack_right(tb, c.k, c.n, b.data(), ldb, kernel);
+    const auto pb =
+        nxrt::gemm::PackedMatrix::pack_right(tb, c.k, c.n, b.data(), ldb, kernel, depth);
     ASSERT_EQ(pb.kernel(), kernel);
     nxrt::gemm::sgemm_packed_right(ta, c.m, alpha, a.data(), lda, pb, beta, got.data(), ldc, tc);
   }
@@ -152,6 +153,20 @@ TEST(Gemm, PackedMatchesReference) {
           check_packed(kernel, c, true, ta, tb, false, -2.0f, 1.0f);
         }
       }
+}
+
+// Right operands packed in K slices of another depth than the default: one slice for all
+// of K, and slices narrower than it.
+TEST(Gemm, PackedRightAtOtherDepthsMatchesReference) {
+  const Case cases[] = {{8, 600, 96}, {49, 300, 200}, {16, 40, 130}};
+  for (MicroKernel kernel : available_kernels())
+    for (const Case& c : cases)
+      for (int64_t depth : {c.k, int64_t(64), int64_t(512)})
+        for (int t : {0, 5, 6}) {
+          const bool ta = t & 1, tb = t & 2, tc = t & 4;
+          check_packed(kernel, c, false, ta, tb, tc, 1.0f, 0.0f, depth);
+          check_packed(kernel, c, false, ta, tb, tc, 0.5f, -1.5f, depth);
+        }
 }
 
 // On two threads, products big enough to split: by rows (M > N) and by columns, packed

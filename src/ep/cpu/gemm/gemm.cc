@@ -214,7 +214,7 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
   // its last, partial panel is packed (zero padded).
   const bool b_direct = !B.packed && !B.trans && N >= NR && b_readable_in_place(B.ld);
   // K slices as deep as a packed operand's (pack_left can choose its depth).
-  const int64_t KC = A.packed ? A.packed->depth() : kKC;
+  const int64_t KC = A.packed ? A.packed->depth() : B.packed ? B.packed->depth() : kKC;
   const int64_t kc_max = std::min<int64_t>(KC, K);
   float* pa = nullptr;
   float* pb = nullptr;
@@ -545,18 +545,19 @@ bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const
 }
 
 PackedMatrix PackedMatrix::pack_right(bool trans, int64_t K, int64_t N, const float* B, int64_t ldb,
-                                      MicroKernel kernel) {
+                                      MicroKernel kernel, int64_t depth) {
   PackedMatrix p;
   p.left_ = false;
   p.rows_ = K;
   p.cols_ = N;
+  p.depth_ = depth > 0 ? depth : detail::kKC;
   p.kernel_ = detail::resolve(kernel, int64_t(1) << 20, N);
   detail::with_kernel(p.kernel_, [&]<int, int NR>(detail::MicroKernelFn) {
     p.padded_ = (N + NR - 1) / NR * NR;
     p.data_ = std::shared_ptr<float>(detail::aligned_floats(size_t(p.padded_ * K)), &std::free);
-    for (int64_t pc = 0; pc < K; pc += detail::kKC)
-      detail::pack_b<NR>(trans, trans ? B + pc : B + pc * ldb, ldb, std::min(detail::kKC, K - pc),
-                         N, p.data_.get() + pc * p.padded_);
+    for (int64_t pc = 0; pc < K; pc += p.depth_)
+      detail::pack_b<NR>(trans, trans ? B + pc : B + pc * ldb, ldb, std::min(p.depth_, K - pc), N,
+                         p.data_.get() + pc * p.padded_);
   });
   return p;
 }

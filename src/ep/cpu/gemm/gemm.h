@@ -61,7 +61,7 @@ class PackedMatrix {
   static PackedMatrix pack_left(bool trans, int64_t M, int64_t K, const float* A, int64_t lda,
                                 MicroKernel kernel = MicroKernel::kAuto, int64_t depth = 0);
   static PackedMatrix pack_right(bool trans, int64_t K, int64_t N, const float* B, int64_t ldb,
-                                 MicroKernel kernel = MicroKernel::kAuto);
+                                 MicroKernel kernel = MicroKernel::kAuto, int64_t depth = 0);
 
   bool empty() const { return data_ == nullptr; }
   bool is_left() const { return left_; }

@@ -121,6 +121,55 @@ __attribute__((target("avx512f"), always_inline)) inline void store_conv(
   }
 }
 
+// Column j < cols of the 8 x 16 block acc[0..7][v] to c[j * cs_c .. + 8] (times alpha, plus
+// beta times what is there unless beta is 0): unpacks and shuffles put each column's
+// eight rows in one 128-bit lane pair, whose halves then go out as one 256-bit store.
+template <int V>
+__attribute__((target("avx512f"), always_inline)) inline void store_transposed_8x16(
+    const __m512 (&acc)[8][V], int v, float* c, int64_t cs_c, float alpha, float beta,
+    int64_t cols) {
+  if (cols <= 0) return;
+  __m512 t[8], u[8];
+#pragma GCC unroll 4
+  for (int h = 0; h < 2; ++h) {  // rows 0-3, then 4-7
+    const __m512 a0 = acc[4 * h][v], a1 = acc[4 * h + 1][v];
+    const __m512 a2 = acc[4 * h + 2][v], a3 = acc[4 * h + 3][v];
+    t[4 * h] = _mm512_unpacklo_ps(a0, a1);
+    t[4 * h + 1] = _mm512_unpackhi_ps(a0, a1);
+    t[4 * h + 2] = _mm512_unpacklo_ps(a2, a3);
+    t[4 * h + 3] = _mm512_unpackhi_ps(a2, a3);
+    // Lane L of u[4h + q]: rows 4h .. 4h + 3 of column 4L + q.
+    u[4 * h] = _mm512_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
+    u[4 * h + 1] = _mm512_shuffle_ps(t[4 * h], t[4 * h + 2], 0xEE);
+    u[4 * h + 2] = _mm512_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
+    u[4 * h + 3] = _mm512_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xEE);
+  }
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    // [u_q L0, u_{4+q} L0, u_q L1, u_{4+q} L1] and the same for lanes 2 and 3.
+    const __m512 low = _mm512_shuffle_f32x4(
+        _mm512_shuffle_f32x4(u[q], u[4 + q], _MM_SHUFFLE(1, 0, 1, 0)),
+        _mm512_shuffle_f32x4(u[q], u[4 + q], _MM_SHUFFLE(1, 0, 1, 0)), _MM_SHUFFLE(3, 1, 2, 0));
+    const __m512 high = _mm512_shuffle_f32x4(
+        _mm512_shuffle_f32x4(u[q], u[4 + q], _MM_SHUFFLE(3, 2, 3, 2)),
+        _mm512_shuffle_f32x4(u[q], u[4 + q], _MM_SHUFFLE(3, 2, 3, 2)), _MM_SHUFFLE(3, 1, 2, 0));
+    const __m256 column[4] = {_mm512_castps512_ps256(low),
+                              _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(low), 1)),
+                              _mm512_castps512_ps256(high),
+                              _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(high), 1))};
+#pragma GCC unroll 4
+    for (int L = 0; L < 4; ++L) {
+      const int64_t j = 4 * L + q;
+      if (j >= cols) continue;
+      float* dst = c + j * cs_c;
+      __m256 out = _mm256_mul_ps(va, column[L]);
+      if (beta != 0.0f) out = _mm256_add_ps(_mm256_mul_ps(vb, _mm256_loadu_ps(dst)), out);
+      _mm256_storeu_ps(dst, out);
+    }
+  }
+}
+
 // acc += A (R x kc) * B (kc x NP panels), each B vector loaded under its mask when
 // kMasked.
 template <int VECS, int R, int NP, bool kMasked, typename BSource>
@@ -215,6 +264,16 @@ __attribute__((target("avx512f"), always_inline)) inline void tile(
       }
     }
     return;
+  }
+  if constexpr (R == 8) {
+    // Transposed C (element (r, j) at c[r + j * cs_c]): eight rows go out as eight
+    // consecutive floats per column, transposed in registers.
+    if (rs_c == 1) {
+#pragma GCC unroll 12
+      for (int v = 0; v < V; ++v)
+        store_transposed_8x16(acc, v, c + 16 * v * cs_c, cs_c, alpha, beta, nr - 16 * v);
+      return;
+    }
   }
   // Transposed C: spill and store element by element.
   alignas(64) float spill[R * kNR * NP];

@@ -219,32 +219,28 @@ void pool2d_stride1_stacked(const Pool2d& g, bool max, bool include_pad, const f
       }
     return;
   }
-  // The divisors are separable: taps along H of output row oh times taps along W. Each
-  // row is scaled by its middle divisor in one vector pass; the few outputs near the
-  // left and right edges whose windows hold fewer taps are then redone.
+  // Horizontal sums over the whole stack in one pass (per-row calls cost more than the
+  // sums on 7 to 28 wide maps), then each output divided by its window's taps: taps along
+  // H of its row times taps along W of its column, from a table of the plane's divisors.
+  vmath::reduce_taps(false, vertical, size_t(vertical_size), 1, g.KW, g.DW, 1.0f, padded);
   auto taps_of = [&](int64_t start, int64_t kernel, int64_t dilation, int64_t in, int64_t pad_begin,
                      int64_t pad_end) {
     const DimRange r = window_range(start, kernel, dilation, in);
     return float(include_pad ? padded_taps(start, kernel, dilation, in, pad_begin, pad_end)
                              : r.k_hi - r.k_lo);
   };
-  SmallVec<float, 64> taps_w(static_cast<size_t>(g.OW)), taps_h(static_cast<size_t>(g.OH));
-  for (int64_t ow = 0; ow < g.OW; ++ow)
-    taps_w[size_t(ow)] = taps_of(ow - g.PL, g.KW, g.DW, g.W, g.PL, g.PR);
-  for (int64_t oh = 0; oh < g.OH; ++oh)
-    taps_h[size_t(oh)] = taps_of(oh - g.PT, g.KH, g.DH, g.H, g.PT, g.PB);
-  const float middle_w = taps_w[size_t(g.OW / 2)];
-  SmallVec<int64_t, 16> edges;
-  for (int64_t ow = 0; ow < g.OW; ++ow)
-    if (taps_w[size_t(ow)] != middle_w) edges.push_back(ow);
-  // Horizontal, per output row straight into Y with the row's middle divisor; the edge
-  // outputs are then rescaled to their own.
+  float* inverse = thread_scratch<float>(size_t(g.OH * g.OW), 3);
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    const float th = taps_of(oh - g.PT, g.KH, g.DH, g.H, g.PT, g.PB);
+    for (int64_t ow = 0; ow < g.OW; ++ow)
+      inverse[oh * g.OW + ow] = 1.0f / (th * taps_of(ow - g.PL, g.KW, g.DW, g.W, g.PL, g.PR));
+  }
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t oh = 0; oh < g.OH; ++oh) {
+      const float* src = padded + (p * HP + oh) * WP;
+      const float* inv = inverse + oh * g.OW;
       float* dst = y + (p * g.OH + oh) * g.OW;
-      vmath::reduce_taps(false, vertical + (p * HP + oh) * WP, size_t(g.OW), 1, g.KW, g.DW,
-                         1.0f / (taps_h[size_t(oh)] * middle_w), dst);
-      for (int64_t ow : edges) dst[ow] *= middle_w / taps_w[size_t(ow)];
+      for (int64_t ow = 0; ow < g.OW; ++ow) dst[ow] = src[ow] * inv[ow];
     }
 }
 
