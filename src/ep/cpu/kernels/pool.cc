@@ -359,6 +359,19 @@ class PoolKernel final : public Kernel {
   bool column_major_;
 };
 
+// x[0] + ... + x[n - 1] in 16 independent float partial sums (vectorizes without
+// reassociation flags; also more accurate than one running sum).
+float sum_floats(const float* x, int64_t n) {
+  float acc[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) acc[j] += x[i + j];
+  float s = 0.0f;
+  for (; i < n; ++i) s += x[i];
+  for (int j = 0; j < 16; ++j) s += acc[j];
+  return s;
+}
+
 class GlobalPoolKernel final : public Kernel {
  public:
   explicit GlobalPoolKernel(PoolParams prm) : prm_(prm) {}
@@ -372,6 +385,24 @@ class GlobalPoolKernel final : public Kernel {
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
     const int64_t planes = out.numel();
     const int64_t size = x.shape().product(2, x.rank());
+    if (x.dtype() == DataType::kFloat && size > 0 && prm_.kind != PoolKind::kLp) {
+      // Float max and average: vectorized per plane (max_value keeps NaN; the sum runs in
+      // 16 float partial sums, as other runtimes' float reductions do), planes split
+      // across the run's threads.
+      const float* px = x.data<float>();
+      float* py = y->data<float>();
+      const bool max = prm_.kind == PoolKind::kMax;
+      const size_t pieces =
+          std::min(parallel_pieces(double(planes * size), double(1 << 16)), size_t(planes));
+      parallel_for(pieces, [&](size_t piece) {
+        for (int64_t p = planes * int64_t(piece) / int64_t(pieces);
+             p < planes * int64_t(piece + 1) / int64_t(pieces); ++p) {
+          const float* v = px + p * size;
+          py[p] = max ? vmath::max_value(v, size_t(size)) : sum_floats(v, size) / float(size);
+        }
+      });
+      return Status();
+    }
     switch (x.dtype()) {
       NXRT_CASES_FLOAT({
         using A = wide_t<T>;
