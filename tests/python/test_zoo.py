@@ -22,9 +22,16 @@ ENTRIES = zoo.load_manifest()
 
 # Models whose ops nxrt does not implement yet: xfail (not strict) while loading fails.
 NOT_LOADABLE_YET = {
-    "kokoro_int8": "com.microsoft contrib ops (DynamicQuantizeLSTM, FastGelu, ...)",
     "ort_logreg_iris": "ai.onnx.ml LinearClassifier and ZipMap",
     "smollm2_135m_int4": "com.microsoft MatMulNBits",
+}
+
+# Models nxrt runs whose outputs differ from onnxruntime's for a known reason: xfail,
+# strict, so a change that makes them match shows up.
+DIFFERS_FROM_ORT = {
+    "kokoro_int8": "DynamicQuantizeLSTM runs on float weights in nxrt, while onnxruntime "
+                   "quantizes X and h to 8 bits per step; the duration predictor reads those "
+                   "LSTMs, and its rounded durations (so the audio length) differ",
 }
 
 _OUTPUTS = {}  # (model id, optimization level) -> nxrt outputs, shared by the two tests
@@ -89,6 +96,8 @@ PARAMS = [pytest.param(e, id=e["id"]) for e in ENTRIES]
 @pytest.mark.parametrize("entry", PARAMS)
 def test_zoo_matches_onnxruntime(entry, fetched, request):
     path = _model(entry, fetched, request)
+    if entry["id"] in DIFFERS_FROM_ORT:
+        request.applymarker(pytest.mark.xfail(reason=DIFFERS_FROM_ORT[entry["id"]], strict=True))
     names, got = _nxrt_outputs(entry, path, nxrt.GraphOptimizationLevel.ORT_ENABLE_ALL)
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1

@@ -511,6 +511,45 @@ class MatMulIntegerToFloatKernel final : public Kernel {
   QuantProduct product_;
 };
 
+// com.microsoft FusedMatMul: alpha * op(A) op(B), op transposing the last two dims of an
+// operand of rank >= 2 when transA / transB is set (the batch-transposing forms are not
+// supported). float and double; the transposes are the GEMM's, nothing is copied.
+class FusedMatMulKernel final : public Kernel {
+ public:
+  FusedMatMulKernel(bool ta, bool tb, float alpha) : ta_(ta), tb_(tb), alpha_(alpha) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& a = *ctx.input(0);
+    const Tensor& b = *ctx.input(1);
+    const bool ta = ta_ && a.rank() >= 2, tb = tb_ && b.rank() >= 2;
+    Shape la = a.shape(), lb = b.shape();
+    if (ta) std::swap(la[la.size() - 1], la[la.size() - 2]);
+    if (tb) std::swap(lb[lb.size() - 1], lb[lb.size() - 2]);
+    MatMulPlan p;
+    NXRT_RETURN_IF_ERROR(plan_matmul(la, lb, p));
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, p.out));
+    if (y->numel() == 0) return Status();
+    if (a.dtype() == DataType::kFloat) return run<float>(p, a, b, *y, ta, tb);
+    return run<double>(p, a, b, *y, ta, tb);
+  }
+
+ private:
+  template <typename T>
+  Status run(const MatMulPlan& p, const Tensor& a, const Tensor& b, Tensor& y, bool ta,
+             bool tb) const {
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* py = y.data<T>();
+    for (size_t n = 0; n < p.a_off.size(); ++n)
+      gemm_any<T>(ta, tb, p.M, p.N, p.K, T(alpha_), pa + p.a_off[n], ta ? p.M : p.K,
+                  pb + p.b_off[n], tb ? p.K : p.N, T(0), py + int64_t(n) * p.M * p.N, p.N);
+    return Status();
+  }
+
+  bool ta_, tb_;
+  float alpha_;
+};
+
 bool matmul_type_ok(DataType t) {
   return is_float_type(t) || t == DataType::kInt32 || t == DataType::kInt64 ||
          t == DataType::kUint32 || t == DataType::kUint64;
@@ -547,6 +586,23 @@ Expected<KernelPtr> create_gemm(KernelInit& init) {
   PackedB packed;
   if (const Tensor* b = init.constant_input(1)) packed.pack(*b, tb);
   return make_kernel<GemmKernel>(ta, tb, alpha, beta, std::move(packed));
+}
+
+Expected<KernelPtr> create_fused_matmul(KernelInit& init) {
+  const DataType t = init.input_type(0);
+  if (t != DataType::kFloat && t != DataType::kDouble) return init.unsupported_type(0);
+  if (init.input_type(1) != t) return init.unsupported_type(1);
+  AttrReader attrs(init.node);
+  const bool ta = attrs.get_int("transA", 0) != 0, tb = attrs.get_int("transB", 0) != 0;
+  const bool batch_a = attrs.get_int("transBatchA", 0) != 0;
+  const bool batch_b = attrs.get_int("transBatchB", 0) != 0;
+  const float alpha = attrs.get_float("alpha", 1.0f);
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  if (batch_a || batch_b)
+    return init.error(StatusCode::kNotImplemented,
+                      "transBatchA / transBatchB are not supported by nxrt");
+  init.set_all_outputs(t);
+  return make_kernel<FusedMatMulKernel>(ta, tb, alpha);
 }
 
 Expected<KernelPtr> create_matmul_integer(KernelInit& init) {

@@ -16,15 +16,20 @@ using cd = std::complex<double>;
 
 template <typename T>
 double to_double(T v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return double(float(v));
-  else return double(v);
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+    return double(float(v));
+  else
+    return double(v);
 }
 
 template <typename T>
 T from_double(double v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return T(float(v));
-  else if constexpr (std::is_same_v<T, bool>) return v != 0.0;
-  else return T(v);
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+    return T(float(v));
+  else if constexpr (std::is_same_v<T, bool>)
+    return v != 0.0;
+  else
+    return T(v);
 }
 
 // Reads a one-element integer tensor (a size, length or step).
@@ -32,9 +37,14 @@ Status read_scalar_int(const Tensor& t, const char* what, int64_t& out) {
   if (t.numel() != 1)
     return invalid_argument(what, " must hold one value, got shape ", t.shape().to_string());
   switch (t.dtype()) {
-    case DataType::kInt64: out = *t.data<int64_t>(); return Status();
-    case DataType::kInt32: out = *t.data<int32_t>(); return Status();
-    default: return invalid_argument(what, " must be int32 or int64, got ", dtype_name(t.dtype()));
+    case DataType::kInt64:
+      out = *t.data<int64_t>();
+      return Status();
+    case DataType::kInt32:
+      out = *t.data<int32_t>();
+      return Status();
+    default:
+      return invalid_argument(what, " must be int32 or int64, got ", dtype_name(t.dtype()));
   }
 }
 
@@ -43,7 +53,8 @@ Status read_scalar_float(const Tensor& t, const char* what, double& out) {
     return invalid_argument(what, " must hold one value, got shape ", t.shape().to_string());
   switch (t.dtype()) {
     NXRT_CASES_FLOAT(out = to_double(*t.data<T>()); return Status())
-    default: return invalid_argument(what, " must be a float type, got ", dtype_name(t.dtype()));
+    default:
+      return invalid_argument(what, " must be a float type, got ", dtype_name(t.dtype()));
   }
 }
 
@@ -185,8 +196,10 @@ void run_dft(const Tensor& x, const DftSpec& s, Tensor& y) {
         for (int64_t k = 0; k < copy; ++k) buf[size_t(k)] = load(k);
         std::fill(buf.begin() + copy, buf.end(), cd(0, 0));
       }
-      if (s.inverse) fft.run_inverse(buf.data(), scratch.data());
-      else fft.run(buf.data(), scratch.data());
+      if (s.inverse)
+        fft.run_inverse(buf.data(), scratch.data());
+      else
+        fft.run(buf.data(), scratch.data());
       T* dst = py + (o * n_out * inner + i) * c_out;
       for (int64_t k = 0; k < n_out; ++k) {
         T* e = dst + k * inner * c_out;
@@ -203,7 +216,11 @@ void run_dft(const Tensor& x, const DftSpec& s, Tensor& y) {
 class DftKernel final : public Kernel {
  public:
   DftKernel(DataType dtype, int64_t axis, bool axis_input, bool inverse, bool onesided)
-      : dtype_(dtype), axis_(axis), axis_input_(axis_input), inverse_(inverse), onesided_(onesided) {}
+      : dtype_(dtype),
+        axis_(axis),
+        axis_input_(axis_input),
+        inverse_(inverse),
+        onesided_(onesided) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
@@ -216,7 +233,8 @@ class DftKernel final : public Kernel {
     s.inverse = inverse_;
     s.onesided = onesided_;
     s.axis = axis_;
-    if (axis_input_ && ctx.input(2)) NXRT_RETURN_IF_ERROR(read_scalar_int(*ctx.input(2), "axis", s.axis));
+    if (axis_input_ && ctx.input(2))
+      NXRT_RETURN_IF_ERROR(read_scalar_int(*ctx.input(2), "axis", s.axis));
     const int64_t given_axis = s.axis;
     if (s.axis < 0) s.axis += r;
     if (s.axis < 0 || s.axis > r - 2)
@@ -232,7 +250,8 @@ class DftKernel final : public Kernel {
         return invalid_argument("the signal along axis ", s.axis, " is too short (", n_in,
                                 ") to take a transform of");
     }
-    if (s.length > (int64_t(1) << 40)) return invalid_argument("dft_length ", s.length, " is too large");
+    if (s.length > (int64_t(1) << 40))
+      return invalid_argument("dft_length ", s.length, " is too large");
     Shape out = x.shape();
     out[size_t(s.axis)] = onesided_ && !inverse_ ? s.length / 2 + 1 : s.length;
     out[size_t(r - 1)] = inverse_ && onesided_ ? 1 : 2;
@@ -240,7 +259,8 @@ class DftKernel final : public Kernel {
     if (y->numel() == 0) return Status();
     switch (dtype_) {
       NXRT_CASES_FLOAT(run_dft<T>(x, s, *y))
-      default: return not_implemented("type ", dtype_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", dtype_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -252,9 +272,8 @@ class DftKernel final : public Kernel {
 };
 
 template <typename T>
-void run_stft(const Tensor& x, const T* window, int64_t frame_length, int64_t step,
-              Tensor& y) {
-  const int64_t batch = x.shape()[0], len = x.shape()[1], c = x.shape()[2];
+void run_stft(const Tensor& x, const T* window, int64_t frame_length, int64_t step, Tensor& y) {
+  const int64_t batch = x.shape()[0], len = x.shape()[1], c = x.rank() == 3 ? x.shape()[2] : 1;
   const int64_t frames = y.shape()[1], bins = y.shape()[2];
   const Fft fft{size_t(frame_length)};
   std::vector<cd> buf(static_cast<size_t>(frame_length)), scratch(fft.scratch_size());
@@ -267,8 +286,8 @@ void run_stft(const Tensor& x, const T* window, int64_t frame_length, int64_t st
     for (int64_t f = 0; f < frames; ++f) {
       const T* src = px + (b * len + f * step) * c;
       for (int64_t k = 0; k < frame_length; ++k)
-        buf[size_t(k)] = cd(to_double(src[k * c]), c == 2 ? to_double(src[k * c + 1]) : 0.0) *
-                         w[size_t(k)];
+        buf[size_t(k)] =
+            cd(to_double(src[k * c]), c == 2 ? to_double(src[k * c + 1]) : 0.0) * w[size_t(k)];
       fft.run(buf.data(), scratch.data());
       T* dst = py + (b * frames + f) * bins * 2;
       for (int64_t k = 0; k < bins; ++k) {
@@ -278,16 +297,19 @@ void run_stft(const Tensor& x, const T* window, int64_t frame_length, int64_t st
     }
 }
 
-// signal [batch, length, 1|2] -> [batch, frames, bins, 2].
+// signal [batch, length, 1|2] -> [batch, frames, bins, 2]. A real signal may also come as
+// [batch, length], which onnxruntime accepts too (exporters write it: kokoro's vocoder).
 class StftKernel final : public Kernel {
  public:
   StftKernel(DataType dtype, bool onesided) : dtype_(dtype), onesided_(onesided) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
-    if (x.rank() != 3 || (x.shape()[2] != 1 && x.shape()[2] != 2))
-      return invalid_argument("signal must have shape [batch, length, 1 or 2], got ",
-                              x.shape().to_string());
+    if ((x.rank() != 3 && x.rank() != 2) ||
+        (x.rank() == 3 && x.shape()[2] != 1 && x.shape()[2] != 2))
+      return invalid_argument(
+          "signal must have shape [batch, length, 1 or 2] or [batch, length], got ",
+          x.shape().to_string());
     const int64_t len = x.shape()[1];
     int64_t step = 0;
     NXRT_RETURN_IF_ERROR(read_scalar_int(*ctx.input(1), "frame_step", step));
@@ -311,7 +333,8 @@ class StftKernel final : public Kernel {
     if (y->numel() == 0) return Status();
     switch (dtype_) {
       NXRT_CASES_FLOAT(run_stft<T>(x, window ? window->data<T>() : nullptr, frame_length, step, *y))
-      default: return not_implemented("type ", dtype_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", dtype_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -352,8 +375,10 @@ class WindowKernel final : public Kernel {
       return 0.0;
     };
     switch (out_) {
-      NXRT_CASES_NUMERIC(for (int64_t i = 0; i < size; ++i) y->data<T>()[i] = from_double<T>(value(i)))
-      default: return not_implemented("output type ", dtype_name(out_), " is not supported");
+      NXRT_CASES_NUMERIC(for (int64_t i = 0; i < size; ++i) y->data<T>()[i] =
+                             from_double<T>(value(i)))
+      default:
+        return not_implemented("output type ", dtype_name(out_), " is not supported");
     }
     return Status();
   }
@@ -383,8 +408,8 @@ class MelWeightMatrixKernel final : public Kernel {
       return invalid_argument("num_mel_bins (", mels, "), dft_length (", dft_length,
                               ") and sample_rate (", rate, ") must be positive");
     if (!(lower >= 0.0) || !(upper > lower))
-      return invalid_argument("need 0 <= lower_edge_hertz < upper_edge_hertz, got ", lower,
-                              " and ", upper);
+      return invalid_argument("need 0 <= lower_edge_hertz < upper_edge_hertz, got ", lower, " and ",
+                              upper);
     const int64_t bins = dft_length / 2 + 1;
     if (mels > (int64_t(1) << 24) || bins * mels > (int64_t(1) << 32))
       return invalid_argument("mel weight matrix of ", bins, " x ", mels, " is too large");
@@ -408,12 +433,15 @@ class MelWeightMatrixKernel final : public Kernel {
         for (int64_t j = lo; j <= mid; ++j)
           w[size_t(j * mels + m)] = double(j - lo) / double(mid - lo);
       }
-      for (int64_t j = mid; j < hi; ++j) w[size_t(j * mels + m)] = double(hi - j) / double(hi - mid);
+      for (int64_t j = mid; j < hi; ++j)
+        w[size_t(j * mels + m)] = double(hi - j) / double(hi - mid);
     }
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, Shape{bins, mels}));
     switch (out_) {
-      NXRT_CASES_NUMERIC(for (size_t i = 0; i < w.size(); ++i) y->data<T>()[i] = from_double<T>(w[i]))
-      default: return not_implemented("output type ", dtype_name(out_), " is not supported");
+      NXRT_CASES_NUMERIC(for (size_t i = 0; i < w.size(); ++i) y->data<T>()[i] =
+                             from_double<T>(w[i]))
+      default:
+        return not_implemented("output type ", dtype_name(out_), " is not supported");
     }
     return Status();
   }
@@ -479,7 +507,9 @@ Expected<KernelPtr> create_stft(KernelInit& init) {
   return make_kernel<StftKernel>(t, onesided);
 }
 
-Expected<KernelPtr> create_hann_window(KernelInit& init) { return create_window(init, WindowKind::kHann); }
+Expected<KernelPtr> create_hann_window(KernelInit& init) {
+  return create_window(init, WindowKind::kHann);
+}
 Expected<KernelPtr> create_hamming_window(KernelInit& init) {
   return create_window(init, WindowKind::kHamming);
 }

@@ -1,0 +1,166 @@
+// onnxruntime's com.microsoft transformer ops that its optimizer writes into saved
+// models: FastGelu (Gelu's tanh form, with an optional bias) and SkipLayerNormalization
+// (a residual sum and LayerNormalization over the last dim in one pass). float only.
+#include <cmath>
+#include <vector>
+
+#include "ep/cpu/kernels/common.h"
+#include "ep/cpu/vmath/vmath.h"
+
+namespace nxrt::cpu {
+namespace {
+
+// Checks that a per-hidden-unit parameter has `hidden` values (a 1-D tensor or any shape
+// of that many elements, as onnxruntime accepts).
+Status check_hidden(const Tensor* t, int64_t hidden, const char* what) {
+  if (t && t->numel() != hidden)
+    return invalid_argument(what, " has ", t->numel(), " values; expected ", hidden,
+                            " (the input's last dim)");
+  return Status();
+}
+
+// FastGelu(X, bias) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), x = X + bias, the
+// bias broadcast along X's last dim.
+class FastGeluKernel final : public Kernel {
+ public:
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const Tensor* bias = ctx.input(1);
+    const int64_t hidden = x.rank() == 0 ? 1 : x.shape().back();
+    NXRT_RETURN_IF_ERROR(check_hidden(bias, hidden, "bias"));
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
+    const int64_t n = x.numel();
+    if (n == 0) return Status();
+    const float* px = x.data<float>();
+    float* py = y->data<float>();
+    if (!bias) {
+      vmath::unary(vmath::Unary::kGeluTanh, {}, px, py, size_t(n));
+      return Status();
+    }
+    const float* pb = bias->data<float>();
+    const int64_t rows = n / hidden;
+    const size_t pieces = std::min(parallel_pieces(double(n) * 8, double(1 << 18)),
+                                   size_t(std::max<int64_t>(rows, 1)));
+    parallel_for(pieces, [&](size_t piece) {
+      for (int64_t r = rows * int64_t(piece) / int64_t(pieces);
+           r < rows * int64_t(piece + 1) / int64_t(pieces); ++r) {
+        float* out = py + r * hidden;
+        const float* in = px + r * hidden;
+        for (int64_t j = 0; j < hidden; ++j) out[j] = in[j] + pb[j];
+        vmath::unary(vmath::Unary::kGeluTanh, {}, out, out, size_t(hidden));
+      }
+    });
+    return Status();
+  }
+};
+
+// SkipLayerNormalization(input, skip, gamma, beta, bias): s = input + skip + bias, then
+// LayerNormalization of s over the last dim with gamma and beta. Outputs: the result,
+// and optionally the mean and 1 / sqrt(var + epsilon) of each row ([..., 1]) and s
+// itself. skip may also be one [S, H] or [1, S, H] block shared by every batch.
+class SkipLayerNormKernel final : public Kernel {
+ public:
+  SkipLayerNormKernel(float epsilon, bool want_mean, bool want_inv, bool want_sum)
+      : epsilon_(epsilon), want_mean_(want_mean), want_inv_(want_inv), want_sum_(want_sum) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const Tensor& skip = *ctx.input(1);
+    const Tensor& gamma = *ctx.input(2);
+    const Tensor* beta = ctx.input(3);
+    const Tensor* bias = ctx.input(4);
+    if (x.rank() < 1) return invalid_argument("input must have rank >= 1");
+    const int64_t hidden = x.shape().back(), n = x.numel();
+    const int64_t rows = hidden > 0 ? n / hidden : 0;
+    if (skip.numel() == 0 || n % std::max<int64_t>(skip.numel(), 1) != 0 ||
+        skip.shape().back() != hidden)
+      return invalid_argument("skip has shape ", skip.shape().to_string(),
+                              "; expected the input's ", x.shape().to_string(),
+                              " or a block of its last dims");
+    NXRT_RETURN_IF_ERROR(check_hidden(&gamma, hidden, "gamma"));
+    NXRT_RETURN_IF_ERROR(check_hidden(beta, hidden, "beta"));
+    NXRT_RETURN_IF_ERROR(check_hidden(bias, hidden, "bias"));
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
+    Shape stat_shape = x.shape();
+    stat_shape[stat_shape.size() - 1] = 1;
+    Tensor* mean_out = nullptr;
+    Tensor* inv_out = nullptr;
+    Tensor* sum_out = nullptr;
+    if (want_mean_) {
+      NXRT_ASSIGN_OR_RETURN(mean_out, ctx.output(1, stat_shape));
+    }
+    if (want_inv_) {
+      NXRT_ASSIGN_OR_RETURN(inv_out, ctx.output(2, stat_shape));
+    }
+    if (want_sum_) {
+      NXRT_ASSIGN_OR_RETURN(sum_out, ctx.output(3, x.shape()));
+    }
+    if (rows == 0) return Status();
+    const float* px = x.data<float>();
+    const float* ps = skip.data<float>();
+    const int64_t skip_rows = skip.numel() / hidden;
+    const float* pg = gamma.data<float>();
+    const float* pbeta = beta ? beta->data<float>() : nullptr;
+    const float* pbias = bias ? bias->data<float>() : nullptr;
+    float* py = y->data<float>();
+    const size_t pieces = std::min(parallel_pieces(double(n) * 4, double(1 << 18)), size_t(rows));
+    parallel_for(pieces, [&](size_t piece) {
+      for (int64_t r = rows * int64_t(piece) / int64_t(pieces);
+           r < rows * int64_t(piece + 1) / int64_t(pieces); ++r) {
+        // s goes to the sum output when wanted, else to y, which is then overwritten.
+        float* s = sum_out ? sum_out->data<float>() + r * hidden : py + r * hidden;
+        const float* in = px + r * hidden;
+        const float* sk = ps + (r % skip_rows) * hidden;
+        double sum = 0.0;
+        for (int64_t j = 0; j < hidden; ++j) {
+          s[j] = in[j] + sk[j] + (pbias ? pbias[j] : 0.0f);
+          sum += s[j];
+        }
+        const double mean = sum / double(hidden);
+        double sq = 0.0;
+        for (int64_t j = 0; j < hidden; ++j) sq += (s[j] - mean) * (s[j] - mean);
+        const double inv = 1.0 / std::sqrt(sq / double(hidden) + double(epsilon_));
+        float* out = py + r * hidden;
+        for (int64_t j = 0; j < hidden; ++j) {
+          const float v = float((s[j] - mean) * inv) * pg[j];
+          out[j] = pbeta ? v + pbeta[j] : v;
+        }
+        if (mean_out) mean_out->data<float>()[r] = float(mean);
+        if (inv_out) inv_out->data<float>()[r] = float(inv);
+      }
+    });
+    return Status();
+  }
+
+ private:
+  float epsilon_;
+  bool want_mean_, want_inv_, want_sum_;
+};
+
+bool wanted_output(const KernelInit& init, size_t i) {
+  return i < init.node.outputs.size() && !init.node.outputs[i].empty();
+}
+
+}  // namespace
+
+Expected<KernelPtr> create_fast_gelu(KernelInit& init) {
+  if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
+  if (init.has_input(1) && init.input_type(1) != DataType::kFloat) return init.unsupported_type(1);
+  init.set_all_outputs(DataType::kFloat);
+  return make_kernel<FastGeluKernel>();
+}
+
+Expected<KernelPtr> create_skip_layer_normalization(KernelInit& init) {
+  for (size_t i = 0; i < 5; ++i) {
+    if (i >= 3 && !init.has_input(i)) continue;  // beta and bias are optional
+    if (init.input_type(i) != DataType::kFloat) return init.unsupported_type(i);
+  }
+  AttrReader attrs(init.node);
+  const float epsilon = attrs.get_float("epsilon", 1e-12f);
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  init.set_all_outputs(DataType::kFloat);
+  return make_kernel<SkipLayerNormKernel>(epsilon, wanted_output(init, 1), wanted_output(init, 2),
+                                          wanted_output(init, 3));
+}
+
+}  // namespace nxrt::cpu

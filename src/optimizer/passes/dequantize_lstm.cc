@@ -1,0 +1,82 @@
+// com.microsoft DynamicQuantizeLSTM with constant 8-bit weights (onnxruntime's quantizer
+// writes it for LSTMs): an ONNX LSTM on the dequantized weights. The quantized W and R
+// are [directions, input or hidden, 4 * hidden] (the ONNX layout transposed), with a
+// scale and zero point per direction or per direction and column:
+//   W_onnx[d][j][i] = (W_q[d][i][j] - zero[d][j]) * scale[d][j].
+// onnxruntime runs the gates' products in 8 bits with X and h quantized per step; float
+// products of the same weights differ from it by that quantization only. A required pass:
+// without it the model cannot run, at any optimization level.
+#include <optional>
+
+#include "optimizer/graph_view.h"
+#include "optimizer/passes/passes.h"
+
+namespace nxrt::optimizer {
+namespace {
+
+bool is_8bit(const Tensor* t) {
+  return t && (t->dtype() == DataType::kUint8 || t->dtype() == DataType::kInt8);
+}
+
+int32_t byte_at(const Tensor& t, int64_t i) {
+  return t.dtype() == DataType::kInt8 ? int32_t(t.data<int8_t>()[i])
+                                      : int32_t(t.data<uint8_t>()[i]);
+}
+
+// The float weight in ONNX layout, or an empty optional when the inputs do not fit.
+std::optional<Tensor> dequantize_weight(const Tensor* q, const Tensor* scale, const Tensor* zero,
+                                        const Limits& limits) {
+  if (!is_8bit(q) || q->rank() != 3 || !scale || scale->dtype() != DataType::kFloat) return {};
+  const int64_t D = q->shape()[0], rows = q->shape()[1], cols = q->shape()[2];
+  const bool per_column = scale->numel() == D * cols;
+  if (!per_column && scale->numel() != D) return {};
+  if (zero && (!is_8bit(zero) || zero->numel() != scale->numel())) return {};
+  auto out = Tensor::allocate_uninitialized(DataType::kFloat, Shape{D, cols, rows}, limits);
+  if (!out) return {};
+  float* w = out->data<float>();
+  const float* s = scale->data<float>();
+  for (int64_t d = 0; d < D; ++d)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        const int64_t p = per_column ? d * cols + j : d;
+        const int32_t z = zero ? byte_at(*zero, p) : 0;
+        w[(d * cols + j) * rows + i] = float(byte_at(*q, (d * rows + i) * cols + j) - z) * s[p];
+      }
+  return std::move(out).value();
+}
+
+const std::string& input_or_empty(const ir::Node& node, size_t i) {
+  static const std::string kNone;
+  return i < node.inputs.size() ? node.inputs[i] : kNone;
+}
+
+}  // namespace
+
+Status dequantize_lstm(ir::Graph& graph, PassContext& ctx) {
+  GraphView view(graph, ctx);
+  GraphEditor edit(graph, view);
+  for (ir::Node& node : graph.nodes) {
+    if (node.domain != "com.microsoft" || node.op_type != "DynamicQuantizeLSTM") continue;
+    auto constant = [&](size_t i) {
+      const std::string& name = input_or_empty(node, i);
+      return name.empty() ? nullptr : view.constant(name);
+    };
+    auto w = dequantize_weight(constant(1), constant(8), constant(9), ctx.limits);
+    auto r = dequantize_weight(constant(2), constant(10), constant(11), ctx.limits);
+    if (!w || !r) continue;  // left as it is: its kernel reports the op as not implemented
+    const std::string w_name = edit.fresh_name(node.inputs[1] + "_dequantized");
+    const std::string r_name = edit.fresh_name(node.inputs[2] + "_dequantized");
+    edit.add_initializer(w_name, std::move(*w));
+    edit.add_initializer(r_name, std::move(*r));
+    node.domain = "";
+    node.op_type = "LSTM";
+    node.inputs.resize(std::min<size_t>(node.inputs.size(), 8));
+    node.inputs[1] = w_name;
+    node.inputs[2] = r_name;
+    while (!node.inputs.empty() && node.inputs.back().empty()) node.inputs.pop_back();
+  }
+  edit.apply();
+  return Status();
+}
+
+}  // namespace nxrt::optimizer

@@ -1,0 +1,115 @@
+"""com.microsoft ops onnxruntime's tools write into saved models (FastGelu,
+SkipLayerNormalization, FusedMatMul, DynamicQuantizeLSTM), against onnxruntime."""
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import nxrt
+
+RNG = np.random.default_rng(7)
+
+
+def _model(nodes, inputs, outputs, inits=()):
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in inputs],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+                              list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def _run_both(data, feeds, level=None):
+    so = nxrt.SessionOptions()
+    if level is not None:
+        so.graph_optimization_level = level
+    got = nxrt.InferenceSession(data, so).run(None, feeds)
+    oso = ort.SessionOptions()
+    oso.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(data, oso, providers=["CPUExecutionProvider"]).run(None, feeds)
+    return got, want
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_fast_gelu(with_bias):
+    inputs = ["x", "b"] if with_bias else ["x"]
+    data = _model([helper.make_node("FastGelu", inputs, ["y"], domain="com.microsoft")], inputs, ["y"])
+    feeds = {"x": RNG.standard_normal((2, 7, 48)).astype(np.float32) * 3}
+    if with_bias:
+        feeds["b"] = RNG.standard_normal(48).astype(np.float32)
+    got, want = _run_both(data, feeds)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("beta,bias", [(False, False), (True, False), (True, True)])
+@pytest.mark.parametrize("skip_shape", [(2, 5, 32), (5, 32)], ids=["full", "shared"])
+def test_skip_layer_normalization(beta, bias, skip_shape):
+    inputs = ["x", "skip", "gamma"] + (["beta"] if beta else [""]) + (["bias"] if bias else [])
+    node = helper.make_node("SkipLayerNormalization", inputs, ["y", "", "", "sum"],
+                            domain="com.microsoft", epsilon=1e-5)
+    data = _model([node], [i for i in inputs if i], ["y", "sum"])
+    feeds = {"x": RNG.standard_normal((2, 5, 32)).astype(np.float32),
+             "skip": RNG.standard_normal(skip_shape).astype(np.float32),
+             "gamma": RNG.standard_normal(32).astype(np.float32)}
+    if beta:
+        feeds["beta"] = RNG.standard_normal(32).astype(np.float32)
+    if bias:
+        feeds["bias"] = RNG.standard_normal(32).astype(np.float32)
+    got, want = _run_both(data, feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_skip_layer_normalization_statistics_and_bad_gamma():
+    node = helper.make_node("SkipLayerNormalization", ["x", "skip", "gamma"], ["y", "mean", "inv"],
+                            domain="com.microsoft", epsilon=1e-6)
+    data = _model([node], ["x", "skip", "gamma"], ["y", "mean", "inv"])
+    x = RNG.standard_normal((3, 16)).astype(np.float32)
+    skip = RNG.standard_normal((3, 16)).astype(np.float32)
+    gamma = np.ones(16, np.float32)
+    y, mean, inv = nxrt.InferenceSession(data).run(None, {"x": x, "skip": skip, "gamma": gamma})
+    s = (x + skip).astype(np.float64)
+    np.testing.assert_allclose(mean[:, 0], s.mean(-1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(inv[:, 0], 1 / np.sqrt(s.var(-1) + 1e-6), rtol=1e-5)
+    np.testing.assert_allclose(y, (s - s.mean(-1, keepdims=True)) * inv, rtol=1e-4, atol=1e-5)
+    with pytest.raises(nxrt.InvalidArgument, match="gamma has 15 values"):
+        nxrt.InferenceSession(data).run(None, {"x": x, "skip": skip, "gamma": gamma[:15]})
+
+
+@pytest.mark.parametrize("ta,tb,alpha", [(0, 0, 1.0), (1, 0, 0.5), (0, 1, 2.0), (1, 1, -1.5)])
+def test_fused_matmul(ta, tb, alpha):
+    node = helper.make_node("FusedMatMul", ["a", "b"], ["y"], domain="com.microsoft", transA=ta,
+                            transB=tb, alpha=alpha)
+    data = _model([node], ["a", "b"], ["y"])
+    a = RNG.standard_normal((3, 20, 9) if ta else (3, 9, 20)).astype(np.float32)
+    b = RNG.standard_normal((11, 20) if tb else (20, 11)).astype(np.float32)
+    got, want = _run_both(data, {"a": a, "b": b})
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+
+
+def _quantize(w):
+    """int8 per direction: w [D, rows, cols] -> (q, scale [D], zero [D])."""
+    scale = (np.abs(w).reshape(w.shape[0], -1).max(1) / 127).astype(np.float32)
+    q = np.clip(np.round(w / scale[:, None, None]), -127, 127).astype(np.int8)
+    return q, scale, np.zeros(w.shape[0], np.int8)
+
+
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_dynamic_quantize_lstm(direction):
+    D, S, B, I, H = (2 if direction == "bidirectional" else 1), 6, 2, 10, 8
+    wq, ws, wz = _quantize(RNG.standard_normal((D, I, 4 * H)).astype(np.float32) * 0.4)
+    rq, rs, rz = _quantize(RNG.standard_normal((D, H, 4 * H)).astype(np.float32) * 0.4)
+    inits = [numpy_helper.from_array(v, n) for v, n in
+             [(wq, "wq"), (rq, "rq"), (ws, "ws"), (wz, "wz"), (rs, "rs"), (rz, "rz"),
+              (RNG.standard_normal((D, 8 * H)).astype(np.float32) * 0.1, "bias")]]
+    node = helper.make_node("DynamicQuantizeLSTM", ["x", "wq", "rq", "bias", "", "", "", "", "ws", "wz", "rs", "rz"],
+                            ["y", "yh", "yc"], domain="com.microsoft", direction=direction, hidden_size=H)
+    data = _model([node], ["x"], ["y", "yh", "yc"], inits)
+    feeds = {"x": RNG.standard_normal((S, B, I)).astype(np.float32)}
+    for level in (nxrt.GraphOptimizationLevel.ORT_DISABLE_ALL, nxrt.GraphOptimizationLevel.ORT_ENABLE_ALL):
+        got, want = _run_both(data, feeds, level)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            # onnxruntime quantizes X and h to 8 bits per step; nxrt multiplies in float.
+            assert np.abs(g - w).max() <= 2e-2 * max(1.0, np.abs(w).max())
