@@ -267,3 +267,59 @@ def test_quantize_dequantize_8bit(signed, per_axis):
     keep[5] = False
     np.testing.assert_array_equal(got[1].ravel()[keep], want[1].ravel()[keep])
     np.testing.assert_allclose(got[0].ravel()[keep], want[0].ravel()[keep], rtol=1e-6, atol=1e-7)
+
+
+def _conv_integer_reference(x, w, xz, wz, strides, pads, dilations, group):
+    """Exact int64 ConvInteger for 1-D and 2-D inputs (numpy)."""
+    x = x.astype(np.int64) - int(xz)
+    wz = np.broadcast_to(np.asarray(wz, np.int64).reshape(-1), (w.shape[0],))
+    w = w.astype(np.int64) - wz.reshape((-1,) + (1,) * (w.ndim - 1))
+    r = x.ndim - 2
+    x = np.pad(x, [(0, 0), (0, 0)] + [(pads[d], pads[d + r]) for d in range(r)])
+    N, C = x.shape[:2]
+    M, Cg = w.shape[:2]
+    k = w.shape[2:]
+    out = [(x.shape[2 + d] - dilations[d] * (k[d] - 1) - 1) // strides[d] + 1 for d in range(r)]
+    y = np.zeros([N, M] + out, np.int64)
+    Mg = M // group
+    for idx in np.ndindex(*k):
+        sl = tuple(slice(idx[d] * dilations[d], idx[d] * dilations[d] + strides[d] * (out[d] - 1) + 1,
+                         strides[d]) for d in range(r))
+        patch = x[(slice(None), slice(None)) + sl]  # N, C, out...
+        for g in range(group):
+            wg = w[g * Mg:(g + 1) * Mg, :, *idx]  # Mg, Cg
+            y[:, g * Mg:(g + 1) * Mg] += np.einsum("mc,nc...->nm...", wg, patch[:, g * Cg:(g + 1) * Cg])
+    return y.astype(np.int32)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("w_type", [np.uint8, np.int8])
+@pytest.mark.parametrize("shape,kernel,strides,pads,dilations,group,per_channel", [
+    ((2, 16, 50), (3,), (1,), (1, 1), (1,), 1, False),
+    ((1, 12, 40), (7,), (1,), (9, 9), (3,), 1, True),
+    ((1, 8, 33), (5,), (2,), (2, 1), (1,), 2, False),
+    ((1, 6, 11, 13), (3, 3), (1, 2), (1, 0, 1, 2), (1, 1), 1, True),
+    ((2, 8, 9, 9), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 4, False)])
+def test_conv_integer_matches_exact_reference(shape, kernel, strides, pads, dilations, group,
+                                              per_channel, w_type, threads):
+    rng = np.random.default_rng(3)
+    M = 12 if group != 4 else 8
+    x = rng.integers(0, 256, shape).astype(np.uint8)
+    info = np.iinfo(w_type)
+    w = rng.integers(info.min, info.max + 1, (M, shape[1] // group) + kernel).astype(w_type)
+    xz = np.array(131, np.uint8)
+    wz = (rng.integers(info.min // 2, info.max // 2, M) if per_channel else np.array(7)).astype(w_type)
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], kernel_shape=list(kernel),
+                            strides=list(strides), pads=list(pads), dilations=list(dilations), group=group)
+    tx = TensorProto.UINT8
+    tw = TensorProto.UINT8 if w_type == np.uint8 else TensorProto.INT8
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", tx, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(xz, "xz"),
+                               numpy_helper.from_array(wz, "wz")])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    so = nxrt.SessionOptions()
+    so.intra_op_num_threads = threads
+    got = nxrt.InferenceSession(data, so).run(None, {"x": x})[0]
+    want = _conv_integer_reference(x, w, xz, wz, strides, pads, dilations, group)
+    np.testing.assert_array_equal(got, want)

@@ -13,6 +13,7 @@
 
 #include "core/parallel.h"
 #include "ep/cpu/gemm/gemm.h"
+#include "ep/cpu/gemm/qgemm.h"
 #include "ep/cpu/kernels/conv_geometry.h"
 #include "ep/cpu/vmath/vmath.h"
 #include "ep/cpu/vmath/winograd.h"
@@ -1187,7 +1188,17 @@ class ConvKernel final : public Kernel {
 // zero point, i.e. 0 after the shift, so the float path's zero padding is right.
 class ConvIntegerKernel final : public Kernel {
  public:
-  explicit ConvIntegerKernel(ConvKernel conv) : conv_(std::move(conv)) {}
+  ConvIntegerKernel(ConvKernel conv, int64_t group) : conv_(std::move(conv)), group_(group) {}
+
+  // Packs a constant weight (and its zero points) for the 8-bit GEMM once.
+  void pack_weights(const Tensor& w, const Tensor* wz) {
+    if (w.rank() < 3 || w.shape()[0] % group_ != 0) return;
+    const int64_t M = w.shape()[0];
+    if (wz && wz->numel() != 1 && wz->numel() != M) return;
+    packed_ = pack_groups(w, wz);
+    packed_w_ = w.raw();
+    packed_wz_ = wz ? wz->raw() : nullptr;
+  }
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
@@ -1203,6 +1214,16 @@ class ConvIntegerKernel final : public Kernel {
       return invalid_argument("x_zero_point must be a scalar, got ", xz->shape().to_string());
     if (wz && wz->numel() != 1 && wz->numel() != M)
       return invalid_argument("w_zero_point has ", wz->numel(), " values; expected 1 or ", M);
+    if (L.r <= 2) {
+      // The 8-bit GEMM: per image and group, Y_g^T (positions x Mg) = cols (positions x
+      // K, bytes, padding holding x's zero point) times W_g^T, then transposed into Y.
+      const bool same = w.raw() == packed_w_ && (wz ? wz->raw() : nullptr) == packed_wz_;
+      std::vector<gemm::PackedQuantB> fresh;
+      if (!same || packed_.empty()) fresh = pack_groups(w, wz);
+      const std::vector<gemm::PackedQuantB>& packed = fresh.empty() ? packed_ : fresh;
+      run_gemm(L, N, C, M, x, xz ? int_at(*xz, 0) : 0, packed, y->data<int32_t>());
+      return Status();
+    }
     std::vector<int32_t> wx(size_t(x.numel())), ww(size_t(w.numel()));
     const int32_t x0 = xz ? int_at(*xz, 0) : 0;
     for (size_t i = 0; i < wx.size(); ++i) wx[i] = int_at(x, int64_t(i)) - x0;
@@ -1220,7 +1241,74 @@ class ConvIntegerKernel final : public Kernel {
     return t.dtype() == DataType::kUint8 ? int32_t(t.data<uint8_t>()[i])
                                          : int32_t(t.data<int8_t>()[i]);
   }
+
+  // W_g^T (K x Mg) of each group packed, with w's zero points per output channel.
+  std::vector<gemm::PackedQuantB> pack_groups(const Tensor& w, const Tensor* wz) const {
+    const int64_t M = w.shape()[0], Mg = M / group_, K = w.numel() / M;
+    std::vector<gemm::PackedQuantB> out;
+    std::vector<uint8_t> wt(static_cast<size_t>(K * Mg));
+    std::vector<int32_t> zero(static_cast<size_t>(Mg));
+    const auto* bytes = static_cast<const uint8_t*>(w.raw());
+    for (int64_t g = 0; g < group_; ++g) {
+      for (int64_t m = 0; m < Mg; ++m) {
+        for (int64_t k = 0; k < K; ++k) wt[size_t(k * Mg + m)] = bytes[(g * Mg + m) * K + k];
+        zero[size_t(m)] = wz ? int_at(*wz, wz->numel() == 1 ? 0 : g * Mg + m) : 0;
+      }
+      out.push_back(gemm::PackedQuantB::pack(K, Mg, wt.data(), Mg, w.dtype() == DataType::kInt8,
+                                             zero.data(), Mg));
+    }
+    return out;
+  }
+
+  // Row p of cols: the K = Cg * taps input bytes output position p reads (1-D or 2-D).
+  static void gather_columns(const Lattice& L, int64_t Cg, const uint8_t* x, uint8_t pad,
+                             uint8_t* cols) {
+    const bool two = L.r == 2;
+    const int64_t H = two ? L.image[0] : 1, W = L.image[L.r - 1];
+    const int64_t OH = two ? L.grid[0] : 1, OW = L.grid[L.r - 1];
+    const int64_t KH = two ? L.kernel[0] : 1, KW = L.kernel[L.r - 1];
+    const int64_t SH = two ? L.stride[0] : 1, SW = L.stride[L.r - 1];
+    const int64_t DH = two ? L.dilation[0] : 1, DW = L.dilation[L.r - 1];
+    const int64_t PT = two ? L.pad[0] : 0, PL = L.pad[L.r - 1];
+    const int64_t K = Cg * KH * KW;
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        uint8_t* row = cols + (oh * OW + ow) * K;
+        for (int64_t c = 0; c < Cg; ++c)
+          for (int64_t kh = 0; kh < KH; ++kh) {
+            const int64_t h = oh * SH + kh * DH - PT;
+            const uint8_t* src = x + (c * H + h) * W;
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              const int64_t v = ow * SW + kw * DW - PL;
+              *row++ = h >= 0 && h < H && v >= 0 && v < W ? src[v] : pad;
+            }
+          }
+      }
+  }
+
+  void run_gemm(const Lattice& L, int64_t N, int64_t C, int64_t M, const Tensor& x, int32_t x0,
+                const std::vector<gemm::PackedQuantB>& packed, int32_t* y) const {
+    const int64_t Cg = C / group_, Mg = M / group_, K = Cg * L.kernel_size();
+    const int64_t P = L.grid_size(), in_size = L.image_size();
+    uint8_t* cols = thread_scratch<uint8_t>(size_t(P * K), 1);
+    int32_t* prod = thread_scratch<int32_t>(size_t(P * Mg), 2);
+    const auto* xb = static_cast<const uint8_t*>(x.raw());
+    const bool x_signed = x.dtype() == DataType::kInt8;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t g = 0; g < group_; ++g) {
+        gather_columns(L, Cg, xb + (n * C + g * Cg) * in_size, uint8_t(x0), cols);
+        gemm::qgemm(P, cols, K, x_signed, x0, packed[size_t(g)], prod, Mg);
+        int32_t* yg = y + (n * M + g * Mg) * P;
+        for (int64_t p = 0; p < P; ++p)
+          for (int64_t m = 0; m < Mg; ++m) yg[m * P + p] = prod[p * Mg + m];
+      }
+  }
+
   ConvKernel conv_;
+  int64_t group_;
+  std::vector<gemm::PackedQuantB> packed_;
+  const void* packed_w_ = nullptr;   // the constant packed_ holds
+  const void* packed_wz_ = nullptr;  // and its zero points
 };
 
 class ConvTransposeKernel final : public Kernel {
@@ -1465,7 +1553,12 @@ Expected<KernelPtr> create_conv_integer(KernelInit& init) {
     if (t != DataType::kUint8 && t != DataType::kInt8) return init.unsupported_type(i);
   }
   init.set_all_outputs(DataType::kInt32);
-  return make_kernel<ConvIntegerKernel>(ConvKernel(std::move(w), group));
+  auto kernel = std::make_unique<ConvIntegerKernel>(ConvKernel(std::move(w), group), group);
+  if (const Tensor* weights = init.constant_input(1)) {
+    const Tensor* zero = init.has_input(3) ? init.constant_input(3) : nullptr;
+    if (!init.has_input(3) || zero) kernel->pack_weights(*weights, zero);
+  }
+  return KernelPtr(std::move(kernel));
 }
 
 Expected<KernelPtr> create_conv_transpose(KernelInit& init) {
