@@ -107,3 +107,22 @@ def test_packed_int4_initializer():
         so.graph_optimization_level = level
         out = nxrt.InferenceSession(model.SerializeToString(), so).run(None, {})[0]
         np.testing.assert_array_equal(out.astype(np.int8), values)
+
+
+@pytest.mark.parametrize("op,ref", [("Sin", np.sin), ("Cos", np.cos)])
+def test_sin_cos_float32_vector_forms_match_double(op, ref):
+    # The vector forms (|x| <= 8192) and the blocks that fall back to double (larger
+    # phases, inf, NaN) in one tensor.
+    rng = np.random.default_rng(11)
+    parts = [rng.uniform(-10, 10, 3000), rng.uniform(-8192, 8192, 3000),
+             np.array([0.0, -0.0, np.pi / 4, np.pi / 2, np.pi, 1e-30, -1e-30]),
+             rng.uniform(-1e6, 1e6, 1500), np.array([np.inf, -np.inf, np.nan]),
+             rng.uniform(-3, 3, 1100)]
+    x = np.concatenate(parts).astype(np.float32)
+    node = helper.make_node(op, ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    got = nxrt.InferenceSession(data).run(None, {"x": x})[0]
+    want = ref(x.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

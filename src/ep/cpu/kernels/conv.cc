@@ -1260,30 +1260,31 @@ class ConvIntegerKernel final : public Kernel {
     return out;
   }
 
-  // Row p of cols: the K = Cg * taps input bytes output position p reads (1-D or 2-D).
+  // Rows [p0, p1) of cols: row p holds the K = Cg * taps input bytes output position p
+  // reads (1-D or 2-D).
   static void gather_columns(const Lattice& L, int64_t Cg, const uint8_t* x, uint8_t pad,
-                             uint8_t* cols) {
+                             uint8_t* cols, int64_t p0, int64_t p1) {
     const bool two = L.r == 2;
     const int64_t H = two ? L.image[0] : 1, W = L.image[L.r - 1];
-    const int64_t OH = two ? L.grid[0] : 1, OW = L.grid[L.r - 1];
+    const int64_t OW = L.grid[L.r - 1];
     const int64_t KH = two ? L.kernel[0] : 1, KW = L.kernel[L.r - 1];
     const int64_t SH = two ? L.stride[0] : 1, SW = L.stride[L.r - 1];
     const int64_t DH = two ? L.dilation[0] : 1, DW = L.dilation[L.r - 1];
     const int64_t PT = two ? L.pad[0] : 0, PL = L.pad[L.r - 1];
     const int64_t K = Cg * KH * KW;
-    for (int64_t oh = 0; oh < OH; ++oh)
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        uint8_t* row = cols + (oh * OW + ow) * K;
-        for (int64_t c = 0; c < Cg; ++c)
-          for (int64_t kh = 0; kh < KH; ++kh) {
-            const int64_t h = oh * SH + kh * DH - PT;
-            const uint8_t* src = x + (c * H + h) * W;
-            for (int64_t kw = 0; kw < KW; ++kw) {
-              const int64_t v = ow * SW + kw * DW - PL;
-              *row++ = h >= 0 && h < H && v >= 0 && v < W ? src[v] : pad;
-            }
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t oh = p / OW, ow = p % OW;
+      uint8_t* row = cols + p * K;
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          const int64_t h = oh * SH + kh * DH - PT;
+          const uint8_t* src = x + (c * H + h) * W;
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int64_t v = ow * SW + kw * DW - PL;
+            *row++ = h >= 0 && h < H && v >= 0 && v < W ? src[v] : pad;
           }
-      }
+        }
+    }
   }
 
   void run_gemm(const Lattice& L, int64_t N, int64_t C, int64_t M, const Tensor& x, int32_t x0,
@@ -1294,13 +1295,21 @@ class ConvIntegerKernel final : public Kernel {
     int32_t* prod = thread_scratch<int32_t>(size_t(P * Mg), 2);
     const auto* xb = static_cast<const uint8_t*>(x.raw());
     const bool x_signed = x.dtype() == DataType::kInt8;
+    // The gather and the transpose split across the run's threads like the GEMM.
+    const int64_t pieces = int64_t(parallel_pieces(double(P * (K + Mg)), double(1 << 18)));
     for (int64_t n = 0; n < N; ++n)
       for (int64_t g = 0; g < group_; ++g) {
-        gather_columns(L, Cg, xb + (n * C + g * Cg) * in_size, uint8_t(x0), cols);
+        const uint8_t* xg = xb + (n * C + g * Cg) * in_size;
+        parallel_for(size_t(pieces), [&](size_t piece) {
+          gather_columns(L, Cg, xg, uint8_t(x0), cols, P * int64_t(piece) / pieces,
+                         P * int64_t(piece + 1) / pieces);
+        });
         gemm::qgemm(P, cols, K, x_signed, x0, packed[size_t(g)], prod, Mg);
         int32_t* yg = y + (n * M + g * Mg) * P;
-        for (int64_t p = 0; p < P; ++p)
-          for (int64_t m = 0; m < Mg; ++m) yg[m * P + p] = prod[p * Mg + m];
+        parallel_for(size_t(pieces), [&](size_t piece) {
+          for (int64_t m = Mg * int64_t(piece) / pieces; m < Mg * int64_t(piece + 1) / pieces; ++m)
+            for (int64_t p = 0; p < P; ++p) yg[m * P + p] = prod[p * Mg + m];
+        });
       }
   }
 

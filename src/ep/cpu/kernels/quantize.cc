@@ -410,20 +410,28 @@ class DynamicQuantizeKernel final : public Kernel {
     const Tensor& x = *ctx.input(0);
     const float* px = x.data<float>();
     const int64_t n = x.numel();
-    // The range always includes 0 so that 0 is exactly representable.
+    // The range always includes 0 so that 0 is exactly representable. NaN is skipped
+    // (std::max / std::min keep the running value). 16 partial extremes vectorize.
+    float hi[16] = {}, lo[16] = {};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) {
+        hi[j] = std::max(hi[j], px[i + j]);
+        lo[j] = std::min(lo[j], px[i + j]);
+      }
     float maxx = 0, minx = 0;
-    for (int64_t i = 0; i < n; ++i) {
+    for (; i < n; ++i) {
       maxx = std::max(maxx, px[i]);
       minx = std::min(minx, px[i]);
+    }
+    for (int j = 0; j < 16; ++j) {
+      maxx = std::max(maxx, hi[j]);
+      minx = std::min(minx, lo[j]);
     }
     const float scale = (maxx == minx ? 1.0f : maxx - minx) / 255.0f;
     const float zp = std::nearbyint(std::clamp(0.0f - minx / scale, 0.0f, 255.0f));
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
-    uint8_t* py = y->data<uint8_t>();
-    for (int64_t i = 0; i < n; ++i) {
-      const float q = std::nearbyint(px[i] / scale) + zp;
-      py[i] = uint8_t(std::clamp(std::isnan(q) ? 0.0f : q, 0.0f, 255.0f));
-    }
+    vmath::quantize_8bit(px, size_t(n), scale, zp, false, y->data<uint8_t>());
     if (ctx.num_outputs() > 1) {
       NXRT_ASSIGN_OR_RETURN(Tensor * s, ctx.output(1, Shape{}));
       *s->data<float>() = scale;

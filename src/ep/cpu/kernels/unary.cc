@@ -64,8 +64,6 @@ const FloatOpDef kFloatOps[] = {
     {"Floor", [](double x, const Params&) { return std::floor(x); }},
     {"Ceil", [](double x, const Params&) { return std::ceil(x); }},
     {"Round", [](double x, const Params&) { return std::nearbyint(x); }},
-    {"Sin", [](double x, const Params&) { return std::sin(x); }},
-    {"Cos", [](double x, const Params&) { return std::cos(x); }},
     {"Tan", [](double x, const Params&) { return std::tan(x); }},
     {"Asin", [](double x, const Params&) { return std::asin(x); }},
     {"Acos", [](double x, const Params&) { return std::acos(x); }},
@@ -156,6 +154,8 @@ bool vector_form(const std::string& op, const Params& p, vmath::Unary& fn) {
                                                      {"Sqrt", U::kSqrt},
                                                      {"Reciprocal", U::kReciprocal},
                                                      {"Softsign", U::kSoftsign},
+                                                     {"Sin", U::kSin},
+                                                     {"Cos", U::kCos},
                                                      {"Swish", U::kSwish},
                                                      {"QuickGelu", U::kSwish}};
   if (op == "Gelu") {  // approximate is checked at creation

@@ -75,6 +75,10 @@ double reference(Unary fn, const UnaryParams& p, double x) {
       return std::sqrt(x);
     case Unary::kReciprocal:
       return 1.0 / x;
+    case Unary::kSin:
+      return std::sin(x);
+    case Unary::kCos:
+      return std::cos(x);
     case Unary::kNeg:
       return -x;
     case Unary::kAbs:
@@ -256,6 +260,11 @@ float max_value(const float* x, size_t n) {
 
 void unary_affine(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
                   float* y, size_t n) {
+  if (fn == Unary::kSin || fn == Unary::kCos) {  // no fused form: the reference
+    for (size_t i = 0; i < n; ++i)
+      y[i] = float(reference(fn, p, double(std::fma(x[i], scale, shift))));
+    return;
+  }
   if (uses_avx512())
     detail::unary_affine_avx512(fn, p, scale, shift, x, y, n);
   else if (uses_avx2())
@@ -266,6 +275,23 @@ void unary_affine(Unary fn, const UnaryParams& p, float scale, float shift, cons
 }
 
 void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
+  if ((fn == Unary::kSin || fn == Unary::kCos) && (uses_avx512() || uses_avx2())) {
+    // Blocks whose inputs all lie in the vector forms' range take them; the rest (large
+    // phases, inf, NaN) the double-precision reference.
+    constexpr size_t kBlock = 1024;
+    for (size_t i = 0; i < n; i += kBlock) {
+      const size_t m = std::min(kBlock, n - i);
+      bool inside = true;
+      for (size_t k = 0; k < m; ++k) inside &= std::fabs(x[i + k]) <= kSinCosVectorLimit;
+      if (!inside)
+        unary_reference(fn, p, x + i, y + i, m);
+      else if (uses_avx512())
+        detail::unary_avx512(fn, p, x + i, y + i, m);
+      else
+        detail::unary_avx2(fn, p, x + i, y + i, m);
+    }
+    return;
+  }
   if (uses_avx512())
     detail::unary_avx512(fn, p, x, y, n);
   else if (uses_avx2())

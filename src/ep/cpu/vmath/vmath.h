@@ -33,8 +33,14 @@ enum class Unary : uint8_t {
   kAbs,
   kClip,  // [alpha, beta]
   kSoftsign,
+  kSin,  // the vector forms reduce |x| <= kSinCosVectorLimit; unary() splits out the rest
+  kCos,
   kIdentity,  // x (unary_affine with no activation)
 };
+
+// Below this |x| the vector sin and cos reduce x by pi / 2 exactly enough (three-part
+// constant, 13-bit quotients); larger inputs (and inf) take the double-precision path.
+constexpr float kSinCosVectorLimit = 8192.0f;
 
 struct UnaryParams {
   float alpha = 0, beta = 0, gamma = 0;
