@@ -59,6 +59,15 @@ int GraphView::sole_consumer(const std::string& value) const {
   return int(consumers(value)[0]);
 }
 
+const std::string& input_or_empty(const ir::Node& node, size_t i) {
+  static const std::string kNone;
+  return i < node.inputs.size() ? node.inputs[i] : kNone;
+}
+
+bool is_8bit(const Tensor* t) {
+  return t && (t->dtype() == DataType::kUint8 || t->dtype() == DataType::kInt8);
+}
+
 bool is_onnx_op(const ir::Node& node, std::string_view op_type) {
   return (node.domain.empty() || node.domain == "ai.onnx") && node.op_type == op_type;
 }

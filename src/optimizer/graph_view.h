@@ -50,6 +50,10 @@ class GraphView {
 // True when node is op `op_type` of the ONNX domain ("" or "ai.onnx").
 bool is_onnx_op(const ir::Node& node, std::string_view op_type);
 bool is_onnx_op(const ir::Node& node, std::initializer_list<std::string_view> op_types);
+// Input i's name, or "" when the node lists fewer inputs (an omitted optional input).
+const std::string& input_or_empty(const ir::Node& node, size_t i);
+// A tensor of 8-bit integers (uint8 or int8); false for null.
+bool is_8bit(const Tensor* t);
 
 // Collects removals and fresh names while a pass matches; apply() drops removed nodes.
 class GraphEditor {

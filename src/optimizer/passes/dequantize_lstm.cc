@@ -14,10 +14,6 @@
 namespace nxrt::optimizer {
 namespace {
 
-bool is_8bit(const Tensor* t) {
-  return t && (t->dtype() == DataType::kUint8 || t->dtype() == DataType::kInt8);
-}
-
 int32_t byte_at(const Tensor& t, int64_t i) {
   return t.dtype() == DataType::kInt8 ? int32_t(t.data<int8_t>()[i])
                                       : int32_t(t.data<uint8_t>()[i]);
@@ -43,11 +39,6 @@ std::optional<Tensor> dequantize_weight(const Tensor* q, const Tensor* scale, co
         w[(d * cols + j) * rows + i] = float(byte_at(*q, (d * rows + i) * cols + j) - z) * s[p];
       }
   return std::move(out).value();
-}
-
-const std::string& input_or_empty(const ir::Node& node, size_t i) {
-  static const std::string kNone;
-  return i < node.inputs.size() ? node.inputs[i] : kNone;
 }
 
 }  // namespace

@@ -9,10 +9,6 @@
 namespace nxrt::optimizer {
 namespace {
 
-bool is_8bit(const Tensor* t) {
-  return t && (t->dtype() == DataType::kUint8 || t->dtype() == DataType::kInt8);
-}
-
 bool is_float(const Tensor* t) { return t && t->dtype() == DataType::kFloat; }
 
 // A DequantizeLinear of the plain per-tensor or per-axis form (no blocks), or null.
@@ -25,11 +21,6 @@ const ir::Node* dequantize_feeding(const std::string& value, const GraphView& vi
     return nullptr;
   if (const ir::Attribute* b = dq.find_attribute("block_size"); b && b->i != 0) return nullptr;
   return &dq;
-}
-
-const std::string& input_or_empty(const ir::Node& node, size_t i) {
-  static const std::string kNone;
-  return i < node.inputs.size() ? node.inputs[i] : kNone;
 }
 
 // A DequantizeLinear of a computed 8-bit tensor: one constant float scale and a constant
