@@ -4,6 +4,7 @@
 // rows), four tdpbusd. One tdpbusd does 16 K of multiply-adds, against 16 x 4 = 64 for an
 // AVX-512 VNNI instruction. Only this file is compiled for AMX (target attribute); the
 // driver calls it only after amx_available() said the CPU and the kernel allow it.
+#include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -62,7 +63,11 @@ __attribute__((target("amx-tile,amx-int8"), always_inline)) inline void tiles(
 bool amx_available() {
 #if defined(__x86_64__) && defined(SYS_arch_prctl)
   static const bool yes = [] {
-    if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-int8")) return false;
+    // CPUID leaf 7: EDX bit 24 AMX-TILE, bit 25 AMX-INT8 (clang's __builtin_cpu_supports
+    // does not know these features).
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    if (!(edx >> 24 & 1) || !(edx >> 25 & 1)) return false;
     // Linux hands out the 8 KiB tile state only to processes that ask for it.
     constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
     return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
