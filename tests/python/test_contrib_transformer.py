@@ -113,3 +113,34 @@ def test_dynamic_quantize_lstm(direction):
             assert g.shape == w.shape
             # onnxruntime quantizes X and h to 8 bits per step; nxrt multiplies in float.
             assert np.abs(g - w).max() <= 2e-2 * max(1.0, np.abs(w).max())
+
+
+def test_dynamic_quantize_lstm_with_malformed_weights_names_them():
+    H = 4
+    wq, ws, wz = _quantize(RNG.standard_normal((1, 6, 4 * H)).astype(np.float32))
+    rq, rs, rz = _quantize(RNG.standard_normal((1, H, 4 * H)).astype(np.float32))
+    bad_scale = np.ones(3, np.float32)  # neither 1 (per direction) nor 16 (per column)
+    inits = [numpy_helper.from_array(v, n) for v, n in
+             [(wq, "wq"), (rq, "rq"), (ws, "ws"), (wz, "wz"), (bad_scale, "rs"), (rz, "rz")]]
+    node = helper.make_node("DynamicQuantizeLSTM", ["x", "wq", "rq", "", "", "", "", "", "ws", "wz", "rs", "rz"],
+                            ["y"], domain="com.microsoft", name="lstm_q", hidden_size=H)
+    data = _model([node], ["x"], ["y"], inits)
+    with pytest.raises(nxrt.InvalidGraph, match=r"\[DynamicQuantizeLSTM\] node 'lstm_q': R's scale"):
+        nxrt.InferenceSession(data)
+
+
+def test_contrib_ops_reject_wrong_types_and_sizes():
+    x = helper.make_tensor_value_info("x", TensorProto.INT32, None)
+    graph = helper.make_graph([helper.make_node("FastGelu", ["x"], ["y"], domain="com.microsoft")], "g", [x],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    with pytest.raises(nxrt.NotImplemented, match="FastGelu"):
+        nxrt.InferenceSession(model.SerializeToString())
+    data = _model([helper.make_node("FastGelu", ["x", "b"], ["y"], domain="com.microsoft")], ["x", "b"], ["y"])
+    with pytest.raises(nxrt.InvalidArgument, match="bias has 5 values; expected 8"):
+        nxrt.InferenceSession(data).run(None, {"x": np.zeros((2, 8), np.float32), "b": np.zeros(5, np.float32)})
+    data = _model([helper.make_node("FusedMatMul", ["a", "b"], ["y"], domain="com.microsoft", transB=1)],
+                  ["a", "b"], ["y"])
+    with pytest.raises(nxrt.InvalidArgument, match="do not match"):
+        nxrt.InferenceSession(data).run(None, {"a": np.zeros((2, 3), np.float32), "b": np.zeros((3, 4), np.float32)})

@@ -147,13 +147,12 @@ __attribute__((target("avx512f"), always_inline)) inline void store_transposed_8
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
 #pragma GCC unroll 4
   for (int q = 0; q < 4; ++q) {
-    // [u_q L0, u_{4+q} L0, u_q L1, u_{4+q} L1] and the same for lanes 2 and 3.
-    const __m512 low = _mm512_shuffle_f32x4(
-        _mm512_shuffle_f32x4(u[q], u[4 + q], _MM_SHUFFLE(1, 0, 1, 0)),
-        _mm512_shuffle_f32x4(u[q], u[4 + q], _MM_SHUFFLE(1, 0, 1, 0)), _MM_SHUFFLE(3, 1, 2, 0));
-    const __m512 high = _mm512_shuffle_f32x4(
-        _mm512_shuffle_f32x4(u[q], u[4 + q], _MM_SHUFFLE(3, 2, 3, 2)),
-        _mm512_shuffle_f32x4(u[q], u[4 + q], _MM_SHUFFLE(3, 2, 3, 2)), _MM_SHUFFLE(3, 1, 2, 0));
+    // [u_q L0, u_q L1, u_{4+q} L0, u_{4+q} L1] reordered to [u_q L0, u_{4+q} L0, u_q L1,
+    // u_{4+q} L1]: columns q and 4 + q; the same from lanes 2 and 3.
+    const __m512 lanes01 = _mm512_shuffle_f32x4(u[q], u[4 + q], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 lanes23 = _mm512_shuffle_f32x4(u[q], u[4 + q], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 low = _mm512_shuffle_f32x4(lanes01, lanes01, _MM_SHUFFLE(3, 1, 2, 0));
+    const __m512 high = _mm512_shuffle_f32x4(lanes23, lanes23, _MM_SHUFFLE(3, 1, 2, 0));
     const __m256 column[4] = {_mm512_castps512_ps256(low),
                               _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(low), 1)),
                               _mm512_castps512_ps256(high),

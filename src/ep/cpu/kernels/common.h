@@ -23,6 +23,18 @@ std::vector<float> widen(const T* p, int64_t n) {
   return out;
 }
 
+// x[0] + ... + x[n - 1] in eight independent partial sums: the compiler vectorizes it
+// without reassociating on its own, and it rounds off less than one running sum.
+template <typename A>
+A partial_sum(const A* x, int64_t n) {
+  A part[8] = {};
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int j = 0; j < 8; ++j) part[j] += x[k + j];
+  for (; k < n; ++k) part[0] += x[k];
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
 // A float, float16 or bfloat16 tensor's values as float: its own data for float (no
 // copy), else widened into `wide`; nullptr for other types. For packing constant weights.
 inline const float* float_data(const Tensor& t, std::vector<float>& wide) {
@@ -122,7 +134,8 @@ T* thread_scratch(size_t count, size_t slot = 0) {
   static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= alignof(std::max_align_t));
   thread_local std::vector<std::max_align_t> buffers[4];
   std::vector<std::max_align_t>& buffer = buffers[slot & 3];
-  const size_t words = (count * sizeof(T) + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+  const size_t words =
+      (count * sizeof(T) + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
   if (buffer.size() < words) buffer.resize(words);
   return reinterpret_cast<T*>(buffer.data());
 }
@@ -192,9 +205,9 @@ Status broadcast_binary(KernelContext& ctx, const Tensor& a, const Tensor& b, Fn
   const Shape* shapes[] = {&a.shape(), &b.shape()};
   Shape out_shape;
   if (!broadcast_shapes(shapes, out_shape) || (expect && !(out_shape == *expect)))
-    return invalid_argument("shapes ", a.shape().to_string(), " and ", b.shape().to_string(),
-                            expect ? " do not broadcast to the first input's shape"
-                                   : " cannot be broadcast together");
+    return invalid_argument(
+        "shapes ", a.shape().to_string(), " and ", b.shape().to_string(),
+        expect ? " do not broadcast to the first input's shape" : " cannot be broadcast together");
   NXRT_ASSIGN_OR_RETURN(Tensor * out, ctx.output(0, out_shape));
   const A* pa = a.data<A>();
   const B* pb = b.data<B>();
@@ -279,7 +292,8 @@ bool copy_int_values(const Tensor& t, Out& out) {
 // Reads a 1-D (or scalar) int32/int64 tensor such as a shape, axes or pads input.
 template <typename Out>
 Status read_int_list(const Tensor& t, Out& out, const char* what) {
-  if (t.rank() > 1) return invalid_argument(what, " must be a 1-D tensor, got shape ", t.shape().to_string());
+  if (t.rank() > 1)
+    return invalid_argument(what, " must be a 1-D tensor, got shape ", t.shape().to_string());
   if (!copy_int_values(t, out))
     return invalid_argument(what, " must be int64 or int32, got ", dtype_name(t.dtype()));
   return Status();

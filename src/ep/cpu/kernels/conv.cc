@@ -855,14 +855,13 @@ class ConvKernel final : public Kernel {
     const int64_t HP = 2 * TH + 2, WP = 2 * TW + 34, plane = HP * WP;
     float lo = 0.0f, hi = 0.0f;
     const bool fused = clamp_bounds(lo, hi);
-    const int64_t in_size = H * W, out_size = OH * OW;
+    const int64_t out_size = OH * OW;
+    SmallVec<int64_t, 4> one_phase;
+    one_phase.push_back(0);
+    const float* all_planes =
+        fill_planes(x, N * C, H, W, PT, PL, 1, 1, HP, WP, plane, one_phase, one_phase, 0);
     for (int64_t n = 0; n < N; ++n) {
-      float* planes = thread_scratch<float>(size_t(C * plane), 3);
-      const float* xn = x + n * C * in_size;
-      parallel_for(size_t(std::min<int64_t>(C, width)), [&](size_t piece) {
-        for (int64_t c = C * int64_t(piece) / width; c < C * int64_t(piece + 1) / width; ++c)
-          fill_phase_plane(xn + c * in_size, H, W, -PT, 1, -PL, 1, HP, WP, planes + c * plane);
-      });
+      const float* planes = all_planes + n * C * plane;
       float* yn = y + n * M * out_size;
       const float* zn = z ? z + n * M * out_size : nullptr;
       parallel_for(size_t(chunks), [&](size_t chunk) {

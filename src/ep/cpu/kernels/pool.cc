@@ -359,19 +359,6 @@ class PoolKernel final : public Kernel {
   bool column_major_;
 };
 
-// x[0] + ... + x[n - 1] in 16 independent float partial sums (vectorizes without
-// reassociation flags; also more accurate than one running sum).
-float sum_floats(const float* x, int64_t n) {
-  float acc[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) acc[j] += x[i + j];
-  float s = 0.0f;
-  for (; i < n; ++i) s += x[i];
-  for (int j = 0; j < 16; ++j) s += acc[j];
-  return s;
-}
-
 class GlobalPoolKernel final : public Kernel {
  public:
   explicit GlobalPoolKernel(PoolParams prm) : prm_(prm) {}
@@ -387,7 +374,7 @@ class GlobalPoolKernel final : public Kernel {
     const int64_t size = x.shape().product(2, x.rank());
     if (x.dtype() == DataType::kFloat && size > 0 && prm_.kind != PoolKind::kLp) {
       // Float max and average: vectorized per plane (max_value keeps NaN; the sum runs in
-      // 16 float partial sums, as other runtimes' float reductions do), planes split
+      // float partial sums, as other runtimes' float reductions do), planes split
       // across the run's threads.
       const float* px = x.data<float>();
       float* py = y->data<float>();
@@ -398,7 +385,7 @@ class GlobalPoolKernel final : public Kernel {
         for (int64_t p = planes * int64_t(piece) / int64_t(pieces);
              p < planes * int64_t(piece + 1) / int64_t(pieces); ++p) {
           const float* v = px + p * size;
-          py[p] = max ? vmath::max_value(v, size_t(size)) : sum_floats(v, size) / float(size);
+          py[p] = max ? vmath::max_value(v, size_t(size)) : partial_sum(v, size) / float(size);
         }
       });
       return Status();

@@ -42,13 +42,7 @@ A exp_shifted(const T* x, A m, A* e, int64_t n) {
   } else {
     for (int64_t k = 0; k < n; ++k) e[k] = std::exp(A(x[k]) - m);
   }
-  // Independent partial sums: vectorizable, and they round off less than one chain.
-  A part[8] = {};
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8)
-    for (int j = 0; j < 8; ++j) part[j] += e[k + j];
-  for (; k < n; ++k) part[0] += e[k];
-  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  return partial_sum(e, n);
 }
 
 // True when v should replace the running max m; NaN counts as the largest (numpy's
