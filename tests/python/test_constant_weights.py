@@ -141,6 +141,34 @@ def test_conv3x3_winograd(c, m, h, w, pads, tail, threads):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+# Convolutions with at most 64 output positions per image (the thin path: col^T read in
+# place times the packed W^T): batches split across threads, output channel counts that
+# leave a partial panel of 1 to 47 columns, groups, padding, strides, a 1x1 and a short
+# row wider than 16.
+THIN = [(8, 64, 64, 10, 10, 3, 1, 0, 1), (3, 32, 5, 7, 7, 3, 1, 1, 1), (4, 24, 40, 8, 8, 3, 2, 1, 1),
+        (5, 16, 100, 7, 7, 1, 1, 0, 1), (2, 32, 64, 6, 6, 3, 1, 1, 2), (1, 48, 49, 1, 20, 3, 1, 1, 1),
+        (6, 12, 17, 4, 19, 3, 1, 0, 1)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n,c,m,h,w,k,s,p,g", THIN)
+def test_conv_thin_outputs(n, c, m, h, w, k, s, p, g, threads):
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[k, k], strides=[s, s],
+                            pads=[p] * 4, group=g)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(_f32(m, c // g, k, k), "w"),
+                               numpy_helper.from_array(_f32(m), "b")])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    feeds = {"x": _f32(n, c, h, w)}
+    so = nxrt.SessionOptions()
+    so.intra_op_num_threads = threads
+    got = nxrt.InferenceSession(data, so).run(None, feeds)[0]
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("c,m,h,k,s,g", [(8, 4, 5, 3, 2, 1), (6, 6, 4, 2, 1, 2)])
 def test_conv_transpose(c, m, h, k, s, g):
     node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[k, k], strides=[s, s], group=g)

@@ -220,6 +220,10 @@ bool b_readable_in_place(int64_t ld) {
   return span <= 256;  // at least 16 of the 64 sets
 }
 
+// Row length (floats) up to which a transposed A is read in place: 256 floats keep a
+// panel's rows within 1 KiB of each other, so kc of them fit L1 and its TLB.
+constexpr int64_t kInPlaceTransposedLd = 256;
+
 template <int MR, int NR>
 void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float alpha,
                   const Operand& A, const Operand& B, float beta, float* C, int64_t rs_c,
@@ -230,9 +234,12 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
     size_t a_cap = 0, b_cap = 0;
   };
   thread_local Scratch tls;
-  // A thin A (one panel) is read in place when it already is k-major: a transposed A
-  // (ak = lda) or a single row (ak = 1). Small problems then pack nothing but B.
-  const bool a_direct = !A.packed && M <= MR && (A.trans || M == 1);
+  // A is read in place when it already is k-major: a single row (ak = 1), or a transposed
+  // A (ak = lda) that is one panel or whose rows are short (a thin convolution's column
+  // matrix, positions x K): each panel then reads MR consecutive floats per k, its kc rows
+  // a few lines apart, which costs the kernel nothing next to packing them first.
+  const bool a_direct = !A.packed && ((M <= MR && (A.trans || M == 1)) ||
+                                      (A.trans && A.ld <= kInPlaceTransposedLd));
   const bool a_pack = !A.packed && !a_direct;
   // A row-major B is read in place (no packing pass) for its whole NR-wide panels; only
   // its last, partial panel is packed (zero padded).
@@ -284,9 +291,9 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
         if (A.packed) {
           as = A.packed->data() + pc * A.packed->padded() + (A.first + ic) * kc;
         } else if (a_direct) {
-          as = A.trans ? A.p + pc * A.ld : A.p + pc;
+          as = A.trans ? A.p + pc * A.ld + ic : A.p + pc;
           ak = A.trans ? A.ld : 1;
-          a_step = 0;  // a single panel
+          a_step = A.trans ? MR : 0;  // panels MR columns apart (a single row: one panel)
         } else {
           pack_a<MR>(A.trans, A.trans ? A.p + pc * A.ld + ic : A.p + ic * A.ld + pc, A.ld, mc, kc,
                      pa);

@@ -295,9 +295,27 @@ __attribute__((target("avx512f"), always_inline)) inline void rows(
       tile<VECS, R, NP>(kc, a, ak, b.panels_from(j / kNR), c + j * cs_c, rs_c, cs_c, alpha, beta,
                         std::min<int64_t>(nr - j, kNR * NP), conv);
   }
-  for (; j < nr; j += kNR)
+  for (; j < nr; j += kNR) {
+    const int64_t left = std::min<int64_t>(nr - j, kNR);
+    // A partial last panel runs only the vectors that hold columns: a 64-wide product on
+    // 48-wide panels would otherwise compute 96 columns.
+    if constexpr (VECS > 1) {
+      if (left <= 16) {
+        tile<1, R, 1>(kc, a, ak, b.panels_from(j / kNR), c + j * cs_c, rs_c, cs_c, alpha, beta,
+                      left, conv);
+        continue;
+      }
+    }
+    if constexpr (VECS > 2) {
+      if (left <= 32) {
+        tile<2, R, 1>(kc, a, ak, b.panels_from(j / kNR), c + j * cs_c, rs_c, cs_c, alpha, beta,
+                      left, conv);
+        continue;
+      }
+    }
     tile<VECS, R, 1>(kc, a, ak, b.panels_from(j / kNR), c + j * cs_c, rs_c, cs_c, alpha, beta,
-                     std::min<int64_t>(nr - j, kNR), conv);
+                     left, conv);
+  }
 }
 
 // Calls rows<VECS, mr, NP>: few rows take several panels at once (more FMA chains).

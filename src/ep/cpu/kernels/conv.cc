@@ -218,6 +218,10 @@ void depthwise_1d(const Lattice& L, int64_t channels, int64_t mult, const T* x, 
   }
 }
 
+// Float rows of at most this many elements go through vmath::window_rows (one masked
+// move each) instead of a memcpy call per row.
+constexpr int64_t kShortRow = 16;
+
 // im2col of a 2-D conv for grid rows [row0, row1): per (channel, kernel row, kernel
 // column), each output row is a zero head, a copy (strided when the stride is) and a zero
 // tail, with the bounds worked out once per kernel column instead of per row.
@@ -235,6 +239,13 @@ void im2col_2d(const Lattice& L, int64_t channels, int64_t row0, int64_t row1, c
         const int64_t off = kw * DW - PL;
         int64_t lo, hi;
         tap_span(off, SW, W, OW, lo, hi);
+        if constexpr (std::is_same_v<T, float>) {
+          if (SW == 1 && OW <= kShortRow) {
+            vmath::window_rows(plane, H, W, row0 * SH - PT + kh * DH, SH, row1 - row0, off, lo,
+                               hi, OW, dst);
+            continue;
+          }
+        }
         T* out = dst;
         for (int64_t oh = row0; oh < row1; ++oh, out += OW) {
           const int64_t ih = oh * SH - PT + kh * DH;
@@ -1094,18 +1105,29 @@ class ConvKernel final : public Kernel {
     }
     if constexpr (std::is_same_v<T, float>) {
       if (packed && out_size <= kPackedMaxPositions) {
-        float* col = pointwise ? nullptr : scratch<float>(size_t(K * out_size));
-        for (int64_t n = 0; n < N; ++n)
-          for (int64_t g = 0; g < G; ++g) {
-            const float* xg = x + (n * C + g * Cg) * in_size;
-            // The input already is the column matrix when the conv is pointwise.
-            if (!pointwise) im2col(L, Cg, 0, rows, xg, col, out_size);
-            // Y_g^T (positions x Mg) = col^T * W_g^T, stored transposed into Y_g.
-            gemm::sgemm_packed_right(true, out_size, 1.0f, pointwise ? xg : col, out_size,
-                                     packed->get()[size_t(g)], 0.0f,
-                                     y + (n * M + g * Mg) * out_size, out_size, true);
-            finish(y, z, bias, scale, out_size, (n * M + g * Mg) * out_size, g * Mg, Mg, out_size);
-          }
+        const std::vector<gemm::PackedMatrix>& wt = packed->get();
+        auto product = [&](int64_t task) {
+          const int64_t n = task / G, g = task % G;
+          const float* xg = x + (n * C + g * Cg) * in_size;
+          // The input already is the column matrix when the conv is pointwise. The GEMM
+          // reads col^T in place (its rows are out_size floats).
+          float* col = pointwise ? nullptr : scratch<float>(size_t(K * out_size));
+          if (!pointwise) im2col(L, Cg, 0, rows, xg, col, out_size);
+          // Y_g^T (positions x Mg) = col^T * W_g^T, stored transposed into Y_g.
+          gemm::sgemm_packed_right(true, out_size, 1.0f, pointwise ? xg : col, out_size,
+                                   wt[size_t(g)], 0.0f, y + (n * M + g * Mg) * out_size,
+                                   out_size, true);
+          finish(y, z, bias, scale, out_size, (n * M + g * Mg) * out_size, g * Mg, Mg, out_size);
+        };
+        // Several (image, group) products go to the threads whole (each GEMM then runs
+        // serially on its thread, im2col included); a single one splits its GEMM.
+        const int64_t tasks = N * G;
+        const int64_t width = int64_t(parallel_pieces(double(tasks * Mg * out_size * K), kMinConvWork));
+        if (width > 1 && (tasks % width == 0 || tasks >= 4 * width)) {
+          parallel_for(size_t(tasks), [&](size_t task) { product(int64_t(task)); });
+        } else {
+          for (int64_t task = 0; task < tasks; ++task) product(task);
+        }
         return;
       }
     }

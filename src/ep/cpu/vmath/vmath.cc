@@ -209,6 +209,22 @@ void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t to
   }
 }
 
+void window_rows(const float* plane, int64_t H, int64_t W, int64_t ih0, int64_t ih_step,
+                 int64_t rows, int64_t off, int64_t lo, int64_t hi, int64_t OW, float* out) {
+  if (OW <= 16 && uses_avx512())
+    return detail::window_rows_avx512(plane, H, W, ih0, ih_step, rows, off, lo, hi, OW, out);
+  for (int64_t r = 0; r < rows; ++r, out += OW) {
+    const int64_t ih = ih0 + r * ih_step;
+    if (ih < 0 || ih >= H || hi <= lo) {
+      std::fill(out, out + OW, 0.0f);
+      continue;
+    }
+    std::fill(out, out + lo, 0.0f);
+    std::copy(plane + ih * W + off + lo, plane + ih * W + off + hi, out + lo);
+    std::fill(out + hi, out + OW, 0.0f);
+  }
+}
+
 void depthwise_plane(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
                      float* out) {
   if (uses_avx512() && w.SW < (int64_t(1) << 27))

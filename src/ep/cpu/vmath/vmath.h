@@ -94,6 +94,13 @@ void pool_plane(bool max, const float* x, int64_t ld, const PoolWindow& w, float
 void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t top, int64_t left,
                 int64_t HP, int64_t WP, int64_t dst_stride, float fill, float* out);
 
+// Rows of one im2col block at stride 1: out[r * OW + o] (r < rows, o < OW) is
+// plane[ih * W + off + o] for ih = ih0 + r * ih_step inside [0, H) and o in [lo, hi), and 0
+// elsewhere (the padding). AVX-512 moves a row of up to 16 with one masked load and store
+// (the short rows of 7 to 16 wide maps, where a call per row costs more than the copy).
+void window_rows(const float* plane, int64_t H, int64_t W, int64_t ih0, int64_t ih_step,
+                 int64_t rows, int64_t off, int64_t lo, int64_t hi, int64_t OW, float* out);
+
 // A depthwise convolution of one plane whose every window lies inside it (rows `ld`
 // floats apart): out[oh * OW + ow] = sum over the KH x KW window at (oh * SH, ow * SW)
 // (dilations DH, DW) of w[kh * KW + kw] times the input. One call per plane, like

@@ -315,6 +315,20 @@ void depthwise_plane_avx512(const float* x, int64_t ld, const PoolWindow& w, con
   }
 }
 
+void window_rows_avx512(const float* plane, int64_t H, int64_t W, int64_t ih0, int64_t ih_step,
+                        int64_t rows, int64_t off, int64_t lo, int64_t hi, int64_t OW, float* out) {
+  // Lanes [lo, hi) are read (the masked-off ones never touch memory, so `off` may point
+  // before the row); lanes [0, OW) are written.
+  const __mmask16 read = hi > lo ? __mmask16(first_lanes(hi) & ~first_lanes(lo)) : 0;
+  const __mmask16 write = first_lanes(OW);
+  for (int64_t r = 0; r < rows; ++r, out += OW) {
+    const int64_t ih = ih0 + r * ih_step;
+    const __m512 v = ih >= 0 && ih < H ? _mm512_maskz_loadu_ps(read, plane + ih * W + off)
+                                       : _mm512_setzero_ps();
+    _mm512_mask_storeu_ps(out, write, v);
+  }
+}
+
 void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
                        float* out) {
   if (w.SW == 1) {
@@ -410,6 +424,10 @@ void reduce_taps_avx512(bool max, const float* r, size_t count, int64_t stride, 
 void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
                        float* out) {
   pool_plane(max, x, ld, w, scale, out);
+}
+void window_rows_avx512(const float* plane, int64_t H, int64_t W, int64_t ih0, int64_t ih_step,
+                        int64_t rows, int64_t off, int64_t lo, int64_t hi, int64_t OW, float* out) {
+  window_rows(plane, H, W, ih0, ih_step, rows, off, lo, hi, OW, out);
 }
 void depthwise_plane_avx512(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
                             float* out) {
