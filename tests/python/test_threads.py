@@ -61,3 +61,14 @@ def test_prelu_per_channel_and_elementwise(threads):
         got, expected = _run(helper.make_node("PRelu", ["x", "s"], ["y"]), {"x": x, "s": slope},
                              threads)
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("n", [1, 2, 5, 16, 17])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_softmax_many_short_rows(op, n, threads):
+    # Rows of up to 16 go through blocks with one vectorized exp; a detector's class scores.
+    x = (RNG.standard_normal((3, 4001, n)) * 8).astype(np.float32)
+    x[0, 5, 0] = -np.inf
+    got, expected = _run(helper.make_node(op, ["x"], ["y"], axis=-1), {"x": x}, threads)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)

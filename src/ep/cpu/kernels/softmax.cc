@@ -17,6 +17,9 @@ namespace {
 
 enum class SoftKind { kSoftmax, kLogSoftmax, kHardmax };
 
+// Rows up to this long take soft_short_rows_f32.
+constexpr int64_t kShortRow = 16;
+
 template <typename T, typename A>
 inline T narrow(A v) {
   if constexpr (std::is_same_v<T, A>)
@@ -90,8 +93,45 @@ void soft_rows(const T* x, T* y, int64_t rows, int64_t n) {
       const A inv = A(1) / sum;
       for (int64_t k = 0; k < n; ++k) yr[k] = narrow<T>(e[k] * inv);
     } else {
-      const A shift = m + std::log(sum);
-      for (int64_t k = 0; k < n; ++k) yr[k] = narrow<T>(A(xr[k]) - shift);
+      // (x - max) - log(sum), in this order: near-zero outputs keep their digits.
+      const A log_sum = std::log(sum);
+      for (int64_t k = 0; k < n; ++k) yr[k] = narrow<T>((A(xr[k]) - m) - log_sum);
+    }
+  }
+}
+
+// Float Softmax / LogSoftmax of short rows (a detector's 2 class scores per position):
+// blocks of rows at a time, with one vectorized exp per block instead of a few calls per
+// row, which cost more than the row's arithmetic.
+template <SoftKind K>
+void soft_short_rows_f32(const float* x, float* y, int64_t rows, int64_t n) {
+  constexpr int64_t kBlockRows = 256;
+  float shift[kBlockRows];
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlockRows) {
+    const int64_t count = std::min(kBlockRows, rows - r0);
+    const float* xb = x + r0 * n;
+    float* yb = y + r0 * n;
+    for (int64_t r = 0; r < count; ++r) {
+      const float* xr = xb + r * n;
+      float m = xr[0];
+      for (int64_t k = 1; k < n; ++k) m = (std::isnan(m) || xr[k] <= m) ? m : xr[k];
+      if (!std::isfinite(m)) m = std::isnan(m) ? m : 0.0f;  // as soft_rows
+      shift[r] = m;
+      for (int64_t k = 0; k < n; ++k) yb[r * n + k] = xr[k] - m;
+    }
+    vmath::unary(vmath::Unary::kExp, {}, yb, yb, size_t(count * n));
+    for (int64_t r = 0; r < count; ++r) {
+      float* yr = yb + r * n;
+      float sum = 0.0f;
+      for (int64_t k = 0; k < n; ++k) sum += yr[k];
+      if constexpr (K == SoftKind::kSoftmax) {
+        const float inv = 1.0f / sum;
+        for (int64_t k = 0; k < n; ++k) yr[k] *= inv;
+      } else {
+        // (x - max) - log(sum), in this order: near-zero outputs keep their digits.
+        const float log_sum = std::log(sum);
+        for (int64_t k = 0; k < n; ++k) yr[k] = (xb[r * n + k] - shift[r]) - log_sum;
+      }
     }
   }
 }
@@ -155,10 +195,10 @@ void soft_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
         for (int64_t j = 0; j < inner; ++j)
           yb[k * inner + j] = narrow<T>(e[k * inner + j] * sum[size_t(j)]);
     } else {
-      for (int64_t j = 0; j < inner; ++j) sum[size_t(j)] = m[size_t(j)] + std::log(sum[size_t(j)]);
+      for (A& v : sum) v = std::log(v);
       for (int64_t k = 0; k < n; ++k)
         for (int64_t j = 0; j < inner; ++j)
-          yb[k * inner + j] = narrow<T>(A(xb[k * inner + j]) - sum[size_t(j)]);
+          yb[k * inner + j] = narrow<T>((A(xb[k * inner + j]) - m[size_t(j)]) - sum[size_t(j)]);
     }
   }
 }
@@ -193,7 +233,14 @@ class SoftKernel final : public Kernel {
           const int64_t chunk = (outer + pieces - 1) / pieces;
           parallel_for(size_t(pieces), [&](size_t p) {
             const int64_t r0 = int64_t(p) * chunk, r1 = std::min(outer, r0 + chunk);
-            if (r1 > r0) soft_rows<K>(x.data<T>() + r0 * n, y->data<T>() + r0 * n, r1 - r0, n);
+            if (r1 <= r0) return;
+            if constexpr (std::is_same_v<T, float> && K != SoftKind::kHardmax) {
+              if (n <= kShortRow) {
+                soft_short_rows_f32<K>(x.data<T>() + r0 * n, y->data<T>() + r0 * n, r1 - r0, n);
+                return;
+              }
+            }
+            soft_rows<K>(x.data<T>() + r0 * n, y->data<T>() + r0 * n, r1 - r0, n);
           });
         } else
           soft_strided<K>(x.data<T>(), y->data<T>(), outer, n, inner);
