@@ -862,10 +862,8 @@ class ConvKernel final : public Kernel {
         lazy.groups.push_back(
             gemm::PackedMatrix::pack_left(false, M, C, u.data() + xi * M * C, C, kernel));
     });
-    // The products run over whole panels of the micro-kernel (a partial last panel would be
-    // packed per product); the columns past a chunk's tiles hold zeros.
-    const int64_t panel = lazy.groups[0].row_tile() == 8 ? 48 : 32;
-    const int64_t ldv = gemm::in_place_ld((max_cols + panel - 1) / panel * panel);
+    // The products run over whole vectors; the columns past a chunk's tiles hold zeros.
+    const int64_t ldv = gemm::in_place_ld((max_cols + 15) / 16 * 16);
     // Zero-bordered planes: the tiles reach row 2 TH + 1 and column 2 TW + 1, and a
     // transform reads 34 columns from its group's first tile.
     const int64_t HP = 2 * TH + 2, WP = 2 * TW + 34, plane = HP * WP;
@@ -882,7 +880,9 @@ class ConvKernel final : public Kernel {
       constexpr int64_t kXi = vmath::kWinogradMatrices;
       float* v = thread_scratch<float>(size_t(kXi * C * ldv), 1);
       float* prod = thread_scratch<float>(size_t(kXi * M * ldv), 2);
-      const int64_t gemm_cols = (cols + panel - 1) / panel * panel;
+      // Whole vectors: the GEMM packs a partial last panel and runs only its vectors
+      // (whole panels would compute 96 columns for a 14x14 map's 49 tiles).
+      const int64_t gemm_cols = (cols + 15) / 16 * 16;
       if (gemm_cols > cols)
         for (int64_t row = 0; row < kXi * C; ++row)
           std::fill(v + row * ldv + cols, v + row * ldv + gemm_cols, 0.0f);
