@@ -238,8 +238,8 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
   // A (ak = lda) that is one panel or whose rows are short (a thin convolution's column
   // matrix, positions x K): each panel then reads MR consecutive floats per k, its kc rows
   // a few lines apart, which costs the kernel nothing next to packing them first.
-  const bool a_direct = !A.packed && ((M <= MR && (A.trans || M == 1)) ||
-                                      (A.trans && A.ld <= kInPlaceTransposedLd));
+  const bool a_direct =
+      !A.packed && ((M <= MR && (A.trans || M == 1)) || (A.trans && A.ld <= kInPlaceTransposedLd));
   const bool a_pack = !A.packed && !a_direct;
   // A row-major B is read in place (no packing pass) for its whole NR-wide panels; only
   // its last, partial panel is packed (zero padded).

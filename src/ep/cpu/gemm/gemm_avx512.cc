@@ -313,8 +313,8 @@ __attribute__((target("avx512f"), always_inline)) inline void rows(
         continue;
       }
     }
-    tile<VECS, R, 1>(kc, a, ak, b.panels_from(j / kNR), c + j * cs_c, rs_c, cs_c, alpha, beta,
-                     left, conv);
+    tile<VECS, R, 1>(kc, a, ak, b.panels_from(j / kNR), c + j * cs_c, rs_c, cs_c, alpha, beta, left,
+                     conv);
   }
 }
 

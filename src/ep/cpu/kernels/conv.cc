@@ -241,8 +241,8 @@ void im2col_2d(const Lattice& L, int64_t channels, int64_t row0, int64_t row1, c
         tap_span(off, SW, W, OW, lo, hi);
         if constexpr (std::is_same_v<T, float>) {
           if (SW == 1 && OW <= kShortRow) {
-            vmath::window_rows(plane, H, W, row0 * SH - PT + kh * DH, SH, row1 - row0, off, lo,
-                               hi, OW, dst);
+            vmath::window_rows(plane, H, W, row0 * SH - PT + kh * DH, SH, row1 - row0, off, lo, hi,
+                               OW, dst);
             continue;
           }
         }
@@ -1127,14 +1127,15 @@ class ConvKernel final : public Kernel {
           if (!pointwise) im2col(L, Cg, 0, rows, xg, col, out_size);
           // Y_g^T (positions x Mg) = col^T * W_g^T, stored transposed into Y_g.
           gemm::sgemm_packed_right(true, out_size, 1.0f, pointwise ? xg : col, out_size,
-                                   wt[size_t(g)], 0.0f, y + (n * M + g * Mg) * out_size,
-                                   out_size, true);
+                                   wt[size_t(g)], 0.0f, y + (n * M + g * Mg) * out_size, out_size,
+                                   true);
           finish(y, z, bias, scale, out_size, (n * M + g * Mg) * out_size, g * Mg, Mg, out_size);
         };
         // Several (image, group) products go to the threads whole (each GEMM then runs
         // serially on its thread, im2col included); a single one splits its GEMM.
         const int64_t tasks = N * G;
-        const int64_t width = int64_t(parallel_pieces(double(tasks * Mg * out_size * K), kMinConvWork));
+        const int64_t width =
+            int64_t(parallel_pieces(double(tasks * Mg * out_size * K), kMinConvWork));
         if (width > 1 && (tasks % width == 0 || tasks >= 4 * width)) {
           parallel_for(size_t(tasks), [&](size_t task) { product(int64_t(task)); });
         } else {

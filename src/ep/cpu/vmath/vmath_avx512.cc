@@ -323,8 +323,8 @@ void window_rows_avx512(const float* plane, int64_t H, int64_t W, int64_t ih0, i
   const __mmask16 write = first_lanes(OW);
   for (int64_t r = 0; r < rows; ++r, out += OW) {
     const int64_t ih = ih0 + r * ih_step;
-    const __m512 v = ih >= 0 && ih < H ? _mm512_maskz_loadu_ps(read, plane + ih * W + off)
-                                       : _mm512_setzero_ps();
+    const __m512 v =
+        ih >= 0 && ih < H ? _mm512_maskz_loadu_ps(read, plane + ih * W + off) : _mm512_setzero_ps();
     _mm512_mask_storeu_ps(out, write, v);
   }
 }
