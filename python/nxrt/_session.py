@@ -155,6 +155,33 @@ def _parse_providers(providers, provider_options):
     return names, options
 
 
+def _convert_python_feeds(session, input_feed):
+    """input_feed with Python lists (and scalars) turned into arrays of each input's
+    declared element type, as onnxruntime does: [[1, 2]] for an int32 input is int32, not
+    np.asarray's int64. A value the type cannot hold (300 for int8) fails with
+    onnxruntime's RuntimeError. Arrays and other objects pass through unchanged."""
+    declared = None
+    converted = None
+    for name, value in input_feed.items():
+        if not isinstance(value, (list, tuple, bool, int, float)) or name in session._sequence_inputs:
+            continue
+        if declared is None:
+            declared = _call._plan(session).declared
+        code = declared.get(name)
+        target = _dtypes.numpy_dtype(code) if code is not None else None
+        if target is None or code == _dtypes.STRING:
+            continue
+        try:
+            array = np.array(value, dtype=target)
+        except (OverflowError, ValueError, TypeError) as e:
+            raise RuntimeError(f"Could not create tensor from given input list for input "
+                               f"'{name}' ({_dtypes.TYPE_NAMES.get(code, code)}): {e}") from None
+        if converted is None:
+            converted = dict(input_feed)
+        converted[name] = array
+    return converted if converted is not None else input_feed
+
+
 def _to_feed(name, value, is_sequence=False):
     """(name, code, array, strings, shape) for the native run call."""
     if value is None:
@@ -317,6 +344,7 @@ class InferenceSession:
             if name not in self._feedable:
                 raise _ERROR_CLASSES["InvalidArgument"](
                     f"Invalid input name: '{name}'; the model's inputs are {self._input_names}")
+        input_feed = _convert_python_feeds(self, input_feed)
         feeds = [_to_feed(n, v, n in self._sequence_inputs) for n, v in input_feed.items()]
         names = list(output_names) if output_names else []
         flag = run_options._flag if run_options is not None else None
@@ -333,6 +361,7 @@ class InferenceSession:
             if name not in self._feedable:
                 raise _ERROR_CLASSES["InvalidArgument"](
                     f"Invalid input name: '{name}'; the model's inputs are {self._input_names}")
+        input_feed = _convert_python_feeds(self, input_feed)
         feeds = [_to_feed(n, v, n in self._sequence_inputs) for n, v in input_feed.items()]
         flag = run_options._flag if run_options is not None else None
         results = self._sess.run(list(output_names or []), feeds, flag, None, True)

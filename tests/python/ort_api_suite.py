@@ -194,3 +194,47 @@ def test_run_from_threads(model_path):
     for t in threads:
         t.join()
     assert not errors
+
+
+def _identity_model(elem_type):
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "identity",
+                              [helper.make_tensor_value_info("x", elem_type, None)],
+                              [helper.make_tensor_value_info("y", elem_type, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+LIST_FEEDS = [
+    (TensorProto.INT32, [[1, 2], [3, 4]], np.int32, [[1, 2], [3, 4]]),
+    (TensorProto.FLOAT, [1.5, 2], np.float32, [1.5, 2.0]),
+    (TensorProto.FLOAT, [1, 2], np.float32, [1.0, 2.0]),
+    (TensorProto.INT64, [1.5, -2.7], np.int64, [1, -2]),
+    (TensorProto.BOOL, [1, 0], np.bool_, [True, False]),
+    (TensorProto.FLOAT16, [0.5], np.float16, [0.5]),
+    (TensorProto.DOUBLE, [1], np.float64, [1.0]),
+    (TensorProto.UINT8, [255, 0], np.uint8, [255, 0]),
+]
+
+
+def test_python_lists_take_the_declared_type():
+    for elem_type, value, dtype, expected in LIST_FEEDS:
+        y = ort.InferenceSession(_identity_model(elem_type), providers=["CPUExecutionProvider"]).run(
+            None, {"x": value})[0]
+        assert y.dtype == dtype, (elem_type, value)
+        assert y.tolist() == expected, (elem_type, value)
+
+
+def test_python_lists_the_type_cannot_hold():
+    for elem_type, value in [(TensorProto.INT8, [300]), (TensorProto.UINT8, [-1]),
+                             (TensorProto.INT32, [2 ** 40]), (TensorProto.INT64, [float("nan")]),
+                             (TensorProto.FLOAT, [[1, 2], [3]])]:
+        sess = ort.InferenceSession(_identity_model(elem_type), providers=["CPUExecutionProvider"])
+        with pytest.raises(RuntimeError, match="Could not create tensor from given input list"):
+            sess.run(None, {"x": value})
+
+
+def test_numpy_arrays_keep_their_dtype():
+    sess = ort.InferenceSession(_identity_model(TensorProto.INT32), providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception, match="Unexpected input data type"):
+        sess.run(None, {"x": np.array([1, 2], np.int64)})
