@@ -12,6 +12,12 @@ from ._session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, 
 from ._call import BoundOutputs, Outputs, load
 from ._value import NxrtValue, OrtValue
 from ._iobinding import IOBinding, SessionIOBinding
+from ._module_api import (cuda_version, disable_telemetry_events, enable_telemetry_events,
+                          get_build_info, get_version_string, has_collective_ops,
+                          package_name, preload_dlls, print_debug_info,
+                          register_execution_provider_library, set_default_logger_severity,
+                          set_default_logger_verbosity, set_seed,
+                          unregister_execution_provider_library, version)
 from . import capi  # noqa: F401  (onnxruntime.capi.onnxruntime_pybind11_state names)
 
 __version__ = "0.1.0"
@@ -23,6 +29,11 @@ __all__ = [
     "RuntimeException", "InvalidProtobuf", "ModelLoaded", "NotImplemented", "InvalidGraph",
     "EPFail", "__version__", "load", "Outputs", "BoundOutputs",
     "NxrtValue", "OrtValue", "IOBinding", "SessionIOBinding",
+    "disable_telemetry_events", "enable_telemetry_events", "set_default_logger_severity",
+    "set_default_logger_verbosity", "set_seed", "get_version_string", "get_build_info",
+    "has_collective_ops", "preload_dlls", "print_debug_info",
+    "register_execution_provider_library", "unregister_execution_provider_library",
+    "version", "package_name", "cuda_version",
 ]
 
 

@@ -54,8 +54,25 @@ class EPFail(NxrtError, RuntimeError):
     """An execution provider failed."""
 
 
+class ModelLoadCanceled(NxrtError, RuntimeError):
+    """Loading the model was canceled (onnxruntime's name; nxrt does not cancel loads)."""
+
+
+class ModelRequiresCompilation(NxrtError, RuntimeError):
+    """The model must be compiled for an execution provider first (onnxruntime's name)."""
+
+
+class NotFound(NxrtError, LookupError):
+    """A named thing (a provider, an option) was not found."""
+
+
+class DeviceReset(NxrtError, RuntimeError):
+    """The device was reset (onnxruntime's name, for GPU providers)."""
+
+
 ALL = {
     cls.__name__: cls
     for cls in (Fail, InvalidArgument, NoSuchFile, NoModel, EngineError, RuntimeException,
-                InvalidProtobuf, ModelLoaded, NotImplemented, InvalidGraph, EPFail)
+                InvalidProtobuf, ModelLoaded, NotImplemented, InvalidGraph, EPFail,
+                ModelLoadCanceled, ModelRequiresCompilation, NotFound, DeviceReset)
 }

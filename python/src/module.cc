@@ -2,6 +2,7 @@
 // onnxruntime-compatible classes) lives in the pure-Python package python/nxrt/.
 #include <nanobind/nanobind.h>
 
+#include "core/random_seed.h"
 #include "errors.h"
 
 namespace nb = nanobind;
@@ -10,13 +11,16 @@ namespace nxrt::py {
 void bind_session(nb::module_& m);
 void bind_eager(nb::module_& m);
 void bind_value(nb::module_& m);
-}
+}  // namespace nxrt::py
 
 NB_MODULE(_nxrt, m) {
   m.doc() = "nxrt native core (use the nxrt package, not this module)";
   m.attr("__version__") = "0.1.0";
   m.def("_register_errors", &nxrt::py::register_error_classes,
         "Registers the Python exception class for each status code name.");
+  m.def(
+      "set_seed", [](int64_t seed) { nxrt::set_default_random_seed(uint64_t(seed)); },
+      nb::arg("seed"), "Seeds the random ops that have no seed attribute, process-wide.");
   nxrt::py::bind_value(m);
   nxrt::py::bind_session(m);
   nxrt::py::bind_eager(m);

@@ -238,3 +238,30 @@ def test_numpy_arrays_keep_their_dtype():
     sess = ort.InferenceSession(_identity_model(TensorProto.INT32), providers=["CPUExecutionProvider"])
     with pytest.raises(Exception, match="Unexpected input data type"):
         sess.run(None, {"x": np.array([1, 2], np.int64)})
+
+
+def test_module_level_switches():
+    assert ort.disable_telemetry_events() is None
+    assert ort.enable_telemetry_events() is None
+    ort.set_default_logger_severity(3)
+    ort.set_default_logger_verbosity(0)
+    with pytest.raises(RuntimeError):
+        ort.set_default_logger_severity(5)
+    with pytest.raises(TypeError):
+        ort.set_default_logger_severity("warning")
+    assert isinstance(ort.get_version_string(), str) and isinstance(ort.get_build_info(), str)
+    assert ort.has_collective_ops() is False
+
+
+def test_set_seed_makes_unseeded_random_ops_repeat():
+    graph = helper.make_graph([helper.make_node("RandomNormal", [], ["y"], shape=[16])], "random", [],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    ort.set_seed(1234)
+    first = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {})[0]
+    ort.set_seed(1234)
+    second = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {})[0]
+    np.testing.assert_array_equal(first, second)
+    assert np.std(first) > 0.1

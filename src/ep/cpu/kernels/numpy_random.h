@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <random>
 
+#include "core/random_seed.h"
+
 namespace nxrt::cpu {
 
 class NumpyRandom {
@@ -16,13 +18,14 @@ class NumpyRandom {
   explicit NumpyRandom(uint32_t seed) : gen_(seed) {}
 
   // A generator for one kernel call: seeded nodes restart their stream on every call
-  // (so runs are reproducible and compute() stays const), others draw a fresh seed.
+  // (so runs are reproducible and compute() stays const), others take the next seed of
+  // the process's source (core/random_seed.h).
   // The ONNX seed is a float attribute; like the reference we truncate it to an integer
   // and, where numpy would reject it (negative or >= 2^32), keep its low 32 bits.
   static NumpyRandom for_call(bool has_seed, float seed) {
     if (has_seed && std::isfinite(seed) && std::fabs(seed) < 9.2e18f)
       return NumpyRandom(uint32_t(uint64_t(int64_t(seed))));
-    return NumpyRandom(uint32_t(std::random_device{}()));
+    return NumpyRandom(next_unseeded_random_seed());
   }
 
   // random_sample(): 53 random bits from two draws, in [0, 1).

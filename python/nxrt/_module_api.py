@@ -1,0 +1,91 @@
+"""onnxruntime's module-level functions and constants, for code that calls them on the
+module it imported as onnxruntime.
+
+nxrt writes no log and sends no telemetry, so the logger and telemetry switches have
+nothing to switch; they check their arguments as onnxruntime does. What nxrt cannot do
+(plug-in execution provider libraries) raises onnxruntime's exception type with the
+reason, never an AttributeError."""
+
+import platform
+import sys
+
+from ._errors import Fail
+from . import _nxrt
+
+version = _nxrt.__version__
+package_name = "nxrt"
+cuda_version = ""  # the CPU package: no CUDA build
+
+
+def disable_telemetry_events():
+    """Accepted for compatibility: nxrt sends no telemetry."""
+
+
+def enable_telemetry_events():
+    """Accepted for compatibility: nxrt sends no telemetry, and this does not start any."""
+
+
+def _check_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}(): incompatible function arguments: expected an int, "
+                        f"got {type(value).__name__}")
+
+
+def set_default_logger_severity(severity):
+    """Checks the severity (0 verbose .. 4 fatal) as onnxruntime does; nxrt writes no log
+    (errors are raised as exceptions), so there is nothing else to set."""
+    _check_int("set_default_logger_severity", severity)
+    if not 0 <= severity <= 4:
+        raise RuntimeError(f"Invalid logging severity level {severity}: expected 0 (verbose) "
+                           f"to 4 (fatal)")
+
+
+def set_default_logger_verbosity(verbosity):
+    """Accepted for compatibility (onnxruntime's VLOG level); nxrt writes no log."""
+    _check_int("set_default_logger_verbosity", verbosity)
+
+
+def set_seed(seed):
+    """Seeds, process-wide, the random ops that have no seed attribute (RandomNormal,
+    RandomUniform and their -Like forms, Bernoulli, Multinomial): after it, runs draw the
+    same values in the same order."""
+    _check_int("set_seed", seed)
+    _nxrt.set_seed(seed)
+
+
+def get_version_string():
+    """nxrt's version."""
+    return version
+
+
+def get_build_info():
+    """A one-line description of this build."""
+    return (f"nxrt Build Info: version={version}, python={platform.python_version()}, "
+            f"machine={platform.machine()}, providers=CPUExecutionProvider")
+
+
+def has_collective_ops():
+    """False: nxrt has no collective (multi-device) ops."""
+    return False
+
+
+def preload_dlls(cuda=True, cudnn=True, msvc=True, directory=None):
+    """Accepted for compatibility: the CPU package loads no CUDA, cuDNN or MSVC DLLs."""
+
+
+def print_debug_info():
+    """Prints the version, build and platform, to paste into a bug report."""
+    print(f"nxrt {version}")
+    print(get_build_info())
+    print(f"python {sys.version}")
+    print(f"platform {platform.platform()}")
+
+
+def register_execution_provider_library(registration_name, path):
+    raise Fail(f"nxrt cannot load execution provider libraries ('{registration_name}' from "
+               f"'{path}'): its CPU provider is built in, and there are no plug-in providers")
+
+
+def unregister_execution_provider_library(registration_name):
+    raise Fail(f"nxrt has no execution provider library registered as '{registration_name}': "
+               f"it cannot load them")
