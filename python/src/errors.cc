@@ -1,6 +1,7 @@
 #include "errors.h"
 
 #include <map>
+#include <string>
 
 namespace nb = nanobind;
 
@@ -9,6 +10,36 @@ namespace {
 std::map<StatusCode, nb::object>& classes_by_code() {
   static auto* classes = new std::map<StatusCode, nb::object>();  // lives for the process
   return *classes;
+}
+// onnxruntime's spelling of a code in its messages ("INVALID_ARGUMENT").
+const char* ort_code_name(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kFail:
+      return "FAIL";
+    case StatusCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case StatusCode::kNoSuchFile:
+      return "NO_SUCHFILE";
+    case StatusCode::kNoModel:
+      return "NO_MODEL";
+    case StatusCode::kEngineError:
+      return "ENGINE_ERROR";
+    case StatusCode::kRuntimeException:
+      return "RUNTIME_EXCEPTION";
+    case StatusCode::kInvalidProtobuf:
+      return "INVALID_PROTOBUF";
+    case StatusCode::kModelLoaded:
+      return "MODEL_LOADED";
+    case StatusCode::kNotImplemented:
+      return "NOT_IMPLEMENTED";
+    case StatusCode::kInvalidGraph:
+      return "INVALID_GRAPH";
+    case StatusCode::kEPFail:
+      return "EP_FAIL";
+  }
+  return "FAIL";
 }
 }  // namespace
 
@@ -22,8 +53,10 @@ void register_error_classes(nb::dict classes) {
 void throw_status(const Status& status) {
   auto& classes = classes_by_code();
   auto it = classes.find(status.code());
-  const std::string message =
-      std::string("[nxrt] : ") + status_code_name(status.code()) + " : " + status.message();
+  // onnxruntime's format, which code that handles its errors parses:
+  // "[ONNXRuntimeError] : <code number> : <CODE_NAME> : <message>".
+  const std::string message = "[ONNXRuntimeError] : " + std::to_string(int(status.code())) + " : " +
+                              ort_code_name(status.code()) + " : " + status.message();
   if (it != classes.end()) {
     PyErr_SetString(it->second.ptr(), message.c_str());
   } else {

@@ -131,6 +131,22 @@ def test_wrong_dtype_is_invalid_argument(model_path):
     x = np.ones((1, 4), np.float64)
     with pytest.raises(InvalidArgument, match="tensor\\(double\\)"):
         s.run(None, {"x": x, "y": x})
+    # The message format that code handling onnxruntime's errors parses.
+    with pytest.raises(InvalidArgument, match=r"^\[ONNXRuntimeError\] : 2 : INVALID_ARGUMENT : "):
+        s.run(None, {"x": x, "y": x})
+
+
+def test_unknown_op_is_not_implemented_in_onnxruntime_format():
+    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+    graph = helper.make_graph([helper.make_node("NoSuchOp", ["x"], ["y"], domain="com.example")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.example", 1)])
+    model.ir_version = 8
+    with pytest.raises((OrtNotImplemented, Exception), match=r"^\[ONNXRuntimeError\] : \d+ : [A-Z_]+ : "):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
 
 
 def test_wrong_rank_and_dims(model_path):

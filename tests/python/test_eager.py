@@ -135,7 +135,7 @@ def test_call_errors():
     with pytest.raises(TypeError, match="does not support"):
         eager.dispatch("Add", [A, np.array([1 + 2j])])
     # Run-time errors (shapes) name the op too.
-    with pytest.raises(nxrt.NxrtError, match=r"^\[nxrt\] : \w+ : \[Add\] node 'eager'"):
+    with pytest.raises(nxrt.NxrtError, match=r"^\[ONNXRuntimeError\] : \d+ : \w+ : \[Add\] node 'eager'"):
         eager.dispatch("Add", [A, np.ones(3, np.float32)])
 
 

@@ -7,6 +7,7 @@ says why a case fails, not why we think it does.
 
 import collections
 import os
+import re
 import sys
 import traceback
 
@@ -28,7 +29,7 @@ def main():
             passed += 1
         except Exception as e:  # noqa: BLE001 - record every failure
             msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            msg = msg.replace("[nxrt] : ", "").replace(f"{type(e).__name__} : ", "")
+            msg = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", msg)
             if isinstance(e, AssertionError):
                 msg = "wrong result: " + (msg or traceback.format_exc().splitlines()[-1])
             else:
