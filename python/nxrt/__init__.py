@@ -33,8 +33,46 @@ __all__ = [
     "set_default_logger_verbosity", "set_seed", "get_version_string", "get_build_info",
     "has_collective_ops", "preload_dlls", "print_debug_info",
     "register_execution_provider_library", "unregister_execution_provider_library",
-    "version", "package_name", "cuda_version",
+    "version", "package_name", "cuda_version", "install_as_onnxruntime",
+    "uninstall_as_onnxruntime",
 ]
+
+
+_ONNXRUNTIME_NAMES = ("onnxruntime", "onnxruntime.capi", "onnxruntime.capi.onnxruntime_pybind11_state",
+                      "onnxruntime.capi._pybind_state")
+
+
+def install_as_onnxruntime():
+    """Makes ``import onnxruntime`` (and its ``capi`` submodules) give nxrt, so a library
+    written for onnxruntime runs on nxrt unchanged. Call it before importing the library;
+    modules that already imported onnxruntime keep the one they have.
+    ``uninstall_as_onnxruntime()`` undoes it."""
+    import sys
+
+    from .capi import onnxruntime_pybind11_state as state
+
+    saved = sys.modules.get("nxrt._replaced_onnxruntime")
+    if saved is None:
+        sys.modules["nxrt._replaced_onnxruntime"] = {n: sys.modules.get(n) for n in _ONNXRUNTIME_NAMES}
+    sys.modules["onnxruntime"] = sys.modules[__name__]
+    sys.modules["onnxruntime.capi"] = capi
+    sys.modules["onnxruntime.capi.onnxruntime_pybind11_state"] = state
+    sys.modules["onnxruntime.capi._pybind_state"] = state
+
+
+def uninstall_as_onnxruntime():
+    """Undoes install_as_onnxruntime(): ``import onnxruntime`` imports onnxruntime again
+    (or whatever those module names held before)."""
+    import sys
+
+    saved = sys.modules.pop("nxrt._replaced_onnxruntime", None)
+    if saved is None:
+        return
+    for name, module in saved.items():
+        if module is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = module
 
 
 def __getattr__(name):
