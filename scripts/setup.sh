@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 # clang and its runtimes: the sanitizer and libFuzzer builds of scripts/sanitize.sh.
+# libgl1, libglib2.0-0: OpenCV's runtime, for rapidocr in tests/python/test_libraries.py.
 for pkg in cmake ninja-build g++ libprotozero-dev libgtest-dev libbenchmark-dev pkg-config libcli11-dev espeak-ng sox \
-           clang libclang-rt-14-dev; do
+           clang libclang-rt-14-dev libgl1 libglib2.0-0; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ! command -v python3 >/dev/null 2>&1; then need_apt+=(python3 python3-dev python3-venv); fi

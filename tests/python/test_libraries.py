@@ -90,3 +90,30 @@ def test_install_and_uninstall_as_onnxruntime():
     import onnxruntime
 
     assert onnxruntime is real
+
+
+RAPIDOCR_SCRIPT = """
+import json
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+from rapidocr_onnxruntime import RapidOCR
+img = Image.new("RGB", (640, 200), "white")
+draw = ImageDraw.Draw(img)
+font = ImageFont.load_default(size=36)
+draw.text((20, 20), "Hello nxrt 2026", fill="black", font=font)
+draw.text((20, 110), "Invoice total: 42.50 EUR", fill="black", font=font)
+result, _ = RapidOCR()(np.array(img)[:, :, ::-1].copy())
+print(json.dumps([[r[1], float(r[2]), np.asarray(r[0]).tolist()] for r in (result or [])]))
+"""
+
+
+def test_rapidocr_same_text_and_boxes(tmp_path):
+    pytest.importorskip("rapidocr_onnxruntime")
+    pytest.importorskip("PIL")
+    want = _run_script(RAPIDOCR_SCRIPT, False, tmp_path)
+    got = _run_script(RAPIDOCR_SCRIPT, True, tmp_path)
+    assert len(want) == 2, want  # the rendered lines were found at all
+    assert [g[0] for g in got] == [w[0] for w in want]
+    for g, w in zip(got, want):
+        assert abs(g[1] - w[1]) < 1e-3, (g, w)
+        assert g[2] == w[2], (g, w)  # the detected boxes, in pixels
