@@ -64,11 +64,14 @@ def test_prelu_per_channel_and_elementwise(threads):
 
 
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
-@pytest.mark.parametrize("n", [1, 2, 5, 16, 17])
+@pytest.mark.parametrize("n", [1, 2, 5, 16, 17, 128, 301])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_softmax_many_short_rows(op, n, threads):
     # Rows of up to 16 go through blocks with one vectorized exp; a detector's class scores.
     x = (RNG.standard_normal((3, 4001, n)) * 8).astype(np.float32)
     x[0, 5, 0] = -np.inf
+    x[1, 7, :] = -np.inf  # a row of -inf gives NaN, as in onnxruntime
+    x[2, 9, n // 2] = np.nan  # NaN anywhere in a row makes the row NaN
     got, expected = _run(helper.make_node(op, ["x"], ["y"], axis=-1), {"x": x}, threads)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    assert np.isnan(got[2, 9]).all() and np.isnan(got[1, 7]).all()

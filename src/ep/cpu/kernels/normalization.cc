@@ -18,9 +18,12 @@ namespace {
 
 template <typename T, typename A>
 inline T narrow(A v) {
-  if constexpr (std::is_same_v<T, A>) return v;
-  else if constexpr (std::is_same_v<T, double>) return double(v);
-  else return T(float(v));
+  if constexpr (std::is_same_v<T, A>)
+    return v;
+  else if constexpr (std::is_same_v<T, double>)
+    return double(v);
+  else
+    return T(float(v));
 }
 
 // Copies a float tensor of any float dtype into a vector of A.
@@ -31,11 +34,14 @@ Status load_values(const Tensor& t, std::vector<A>& out) {
     NXRT_CASES_FLOAT({
       const T* p = t.data<T>();
       for (size_t i = 0; i < out.size(); ++i) {
-        if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) out[i] = A(p[i]);
-        else out[i] = A(float(p[i]));
+        if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
+          out[i] = A(p[i]);
+        else
+          out[i] = A(float(p[i]));
       }
     })
-    default: return invalid_argument("type ", tensor_type_name(t.dtype()), " is not a float type");
+    default:
+      return invalid_argument("type ", tensor_type_name(t.dtype()), " is not a float type");
   }
   return Status();
 }
@@ -108,6 +114,47 @@ inline void row_stats(const T* x, int64_t n, A eps, A& mean, A& inv) {
   inv = A(1) / std::sqrt(v + eps);
 }
 
+// Sum of (x[i] - m)^2 in eight partial sums (see partial_sum): one running sum is a
+// serial chain of adds that does not vectorize.
+inline float squared_deviations(const float* x, int64_t n, float m) {
+  float part[8] = {};
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int j = 0; j < 8; ++j) {
+      const float d = x[k + j] - m;
+      part[j] += d * d;
+    }
+  for (; k < n; ++k) part[0] += (x[k] - m) * (x[k] - m);
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+// Float LayerNormalization / RMSNormalization with a per-element scale and bias as long
+// as the row (the common case: [batch, tokens, hidden] over hidden): statistics in partial
+// sums, rows split across the run's threads, no copies of the parameters.
+template <bool kRms>
+void norm_rows_f32(const float* x, float* y, int64_t rows, int64_t len, const float* scale,
+                   const float* bias, float eps, float* mean_out, float* inv_out) {
+  const size_t pieces =
+      std::min(parallel_pieces(double(rows * len), double(1 << 14)), size_t(rows));
+  parallel_for(pieces, [&](size_t piece) {
+    const int64_t r0 = rows * int64_t(piece) / int64_t(pieces);
+    const int64_t r1 = rows * int64_t(piece + 1) / int64_t(pieces);
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * len;
+      float* yr = y + r * len;
+      const float mean = kRms ? 0.0f : partial_sum(xr, len) / float(len);
+      const float inv = 1.0f / std::sqrt(squared_deviations(xr, len, mean) / float(len) + eps);
+      if (bias) {
+        for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - mean) * inv * scale[i] + bias[i];
+      } else {
+        for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - mean) * inv * scale[i];
+      }
+      if (mean_out) mean_out[r] = mean;
+      if (inv_out) inv_out[r] = inv;
+    }
+  });
+}
+
 bool compute_in_double(DataType x, DataType stash) {
   return x == DataType::kDouble || stash == DataType::kDouble;
 }
@@ -137,6 +184,31 @@ class AxisNormKernel final : public Kernel {
     const int64_t rows = s.product(0, size_t(axis));
     const int64_t len = s.product(size_t(axis), s.size());
     const std::span<const int64_t> norm_dims = s.span().subspan(size_t(axis));
+    if constexpr (std::is_same_v<A, float>) {
+      const Tensor& sc = *ctx.input(1);
+      const Tensor* bt = kRms ? nullptr : ctx.input(2);
+      // A parameter with the normalized dims' shape (leading 1s dropped) is read in place.
+      const auto per_element = [&](const Tensor& p) {
+        if (p.dtype() != DataType::kFloat || p.numel() != len || p.rank() > norm_dims.size())
+          return false;
+        for (size_t i = 0; i < p.rank(); ++i)
+          if (p.shape()[p.rank() - 1 - i] != norm_dims[norm_dims.size() - 1 - i]) return false;
+        return true;
+      };
+      if (dtype_ == DataType::kFloat && len > 0 && per_element(sc) && (!bt || per_element(*bt))) {
+        NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, s));
+        float* stats[2] = {nullptr, nullptr};
+        for (int o = 1; o < 3 && !kRms && o < int(ctx.num_outputs()); ++o) {
+          Shape stat_shape = s;
+          for (size_t d = size_t(axis); d < s.size(); ++d) stat_shape[d] = 1;
+          NXRT_ASSIGN_OR_RETURN(Tensor * t, ctx.output(size_t(o), stat_shape));
+          stats[o - 1] = t->data<float>();
+        }
+        norm_rows_f32<kRms>(x.data<float>(), y->data<float>(), rows, len, sc.data<float>(),
+                            bt ? bt->data<float>() : nullptr, epsilon_, stats[0], stats[1]);
+        return Status();
+      }
+    }
     std::vector<A> scale, bias;
     NXRT_RETURN_IF_ERROR(expand_param(*ctx.input(1), norm_dims, "scale", scale));
     const Tensor* b = kRms ? nullptr : ctx.input(2);
@@ -182,7 +254,8 @@ class AxisNormKernel final : public Kernel {
           if (inv_out) NXRT_RETURN_IF_ERROR(store_stat(inv_out, r, inv));
         }
       })
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -191,7 +264,8 @@ class AxisNormKernel final : public Kernel {
   static Status store_stat(Tensor* t, int64_t i, A v) {
     switch (t->dtype()) {
       NXRT_CASES_FLOAT(t->data<T>()[i] = narrow<T>(v))
-      default: return not_implemented("statistics type ", tensor_type_name(t->dtype()));
+      default:
+        return not_implemented("statistics type ", tensor_type_name(t->dtype()));
     }
     return Status();
   }
@@ -215,7 +289,8 @@ Expected<KernelPtr> create_axis_norm(KernelInit& init) {
   const DataType t = init.input_type(0);
   if (!is_float_type(t)) return init.unsupported_type(0);
   if (!is_float_type(init.input_type(1))) return init.unsupported_type(1);
-  if (!kRms && init.has_input(2) && !is_float_type(init.input_type(2))) return init.unsupported_type(2);
+  if (!kRms && init.has_input(2) && !is_float_type(init.input_type(2)))
+    return init.unsupported_type(2);
   AttrReader attrs(init.node);
   const int64_t axis = attrs.get_int("axis", -1);
   const float epsilon = attrs.get_float("epsilon", 1e-5f);
@@ -285,7 +360,8 @@ class ChannelGroupKernel final : public Kernel {
           }
         }
       })
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -305,8 +381,12 @@ Status check_float_inputs(KernelInit& init, size_t count) {
 
 }  // namespace
 
-Expected<KernelPtr> create_layer_normalization(KernelInit& init) { return create_axis_norm<false>(init); }
-Expected<KernelPtr> create_rms_normalization(KernelInit& init) { return create_axis_norm<true>(init); }
+Expected<KernelPtr> create_layer_normalization(KernelInit& init) {
+  return create_axis_norm<false>(init);
+}
+Expected<KernelPtr> create_rms_normalization(KernelInit& init) {
+  return create_axis_norm<true>(init);
+}
 
 Expected<KernelPtr> create_group_normalization(KernelInit& init) {
   NXRT_RETURN_IF_ERROR(check_float_inputs(init, 3));
@@ -318,7 +398,8 @@ Expected<KernelPtr> create_group_normalization(KernelInit& init) {
     NXRT_ASSIGN_OR_RETURN(stash, stash_type(init, attrs));
   }
   NXRT_RETURN_IF_ERROR(attrs.status());
-  if (groups <= 0) return init.error(StatusCode::kInvalidGraph, "num_groups must be positive, got ", groups);
+  if (groups <= 0)
+    return init.error(StatusCode::kInvalidGraph, "num_groups must be positive, got ", groups);
   const DataType t = init.input_type(0);
   init.set_all_outputs(t);
   // Opset 18 took one scale and bias per group; 21 takes one per channel.

@@ -136,6 +136,21 @@ void soft_short_rows_f32(const float* x, float* y, int64_t rows, int64_t n) {
   }
 }
 
+// The float Softmax/LogSoftmax fast paths: short rows in blocks, longer ones through
+// vmath::softmax_rows (max, exp with its sum, and scale, one vector pass each). False
+// when neither applies.
+template <SoftKind K, typename T>
+bool soft_rows_f32(const T* x, T* y, int64_t rows, int64_t n) {
+  if constexpr (std::is_same_v<T, float> && K != SoftKind::kHardmax) {
+    if (n <= kShortRow) {
+      soft_short_rows_f32<K>(x, y, rows, n);
+      return true;
+    }
+    return vmath::softmax_rows(K == SoftKind::kLogSoftmax, x, y, rows, n);
+  }
+  return false;
+}
+
 // Strided axis: each block is [n, inner]; per-column state lives in small vectors and
 // every pass reads whole rows of `inner` contiguous elements.
 template <SoftKind K, typename T>
@@ -234,13 +249,8 @@ class SoftKernel final : public Kernel {
           parallel_for(size_t(pieces), [&](size_t p) {
             const int64_t r0 = int64_t(p) * chunk, r1 = std::min(outer, r0 + chunk);
             if (r1 <= r0) return;
-            if constexpr (std::is_same_v<T, float> && K != SoftKind::kHardmax) {
-              if (n <= kShortRow) {
-                soft_short_rows_f32<K>(x.data<T>() + r0 * n, y->data<T>() + r0 * n, r1 - r0, n);
-                return;
-              }
-            }
-            soft_rows<K>(x.data<T>() + r0 * n, y->data<T>() + r0 * n, r1 - r0, n);
+            if (!soft_rows_f32<K>(x.data<T>() + r0 * n, y->data<T>() + r0 * n, r1 - r0, n))
+              soft_rows<K>(x.data<T>() + r0 * n, y->data<T>() + r0 * n, r1 - r0, n);
           });
         } else
           soft_strided<K>(x.data<T>(), y->data<T>(), outer, n, inner);

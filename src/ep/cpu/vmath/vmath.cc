@@ -209,6 +209,12 @@ void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t to
   }
 }
 
+bool softmax_rows(bool log, const float* x, float* y, int64_t rows, int64_t n) {
+  if (!uses_avx512() || n <= 0) return false;
+  detail::softmax_rows_avx512(log, x, y, rows, n);
+  return true;
+}
+
 void window_rows(const float* plane, int64_t H, int64_t W, int64_t ih0, int64_t ih_step,
                  int64_t rows, int64_t off, int64_t lo, int64_t hi, int64_t OW, float* out) {
   if (OW <= 16 && uses_avx512())

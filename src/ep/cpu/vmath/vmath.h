@@ -94,6 +94,12 @@ void pool_plane(bool max, const float* x, int64_t ld, const PoolWindow& w, float
 void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t top, int64_t left,
                 int64_t HP, int64_t WP, int64_t dst_stride, float fill, float* out);
 
+// Softmax (or LogSoftmax) of `rows` contiguous rows of n floats, in one pass per step
+// over each row on AVX-512 (max, exp and sum, scale); false when the CPU lacks AVX-512
+// (the caller then takes its own path). A row holding NaN gives NaN; infinite maxima are
+// replaced by 0 before the shift, as the Softmax kernel defines.
+bool softmax_rows(bool log, const float* x, float* y, int64_t rows, int64_t n);
+
 // Rows of one im2col block at stride 1: out[r * OW + o] (r < rows, o < OW) is
 // plane[ih * W + off + o] for ih = ih0 + r * ih_step inside [0, H) and o in [lo, hi), and 0
 // elsewhere (the padding). AVX-512 moves a row of up to 16 with one masked load and store

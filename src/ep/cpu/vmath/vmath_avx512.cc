@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -315,6 +316,48 @@ void depthwise_plane_avx512(const float* x, int64_t ld, const PoolWindow& w, con
   }
 }
 
+void softmax_rows_avx512(bool log, const float* x, float* y, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r, x += n, y += n) {
+    // The maximum, and whether any element is NaN (max_ps drops NaN operands).
+    __m512 vmax = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    __mmask16 nan = 0;
+    for (int64_t i = 0; i < n; i += 16) {
+      const __mmask16 lanes = first_lanes(n - i);
+      const __m512 v = _mm512_mask_loadu_ps(vmax, lanes, x + i);
+      nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      vmax = _mm512_max_ps(vmax, v);
+    }
+    float m = nan ? std::numeric_limits<float>::quiet_NaN() : _mm512_reduce_max_ps(vmax);
+    if (std::isinf(m)) m = 0.0f;
+    const __m512 vm = _mm512_set1_ps(m);
+    // y = exp(x - m), summed in one vector of partial sums.
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+      const __mmask16 lanes = first_lanes(n - i);
+      const __m512 e = avx512::exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, x + i), vm));
+      sum = _mm512_mask_add_ps(sum, lanes, sum, e);
+      if (!log) _mm512_mask_storeu_ps(y + i, lanes, e);
+    }
+    const float total = _mm512_reduce_add_ps(sum);
+    if (log) {
+      // (x - m) - log(sum), in this order, as onnxruntime: near-zero outputs keep their digits.
+      const __m512 vlog = _mm512_set1_ps(std::log(total));
+      for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 lanes = first_lanes(n - i);
+        const __m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, x + i), vm);
+        _mm512_mask_storeu_ps(y + i, lanes, _mm512_sub_ps(v, vlog));
+      }
+    } else {
+      const __m512 inv = _mm512_set1_ps(1.0f / total);
+      for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 lanes = first_lanes(n - i);
+        _mm512_mask_storeu_ps(y + i, lanes,
+                              _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, y + i), inv));
+      }
+    }
+  }
+}
+
 void window_rows_avx512(const float* plane, int64_t H, int64_t W, int64_t ih0, int64_t ih_step,
                         int64_t rows, int64_t off, int64_t lo, int64_t hi, int64_t OW, float* out) {
   // Lanes [lo, hi) are read (the masked-off ones never touch memory, so `off` may point
@@ -429,6 +472,7 @@ void window_rows_avx512(const float* plane, int64_t H, int64_t W, int64_t ih0, i
                         int64_t rows, int64_t off, int64_t lo, int64_t hi, int64_t OW, float* out) {
   window_rows(plane, H, W, ih0, ih_step, rows, off, lo, hi, OW, out);
 }
+void softmax_rows_avx512(bool, const float*, float*, int64_t, int64_t) {}
 void depthwise_plane_avx512(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
                             float* out) {
   depthwise_plane(x, ld, w, weights, out);
