@@ -63,7 +63,14 @@ class SessionOptions:
         self.logid = ""
         self.optimized_model_filepath = ""
         self.use_deterministic_compute = False
+        self.use_per_session_threads = True  # nxrt's pools are always per session
         self._config_entries = {}
+
+    def register_custom_ops_library(self, library_path):
+        """onnxruntime loads custom op libraries here; nxrt cannot (its kernels are built in)."""
+        raise _ERROR_CLASSES["Fail"](
+            f"[ONNXRuntimeError] : 1 : FAIL : nxrt cannot load the custom op library "
+            f"'{library_path}': custom op libraries are written against onnxruntime's C API")
 
     def add_session_config_entry(self, key, value):
         """Sets a string configuration entry (as onnxruntime's session config keys)."""
@@ -95,6 +102,17 @@ class RunOptions:
         self.run_tag = ""  # the C API name of logid
         self.only_execute_path_to_fetches = False
         self._flag = _nxrt.TerminateFlag()
+        self._config_entries = {}
+
+    def add_run_config_entry(self, key, value):
+        """Sets a string configuration entry of this run (onnxruntime's run config keys)."""
+        self._config_entries[str(key)] = str(value)
+
+    def get_run_config_entry(self, key):
+        """Returns an entry set with add_run_config_entry."""
+        if key not in self._config_entries:
+            raise RuntimeError(f"RunOptions does not have configuration with key: {key}")
+        return self._config_entries[key]
 
     @property
     def terminate(self):
@@ -366,6 +384,26 @@ class InferenceSession:
         flag = run_options._flag if run_options is not None else None
         results = self._sess.run(list(output_names or []), feeds, flag, None, True)
         return [_value.wrap_result(code, value) for code, value in results]
+
+    def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
+        """Runs on another thread, then calls ``callback(results, user_data, err)``: the
+        list of numpy outputs and "" on success, [] and the error's message on failure (as
+        onnxruntime's run_async does). Returns at once."""
+        import threading
+
+        def work():
+            try:
+                results = self.run(output_names, input_feed, run_options)
+            except Exception as e:  # the error goes to the callback, as onnxruntime's does
+                text = str(e)
+                for prefix in ("[ONNXRuntimeError] : ",):
+                    if text.startswith(prefix):  # onnxruntime passes the bare message
+                        text = text.split(" : ", 3)[-1]
+                callback([], user_data, text)
+                return
+            callback(results, user_data, "")
+
+        threading.Thread(target=work, name="nxrt-run-async", daemon=True).start()
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
         """Runs on a dict of OrtValues; returns a list of OrtValues (onnxruntime's API)."""

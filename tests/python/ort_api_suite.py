@@ -281,3 +281,44 @@ def test_set_seed_makes_unseeded_random_ops_repeat():
     second = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {})[0]
     np.testing.assert_array_equal(first, second)
     assert np.std(first) > 0.1
+
+
+def test_run_config_entries():
+    ro = ort.RunOptions()
+    ro.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    assert ro.get_run_config_entry("memory.enable_memory_arena_shrinkage") == "cpu:0"
+    with pytest.raises(RuntimeError, match="does not have configuration with key"):
+        ro.get_run_config_entry("no.such.key")
+
+
+def test_custom_ops_library_that_cannot_load_is_fail():
+    from onnxruntime.capi.onnxruntime_pybind11_state import Fail
+
+    so = ort.SessionOptions()
+    assert so.use_per_session_threads is True or so.use_per_session_threads == 1
+    with pytest.raises(Fail, match=r"^\[ONNXRuntimeError\] : 1 : FAIL : "):
+        so.register_custom_ops_library(os.path.join(tempfile.gettempdir(), "no_such_custom_ops.so"))
+
+
+def test_run_async_calls_back_with_results_or_error(model_path):
+    import threading
+
+    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    x = np.array([[1, -2, 3, -4]], np.float32)
+    done = threading.Event()
+    seen = {}
+
+    def callback(results, user_data, err):
+        seen[user_data] = (results, err)
+        done.set()
+
+    sess.run_async(None, {"x": x, "y": x}, callback, "ok")
+    assert done.wait(10)
+    results, err = seen["ok"]
+    assert err == ""
+    np.testing.assert_allclose(results[0], x + x + np.array([1, 2, 3, 4], np.float32))
+    done.clear()
+    sess.run_async(None, {"x": x.astype(np.float64), "y": x}, callback, "bad")
+    assert done.wait(10)
+    results, err = seen["bad"]
+    assert results == [] and "Unexpected input data type" in err and not err.startswith("[")

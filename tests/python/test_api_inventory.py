@@ -52,3 +52,51 @@ def test_capi_state_module_names():
     exceptions = {n for n in _public(ort_state) if isinstance(getattr(ort_state, n), type)
                   and issubclass(getattr(ort_state, n), Exception)}
     assert not (exceptions - _public(nx_state)), sorted(exceptions - _public(nx_state))
+
+
+# Methods and attributes of onnxruntime's objects that nxrt's lack, by class (issue 13).
+NOT_YET_MEMBERS = {
+    "InferenceSession": {
+        "create_ortvalue_from_shape_and_type", "disable_fallback", "enable_fallback",
+        "get_input_epdevices", "get_input_memory_infos", "get_output_memory_infos",
+        "get_profiling_start_time_ns", "get_provider_graph_assignment_info", "get_tuning_results",
+        "release_captured_graph", "run_with_ortvaluevector", "set_ep_dynamic_options",
+        "set_tuning_results"},
+    "SessionOptions": {
+        "add_external_initializers", "add_external_initializers_from_files_in_memory",
+        "add_free_dimension_override_by_denotation", "add_free_dimension_override_by_name",
+        "add_initializer", "add_provider", "add_provider_for_devices",
+        "clear_ep_context_data_read_func", "execution_order", "has_providers",
+        "set_ep_context_data_read_func", "set_load_cancellation_flag",
+        "set_provider_selection_policy", "set_provider_selection_policy_delegate"},
+    "RunOptions": {"add_active_adapter"},
+    "OrtValue": {"as_sparse_tensor", "ort_value_from_sparse_tensor"},
+    "NodeArg": set(), "ModelMetadata": set(), "IOBinding": set(),
+}
+
+
+def _instances(module):
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    sess = module.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return {"InferenceSession": sess, "SessionOptions": module.SessionOptions(),
+            "RunOptions": module.RunOptions(), "NodeArg": sess.get_inputs()[0],
+            "ModelMetadata": sess.get_modelmeta(), "IOBinding": sess.io_binding(),
+            "OrtValue": module.OrtValue.ortvalue_from_numpy(np.zeros(2, np.float32))}
+
+
+def test_every_member_of_onnxruntime_objects_exists_or_is_listed():
+    theirs, ours = _instances(ort), _instances(nxrt)
+    problems = {}
+    for cls, obj in theirs.items():
+        missing = _public(obj) - _public(ours[cls]) - NOT_YET_MEMBERS[cls]
+        stale = NOT_YET_MEMBERS[cls] & _public(ours[cls])
+        if missing or stale:
+            problems[cls] = {"missing": sorted(missing), "listed but present": sorted(stale)}
+    assert not problems, problems
