@@ -9,12 +9,6 @@ namespace nxrt::cpu {
 namespace {
 
 
-template <typename T, typename W>
-T narrow(W v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return T(float(v));
-  else return T(v);
-}
-
 enum class Family { kArith, kCompare, kLogic, kBitwise };
 
 struct AddOp { static constexpr Family family = Family::kArith;

@@ -35,6 +35,16 @@ A partial_sum(const A* x, int64_t n) {
   return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
+// A value computed in a wider type A stored as T: float16 and bfloat16 round from float,
+// every other type converts directly.
+template <typename T, typename A>
+inline T narrow(A v) {
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+    return T(float(v));
+  else
+    return T(v);
+}
+
 // A float, float16 or bfloat16 tensor's values as float: its own data for float (no
 // copy), else widened into `wide`; nullptr for other types. For packing constant weights.
 inline const float* float_data(const Tensor& t, std::vector<float>& wide) {

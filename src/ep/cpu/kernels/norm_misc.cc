@@ -13,16 +13,6 @@
 namespace nxrt::cpu {
 namespace {
 
-template <typename T, typename A>
-inline T narrow(A v) {
-  if constexpr (std::is_same_v<T, A>)
-    return v;
-  else if constexpr (std::is_same_v<T, double>)
-    return double(v);
-  else
-    return T(float(v));
-}
-
 template <typename A>
 Status load_values(const Tensor& t, std::vector<A>& out, const char* what) {
   out.resize(size_t(t.numel()));

@@ -16,16 +16,6 @@
 namespace nxrt::cpu {
 namespace {
 
-template <typename T, typename A>
-inline T narrow(A v) {
-  if constexpr (std::is_same_v<T, A>)
-    return v;
-  else if constexpr (std::is_same_v<T, double>)
-    return double(v);
-  else
-    return T(float(v));
-}
-
 // Copies a float tensor of any float dtype into a vector of A.
 template <typename A>
 Status load_values(const Tensor& t, std::vector<A>& out) {

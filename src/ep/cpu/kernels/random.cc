@@ -43,12 +43,6 @@ T from_double(double v) {
   else return T(v);
 }
 
-template <typename T>
-T narrow(wide_t<T> v) {
-  if constexpr (kHalf<T>) return T(float(v));
-  else return v;
-}
-
 // out[i] = (T(draw()) * scale) + shift, each step rounded to T: the reference's
 // `res = draws.astype(T); res *= scale; res += shift` with float32 scalars (so 16-bit
 // types multiply and add in float, double in double).

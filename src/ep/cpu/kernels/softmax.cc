@@ -20,14 +20,6 @@ enum class SoftKind { kSoftmax, kLogSoftmax, kHardmax };
 // Rows up to this long take soft_short_rows_f32.
 constexpr int64_t kShortRow = 16;
 
-template <typename T, typename A>
-inline T narrow(A v) {
-  if constexpr (std::is_same_v<T, A>)
-    return v;
-  else
-    return T(float(v));
-}
-
 // e[k] = exp(src[k] - m) for k < n; e may be src.
 void exp_shifted_f32(const float* src, float m, float* e, int64_t n) {
   for (int64_t k = 0; k < n; ++k) e[k] = src[k] - m;
