@@ -297,16 +297,18 @@ __attribute__((target("avx512f"), always_inline)) inline void rows(
   }
   for (; j < nr; j += kNR) {
     const int64_t left = std::min<int64_t>(nr - j, kNR);
-    // A partial last panel runs only the vectors that hold columns: a 64-wide product on
-    // 48-wide panels would otherwise compute 96 columns.
-    if constexpr (VECS > 1) {
+    // A partial last panel of packed or strided B runs only the vectors that hold columns:
+    // a 64-wide product on 48-wide panels would otherwise compute 96 columns. (Not for the
+    // row-pointer kernels: each variant is inlined into every row count's path, and the
+    // sanitizer build's compile time of this file grew by minutes.)
+    if constexpr (VECS > 1 && !requires { b.col; }) {
       if (left <= 16) {
         tile<1, R, 1>(kc, a, ak, b.panels_from(j / kNR), c + j * cs_c, rs_c, cs_c, alpha, beta,
                       left, conv);
         continue;
       }
     }
-    if constexpr (VECS > 2) {
+    if constexpr (VECS > 2 && !requires { b.col; }) {
       if (left <= 32) {
         tile<2, R, 1>(kc, a, ak, b.panels_from(j / kNR), c + j * cs_c, rs_c, cs_c, alpha, beta,
                       left, conv);
