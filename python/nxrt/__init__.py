@@ -20,7 +20,7 @@ from ._module_api import (cuda_version, disable_telemetry_events, enable_telemet
                           unregister_execution_provider_library, version)
 from . import capi  # noqa: F401  (onnxruntime.capi.onnxruntime_pybind11_state names)
 
-__version__ = "0.1.0"
+__version__ = version  # the native module's, one source
 
 __all__ = [
     "InferenceSession", "SessionOptions", "RunOptions", "NodeArg", "ModelMetadata",

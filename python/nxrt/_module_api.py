@@ -50,6 +50,8 @@ def set_seed(seed):
     RandomUniform and their -Like forms, Bernoulli, Multinomial): after it, runs draw the
     same values in the same order."""
     _check_int("set_seed", seed)
+    if not -(2**63) <= seed < 2**63:
+        raise TypeError(f"set_seed(): the seed must fit in 64 bits, got {seed}")
     _nxrt.set_seed(seed)
 
 

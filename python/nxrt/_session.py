@@ -177,7 +177,9 @@ def _convert_python_feeds(session, input_feed):
     """input_feed with Python lists (and scalars) turned into arrays of each input's
     declared element type, as onnxruntime does: [[1, 2]] for an int32 input is int32, not
     np.asarray's int64. A value the type cannot hold (300 for int8) fails with
-    onnxruntime's RuntimeError. Arrays and other objects pass through unchanged."""
+    onnxruntime's RuntimeError. Arrays and other objects pass through unchanged. (Calling
+    the session, nxrt's own API, goes through _call._to_array instead, which never
+    truncates: 2.5 for an int input stays a float there.)"""
     declared = None
     converted = None
     for name, value in input_feed.items():
@@ -396,9 +398,8 @@ class InferenceSession:
                 results = self.run(output_names, input_feed, run_options)
             except Exception as e:  # the error goes to the callback, as onnxruntime's does
                 text = str(e)
-                for prefix in ("[ONNXRuntimeError] : ",):
-                    if text.startswith(prefix):  # onnxruntime passes the bare message
-                        text = text.split(" : ", 3)[-1]
+                if text.startswith("[ONNXRuntimeError] : "):  # onnxruntime passes the bare message
+                    text = text.split(" : ", 3)[-1]
                 callback([], user_data, text)
                 return
             callback(results, user_data, "")

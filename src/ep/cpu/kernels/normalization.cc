@@ -86,36 +86,35 @@ Status expand_param(const Tensor& t, std::span<const int64_t> dims, const char* 
   return Status();
 }
 
-// Mean and 1/sqrt(var + eps) of a row; with kRms the mean is taken as 0.
+// Mean and 1/sqrt(var + eps) of a row; with kRms the mean is taken as 0. Both sums run
+// in eight partial sums: one running sum is a serial chain of adds that does not vectorize
+// (and rounds off more).
 template <bool kRms, typename A, typename T>
 inline void row_stats(const T* x, int64_t n, A eps, A& mean, A& inv) {
+  constexpr int kParts = 8;
   A m = 0;
   if constexpr (!kRms) {
-    for (int64_t i = 0; i < n; ++i) m += A(x[i]);
+    A part[kParts] = {};
+    int64_t k = 0;
+    for (; k + kParts <= n; k += kParts)
+      for (int j = 0; j < kParts; ++j) part[j] += A(x[k + j]);
+    for (; k < n; ++k) part[0] += A(x[k]);
+    for (int j = 0; j < kParts; ++j) m += part[j];
     m /= A(n);
   }
+  A part[kParts] = {};
+  int64_t k = 0;
+  for (; k + kParts <= n; k += kParts)
+    for (int j = 0; j < kParts; ++j) {
+      const A d = A(x[k + j]) - m;
+      part[j] += d * d;
+    }
+  for (; k < n; ++k) part[0] += (A(x[k]) - m) * (A(x[k]) - m);
   A v = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const A d = A(x[i]) - m;
-    v += d * d;
-  }
+  for (int j = 0; j < kParts; ++j) v += part[j];
   v /= A(n);
   mean = m;
   inv = A(1) / std::sqrt(v + eps);
-}
-
-// Sum of (x[i] - m)^2 in eight partial sums (see partial_sum): one running sum is a
-// serial chain of adds that does not vectorize.
-inline float squared_deviations(const float* x, int64_t n, float m) {
-  float part[8] = {};
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8)
-    for (int j = 0; j < 8; ++j) {
-      const float d = x[k + j] - m;
-      part[j] += d * d;
-    }
-  for (; k < n; ++k) part[0] += (x[k] - m) * (x[k] - m);
-  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
 // Float LayerNormalization / RMSNormalization with a per-element scale and bias as long
@@ -132,8 +131,8 @@ void norm_rows_f32(const float* x, float* y, int64_t rows, int64_t len, const fl
     for (int64_t r = r0; r < r1; ++r) {
       const float* xr = x + r * len;
       float* yr = y + r * len;
-      const float mean = kRms ? 0.0f : partial_sum(xr, len) / float(len);
-      const float inv = 1.0f / std::sqrt(squared_deviations(xr, len, mean) / float(len) + eps);
+      float mean, inv;
+      row_stats<kRms>(xr, len, eps, mean, inv);
       if (bias) {
         for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - mean) * inv * scale[i] + bias[i];
       } else {
@@ -174,35 +173,6 @@ class AxisNormKernel final : public Kernel {
     const int64_t rows = s.product(0, size_t(axis));
     const int64_t len = s.product(size_t(axis), s.size());
     const std::span<const int64_t> norm_dims = s.span().subspan(size_t(axis));
-    if constexpr (std::is_same_v<A, float>) {
-      const Tensor& sc = *ctx.input(1);
-      const Tensor* bt = kRms ? nullptr : ctx.input(2);
-      // A parameter with the normalized dims' shape (leading 1s dropped) is read in place.
-      const auto per_element = [&](const Tensor& p) {
-        if (p.dtype() != DataType::kFloat || p.numel() != len || p.rank() > norm_dims.size())
-          return false;
-        for (size_t i = 0; i < p.rank(); ++i)
-          if (p.shape()[p.rank() - 1 - i] != norm_dims[norm_dims.size() - 1 - i]) return false;
-        return true;
-      };
-      if (dtype_ == DataType::kFloat && len > 0 && per_element(sc) && (!bt || per_element(*bt))) {
-        NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, s));
-        float* stats[2] = {nullptr, nullptr};
-        for (int o = 1; o < 3 && !kRms && o < int(ctx.num_outputs()); ++o) {
-          Shape stat_shape = s;
-          for (size_t d = size_t(axis); d < s.size(); ++d) stat_shape[d] = 1;
-          NXRT_ASSIGN_OR_RETURN(Tensor * t, ctx.output(size_t(o), stat_shape));
-          stats[o - 1] = t->data<float>();
-        }
-        norm_rows_f32<kRms>(x.data<float>(), y->data<float>(), rows, len, sc.data<float>(),
-                            bt ? bt->data<float>() : nullptr, epsilon_, stats[0], stats[1]);
-        return Status();
-      }
-    }
-    std::vector<A> scale, bias;
-    NXRT_RETURN_IF_ERROR(expand_param(*ctx.input(1), norm_dims, "scale", scale));
-    const Tensor* b = kRms ? nullptr : ctx.input(2);
-    if (b) NXRT_RETURN_IF_ERROR(expand_param(*b, norm_dims, "bias", bias));
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, s));
     // Mean and InvStdDev keep the leading dims and 1 for each normalized one.
     Tensor* mean_out = nullptr;
@@ -215,6 +185,30 @@ class AxisNormKernel final : public Kernel {
         NXRT_ASSIGN_OR_RETURN(inv_out, ctx.output(2, stat_shape));
       }
     }
+    const Tensor* b = kRms ? nullptr : ctx.input(2);
+    if constexpr (std::is_same_v<A, float>) {
+      // Float data, float statistics (stash_type) and parameters with the normalized dims'
+      // shape (leading 1s dropped): read in place, rows on the run's threads.
+      const auto per_element = [&](const Tensor& p) {
+        if (p.dtype() != DataType::kFloat || p.numel() != len || p.rank() > norm_dims.size())
+          return false;
+        for (size_t i = 0; i < p.rank(); ++i)
+          if (p.shape()[p.rank() - 1 - i] != norm_dims[norm_dims.size() - 1 - i]) return false;
+        return true;
+      };
+      const Tensor& sc = *ctx.input(1);
+      if (dtype_ == DataType::kFloat && stash_ == DataType::kFloat && len > 0 && per_element(sc) &&
+          (!b || per_element(*b))) {
+        norm_rows_f32<kRms>(x.data<float>(), y->data<float>(), rows, len, sc.data<float>(),
+                            b ? b->data<float>() : nullptr, epsilon_,
+                            mean_out ? mean_out->data<float>() : nullptr,
+                            inv_out ? inv_out->data<float>() : nullptr);
+        return Status();
+      }
+    }
+    std::vector<A> scale, bias;
+    NXRT_RETURN_IF_ERROR(expand_param(*ctx.input(1), norm_dims, "scale", scale));
+    if (b) NXRT_RETURN_IF_ERROR(expand_param(*b, norm_dims, "bias", bias));
     if (len == 0) {
       // Nothing to normalize; statistics of empty rows are NaN.
       for (int64_t r = 0; r < rows; ++r) {
