@@ -95,6 +95,10 @@ TEST(Optimizer, LevelsAndDisabledPassesChooseWhatRuns) {
             (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
   optimizer::OptimizerOptions no_bn;
   no_bn.disabled = {"fuse_conv_batchnorm", "fuse_conv_batchnorm_runtime"};
+  // The BatchNormalization no Conv took, and its Relu: one ChannelAffine.
+  EXPECT_EQ(op_types(*optimized(bytes, no_bn)),
+            (std::vector<std::string>{"Conv", "ChannelAffine"}));
+  no_bn.disabled.insert("fuse_batchnorm_affine");
   EXPECT_EQ(op_types(*optimized(bytes, no_bn)),
             (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
   // With the constant fold off, the run-time form takes the BatchNormalization.

@@ -518,3 +518,66 @@ def test_constant_folding_lets_computed_weights_fuse():
     for kwargs in ({}, {"disabled_optimizers": ["fold_constants"]}):
         np.testing.assert_allclose(_nxrt(data, **kwargs).run(None, feeds)[0], want,
                                    rtol=1e-4, atol=1e-4)
+
+
+def _bn_chain_model(rank_known, mul_shape, act):
+    """Concat(a, b) -> BatchNormalization -> Mul -> Add -> activation, as DenseNet's
+    pre-activation blocks write it. The inputs' shapes are declared only if RANK_KNOWN."""
+    c = 6
+    shape = [2, 3, 5, 7] if rank_known else None
+    inits = [numpy_helper.from_array((RNG.random(c) + 0.5).astype(np.float32), "scale"),
+             numpy_helper.from_array(RNG.standard_normal(c).astype(np.float32), "bias"),
+             numpy_helper.from_array(RNG.standard_normal(c).astype(np.float32), "mean"),
+             numpy_helper.from_array((RNG.random(c) + 0.1).astype(np.float32), "var"),
+             numpy_helper.from_array(RNG.standard_normal(mul_shape).astype(np.float32), "k"),
+             numpy_helper.from_array(RNG.standard_normal((c, 1, 1)).astype(np.float32), "d")]
+    nodes = [helper.make_node("Concat", ["a", "b"], ["x"], axis=1),
+             helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["n"],
+                              epsilon=1e-3),
+             helper.make_node("Mul", ["n", "k"], ["m"]),
+             helper.make_node("Add", ["d", "m"], ["s"]),
+             act]
+    graph = helper.make_graph(nodes, "bn", [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape)
+                                            for n in ("a", "b")],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 8
+    feeds = {n: RNG.standard_normal((2, 3, 5, 7)).astype(np.float32) for n in ("a", "b")}
+    return model.SerializeToString(), feeds
+
+
+@pytest.mark.parametrize("act", [helper.make_node("Relu", ["s"], ["y"]),
+                                 helper.make_node("LeakyRelu", ["s"], ["y"], alpha=0.2),
+                                 helper.make_node("Clip", ["s", "", "hi"], ["y"]),
+                                 helper.make_node("Identity", ["s"], ["y"])],
+                         ids=["relu", "leaky", "clip", "none"])
+@pytest.mark.parametrize("mul_shape", [(6, 1, 1), (1, 6, 1, 1), (1,)], ids=["c11", "1c11", "scalar"])
+def test_batchnorm_mul_add_activation_becomes_one_channel_affine(act, mul_shape):
+    data, feeds = _bn_chain_model(True, mul_shape, act)
+    if act.op_type == "Clip":
+        import onnx
+        m = onnx.load_from_string(data)
+        m.graph.initializer.append(numpy_helper.from_array(np.array(0.7, np.float32), "hi"))
+        data = m.SerializeToString()
+    # (An Identity that writes a graph output stays.)
+    assert [op for op in _profiled_ops(data, feeds) if op != "Identity"] == ["ChannelAffine",
+                                                                            "Concat"]
+    want = _ort(data).run(None, feeds)[0]
+    for threads in (1, 2):
+        np.testing.assert_allclose(_nxrt(data, threads=threads).run(None, feeds)[0], want,
+                                   rtol=1e-5, atol=1e-5)
+    off = _nxrt(data, disabled_optimizers=["fuse_batchnorm_affine"])
+    np.testing.assert_allclose(off.run(None, feeds)[0], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rank_known,mul_shape", [
+    (False, (6, 1, 1)),      # the rank of BN's input is unknown: [6, 1, 1] may not be per channel
+    (True, (1, 1, 6, 1, 1)),  # rank 5: the Mul broadcasts its input to a new shape
+    (True, (5, 1))])          # aligned with H and W, not the channels
+def test_batchnorm_chain_keeps_mul_it_cannot_prove_per_channel(rank_known, mul_shape):
+    data, feeds = _bn_chain_model(rank_known, mul_shape, helper.make_node("Relu", ["s"], ["y"]))
+    assert "Mul" in _profiled_ops(data, feeds)
+    want = _ort(data).run(None, feeds)[0]
+    got = _nxrt(data).run(None, feeds)[0]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -36,6 +36,9 @@ Status fuse_conv_add(ir::Graph& graph, PassContext& ctx);
 Status fuse_conv_activation(ir::Graph& graph, PassContext& ctx);
 // Mul/Add by scalar constants after a FusedConv's activation: its post_scale/post_shift.
 Status fuse_activation_affine(ir::Graph& graph, PassContext& ctx);
+// BatchNormalization with constant parameters, the Mul/Add by per-channel constants and
+// the activation after it: one nxrt ChannelAffine node.
+Status fuse_batchnorm_affine(ir::Graph& graph, PassContext& ctx);
 // Nodes none of whose outputs anything reads.
 Status eliminate_dead_nodes(ir::Graph& graph, PassContext& ctx);
 

@@ -15,6 +15,7 @@
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/gemm/qgemm.h"
 #include "ep/cpu/kernels/conv_geometry.h"
+#include "ep/cpu/kernels/fused_activation.h"
 #include "ep/cpu/vmath/vmath.h"
 #include "ep/cpu/vmath/winograd.h"
 
@@ -1534,36 +1535,10 @@ Expected<KernelPtr> create_fused_conv(KernelInit& init) {
   int64_t group = 1;
   NXRT_RETURN_IF_ERROR(read_conv_attrs(init, attrs, w, group));
   NXRT_RETURN_IF_ERROR(check_float_inputs(init, 8));
-  const std::string name = attrs.get_string("activation");
-  const std::vector<float> p = attrs.get_floats("activation_params");
-  auto params_needed = [&](size_t n) -> Status {
-    if (p.size() == n) return Status();
-    return init.error(StatusCode::kInvalidGraph, "activation ", name, " takes ", n,
-                      " activation_params, got ", p.size());
-  };
+  NXRT_ASSIGN_OR_RETURN(const std::optional<FusedActivation> fused,
+                        read_fused_activation(init, attrs, "FusedConv"));
   std::optional<ConvActivation> act;
-  if (name == "Relu" || name == "Sigmoid" || name == "Tanh") {
-    NXRT_RETURN_IF_ERROR(params_needed(0));
-    act = ConvActivation{name == "Relu"      ? vmath::Unary::kRelu
-                         : name == "Sigmoid" ? vmath::Unary::kSigmoid
-                                             : vmath::Unary::kTanh,
-                         {}};
-  } else if (name == "LeakyRelu" || name == "QuickGelu") {
-    NXRT_RETURN_IF_ERROR(params_needed(1));
-    act = ConvActivation{name == "LeakyRelu" ? vmath::Unary::kLeakyRelu : vmath::Unary::kSwish,
-                         {p[0], 0, 0}};
-  } else if (name == "HardSwish") {
-    NXRT_RETURN_IF_ERROR(params_needed(0));
-    act = ConvActivation{vmath::Unary::kHardSwish, {}};
-  } else if (name == "HardSigmoid" || name == "Clip") {
-    NXRT_RETURN_IF_ERROR(params_needed(2));
-    act = ConvActivation{name == "Clip" ? vmath::Unary::kClip : vmath::Unary::kHardSigmoid,
-                         {p[0], p[1], 0}};
-  } else if (!name.empty()) {
-    return init.error(StatusCode::kNotImplemented, "activation '", name,
-                      "' is not one FusedConv supports (Relu, LeakyRelu, Sigmoid, Tanh, "
-                      "HardSigmoid, Clip, HardSwish, QuickGelu)");
-  }
+  if (fused) act = ConvActivation{fused->fn, fused->params};
   if (act) {
     act->post_scale = attrs.get_float("post_scale", 1.0f);
     act->post_shift = attrs.get_float("post_shift", 0.0f);
