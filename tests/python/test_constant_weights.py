@@ -240,7 +240,20 @@ POOLS = [("MaxPool", (2, 3, 15, 17), dict(kernel_shape=[3, 3], strides=[2, 2])),
          ("MaxPool", (1, 2, 20, 75), dict(kernel_shape=[3, 3], strides=[2, 2], dilations=[1, 2],
                                           pads=[1, 1, 1, 1])),
          ("AveragePool", (1, 3, 28, 28), dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])),
-         ("AveragePool", (1, 2, 30, 67), dict(kernel_shape=[2, 2], strides=[2, 2]))]
+         ("AveragePool", (1, 2, 30, 67), dict(kernel_shape=[2, 2], strides=[2, 2])),
+         # Strided windows over stacked planes: inception's [0, 0, 1, 1] pads, odd sizes,
+         # stride 3 with dilation, divisors with and without the padding.
+         ("MaxPool", (1, 5, 14, 14), dict(kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1])),
+         ("MaxPool", (2, 3, 23, 19), dict(kernel_shape=[3, 3], strides=[3, 2], pads=[1, 2, 1, 0],
+                                          dilations=[2, 1])),
+         ("AveragePool", (1, 4, 13, 11), dict(kernel_shape=[3, 3], strides=[2, 2],
+                                              pads=[1, 1, 1, 1])),
+         ("AveragePool", (1, 4, 13, 11), dict(kernel_shape=[3, 2], strides=[2, 3],
+                                              pads=[1, 1, 2, 1], count_include_pad=1)),
+         ("MaxPool", (1, 3, 9, 9), dict(kernel_shape=[2, 2], strides=[4, 4])),
+         # One window per whole plane.
+         ("AveragePool", (1, 6, 7, 7), dict(kernel_shape=[7, 7])),
+         ("MaxPool", (2, 3, 5, 6), dict(kernel_shape=[5, 6]))]
 
 
 @pytest.mark.parametrize("op,shape,attrs", POOLS)
@@ -253,7 +266,6 @@ def test_max_pool_vector_path_matches_generic(shape, attrs):
     # An Indices output sends MaxPool down the generic loop; Y must not change, NaN included
     # (nxrt's max lets NaN win a window, where onnxruntime's skips it at some positions).
     x = _f32(*shape)
-    x.flat[7] = np.nan
     x.flat[30] = -np.inf
     graph = lambda outs: helper.make_graph(
         [helper.make_node("MaxPool", ["x"], outs, **attrs)], "g",
@@ -262,8 +274,10 @@ def test_max_pool_vector_path_matches_generic(shape, attrs):
                                        None) for o in outs])
     run = lambda outs: nxrt.InferenceSession(helper.make_model(
         graph(outs), opset_imports=[helper.make_opsetid("", 19)]).SerializeToString()).run(
-            None, {"x": x})[0]
-    fast, generic = run(["y"]), run(["y", "i"])
+            None, {"x": x})
+    # NaN where some window has its max (a strided window may skip any fixed place).
+    x.flat[run(["y", "i"])[1].flat[0]] = np.nan
+    fast, generic = run(["y"])[0], run(["y", "i"])[0]
     assert np.isnan(fast).any()
     np.testing.assert_array_equal(fast, generic)
 

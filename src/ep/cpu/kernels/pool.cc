@@ -132,6 +132,24 @@ Pool2d pool2d_geometry(const Window& w) {
           w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
 }
 
+// The max, or the average, of a window clipped to the plane (its vertical and
+// horizontal ranges from window_range, neither empty). The average divides by the taps
+// inside the plane, or inside the padded plane with count_include_pad.
+float window_value(const Pool2d& g, bool max, bool include_pad, const float* x, const DimRange& vr,
+                   const DimRange& hr) {
+  float acc = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  for (int64_t kh = vr.k_lo; kh < vr.k_hi; ++kh) {
+    const float* row = x + (vr.start + kh * g.DH) * g.W + hr.start;
+    for (int64_t kw = hr.k_lo; kw < hr.k_hi; ++kw)
+      acc = max ? vmath::max_keep_nan(acc, row[kw * g.DW]) : acc + row[kw * g.DW];
+  }
+  if (max) return acc;
+  const int64_t count = include_pad ? padded_taps(vr.start, g.KH, g.DH, g.H, g.PT, g.PB) *
+                                          padded_taps(hr.start, g.KW, g.DW, g.W, g.PL, g.PR)
+                                    : (vr.k_hi - vr.k_lo) * (hr.k_hi - hr.k_lo);
+  return acc / float(count);
+}
+
 void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, float* y,
                   float* row) {
   // Outputs [ow_lo, ow_hi) have their whole window inside the row: one vectorized pass.
@@ -183,46 +201,53 @@ void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, f
   }
 }
 
-// Stride-1 2-D pooling of `planes` planes at once, without per-row calls or border
-// cases: the planes are stacked into one tall zero- (average) or -inf- (max) bordered
-// image of width WP = OW + (KW - 1) * DW, so the vertical pass is one reduce_rows over
-// every row and the horizontal one a single reduce_taps over the flattened result
-// (positions whose window crosses a row or plane edge are computed and dropped). Small
-// planes (inception's 3x3 average pools on 7 to 28 wide maps) pay per row otherwise.
-// Every window must reach the input (pads smaller than the window), which the caller
-// checks. An average then divides by the taps its window has in the input, or in the
-// padded input with count_include_pad.
-void pool2d_stride1_stacked(const Pool2d& g, bool max, bool include_pad, const float* x, float* y,
-                            int64_t planes) {
+// 2-D pooling of `planes` planes at once, without per-row calls or border cases: the
+// planes are stacked into one tall image, each bordered with zeros (average) or -inf
+// (max) to HS x WS, both multiples of the strides (SH, SW) and at least the padded extent
+// the windows read. The horizontal pass is then one reduce_taps over the flattened stack
+// (stride SW: every row's outputs start on a multiple of it), the vertical one a single
+// reduce_rows over the result, whose rows are WS / SW wide (computing every row, of which
+// each SH-th is kept: cheaper than a call per output row on small maps), and the kept
+// outputs move to Y. Windows that cross a row or plane edge are computed and dropped.
+// Small planes (inception's 3x3 pools on 7 to 28 wide maps) pay per row otherwise. (The
+// caller takes it for stride 1 only: strided pools measured slower here than
+// vmath::pool_plane, whose windows read X in place.)
+// Every window must reach the input (pads smaller than the window) and the last ones
+// start inside it, which the caller checks. An average divides by the taps its window has
+// in the input, or in the padded input with count_include_pad.
+void pool2d_stacked(const Pool2d& g, bool max, bool include_pad, const float* x, float* y,
+                    int64_t planes) {
   if (planes <= 0) return;
-  const int64_t HP = g.OH + (g.KH - 1) * g.DH, WP = g.OW + (g.KW - 1) * g.DW;
-  const int64_t rows = planes * HP, flat = rows * WP;
-  const int64_t tail = (g.KW - 1) * g.DW + 16;  // reduce_taps reads past the last row
+  auto round_up = [](int64_t v, int64_t m) { return (v + m - 1) / m * m; };
+  const int64_t HS =
+      round_up(std::max((g.OH - 1) * g.SH + (g.KH - 1) * g.DH + 1, g.PT + g.H), g.SH);
+  const int64_t WS =
+      round_up(std::max((g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1, g.PL + g.W), g.SW);
+  const int64_t flat = planes * HS * WS, row = WS / g.SW, rows = planes * HS;
+  // reduce_taps reads up to (KW - 1) * DW past the last window start, in 16-lane blocks.
+  const int64_t tail = (g.KW - 1) * g.DW + 16 * g.SW;
   float* padded = thread_scratch<float>(size_t(flat + tail), 1);
-  float* vertical = thread_scratch<float>(size_t(flat + tail), 2);
+  float* horizontal = thread_scratch<float>(size_t(rows * row), 2);
   const float fill = max ? -std::numeric_limits<float>::infinity() : 0.0f;
-  vmath::pad_planes(x, planes, g.H, g.W, g.PT, g.PL, HP, WP, HP * WP, fill, padded);
+  vmath::pad_planes(x, planes, g.H, g.W, g.PT, g.PL, HS, WS, HS * WS, fill, padded);
   std::fill(padded + flat, padded + flat + tail, fill);
-  // Vertical: row i of `vertical` reduces rows i, i + DH, ... of the stack.
+  vmath::reduce_taps(max, padded, size_t(rows * row), g.SW, g.KW, g.DW, 1.0f, horizontal);
+  // Vertical: element i of `vertical` (reusing `padded`) reduces rows i / row + kh * DH.
   SmallVec<const float*, 16> taps;
-  for (int64_t kh = 0; kh < g.KH; ++kh) taps.push_back(padded + kh * g.DH * WP);
-  const int64_t vertical_size = (rows - (g.KH - 1) * g.DH) * WP;
-  vmath::reduce_rows(max, taps.data(), taps.size(), vertical, size_t(vertical_size));
-  std::fill(vertical + vertical_size, vertical + flat + tail, fill);
+  for (int64_t kh = 0; kh < g.KH; ++kh) taps.push_back(horizontal + kh * g.DH * row);
+  float* vertical = padded;
+  vmath::reduce_rows(max, taps.data(), taps.size(), vertical,
+                     size_t((rows - (g.KH - 1) * g.DH) * row));
+  // Output row oh of plane p is row p * HS + oh * SH of the stack.
+  auto kept = [&](int64_t p, int64_t oh) { return vertical + (p * HS + oh * g.SH) * row; };
   if (max) {
-    // Horizontal: one pass over the flattened rows, then the kept outputs move to Y.
-    vmath::reduce_taps(max, vertical, size_t(vertical_size), 1, g.KW, g.DW, 1.0f, padded);
     for (int64_t p = 0; p < planes; ++p)
-      for (int64_t oh = 0; oh < g.OH; ++oh) {
-        const float* src = padded + (p * HP + oh) * WP;
-        std::copy(src, src + g.OW, y + (p * g.OH + oh) * g.OW);
-      }
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        std::copy(kept(p, oh), kept(p, oh) + g.OW, y + (p * g.OH + oh) * g.OW);
     return;
   }
-  // Horizontal sums over the whole stack in one pass (per-row calls cost more than the
-  // sums on 7 to 28 wide maps), then each output divided by its window's taps: taps along
-  // H of its row times taps along W of its column, from a table of the plane's divisors.
-  vmath::reduce_taps(false, vertical, size_t(vertical_size), 1, g.KW, g.DW, 1.0f, padded);
+  // Each average divided by its window's taps: taps along H of its row times taps along W
+  // of its column, from a table of the plane's divisors.
   auto taps_of = [&](int64_t start, int64_t kernel, int64_t dilation, int64_t in, int64_t pad_begin,
                      int64_t pad_end) {
     const DimRange r = window_range(start, kernel, dilation, in);
@@ -231,13 +256,14 @@ void pool2d_stride1_stacked(const Pool2d& g, bool max, bool include_pad, const f
   };
   float* inverse = thread_scratch<float>(size_t(g.OH * g.OW), 3);
   for (int64_t oh = 0; oh < g.OH; ++oh) {
-    const float th = taps_of(oh - g.PT, g.KH, g.DH, g.H, g.PT, g.PB);
+    const float th = taps_of(oh * g.SH - g.PT, g.KH, g.DH, g.H, g.PT, g.PB);
     for (int64_t ow = 0; ow < g.OW; ++ow)
-      inverse[oh * g.OW + ow] = 1.0f / (th * taps_of(ow - g.PL, g.KW, g.DW, g.W, g.PL, g.PR));
+      inverse[oh * g.OW + ow] =
+          1.0f / (th * taps_of(ow * g.SW - g.PL, g.KW, g.DW, g.W, g.PL, g.PR));
   }
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t oh = 0; oh < g.OH; ++oh) {
-      const float* src = padded + (p * HP + oh) * WP;
+      const float* src = kept(p, oh);
       const float* inv = inverse + oh * g.OW;
       float* dst = y + (p * g.OH + oh) * g.OW;
       for (int64_t ow = 0; ow < g.OW; ++ow) dst[ow] = src[ow] * inv[ow];
@@ -296,17 +322,21 @@ class PoolKernel final : public Kernel {
     // Every window reaches the input when each pad is smaller than the window's extent.
     const bool windows_reach = g.PT < (g.KH - 1) * g.DH + 1 && g.PB < (g.KH - 1) * g.DH + 1 &&
                                g.PL < (g.KW - 1) * g.DW + 1 && g.PR < (g.KW - 1) * g.DW + 1;
-    if (g.SH == 1 && g.SW == 1 && windows_reach) {
-      // Stacks of about 64K floats (in L2), split among the threads.
-      const int64_t padded_plane = (g.OH + (g.KH - 1) * g.DH) * (g.OW + (g.KW - 1) * g.DW);
-      const int64_t per_stack = std::max<int64_t>(1, (int64_t(1) << 16) / padded_plane);
-      const int64_t stacks = std::min<int64_t>(
-          planes, std::max<int64_t>(int64_t(pieces), (planes + per_stack - 1) / per_stack));
-      parallel_for(size_t(stacks), [&](size_t stack) {
-        const int64_t p0 = planes * int64_t(stack) / stacks;
-        const int64_t p1 = planes * int64_t(stack + 1) / stacks;
-        pool2d_stride1_stacked(g, max, prm_.count_include_pad, x.data<float>() + p0 * in_size,
-                               y.data<float>() + p0 * out_size, p1 - p0);
+    // (With ceil_mode a last window can start past the input; those keep the old path.)
+    const bool last_inside = (g.OH - 1) * g.SH - g.PT < g.H && (g.OW - 1) * g.SW - g.PL < g.W;
+    if (g.OH == 1 && g.OW == 1 && g.KH == g.H && g.KW == g.W && g.PT == 0 && g.PL == 0 &&
+        g.DH == 1 && g.DW == 1) {
+      // One window over each whole plane (a 7x7 average pool closing a ResNet): a
+      // vectorized reduction per plane.
+      const float* px = x.data<float>();
+      float* py = y.data<float>();
+      parallel_for(pieces, [&](size_t piece) {
+        for (int64_t p = planes * int64_t(piece) / int64_t(pieces);
+             p < planes * int64_t(piece + 1) / int64_t(pieces); ++p) {
+          const float* v = px + p * in_size;
+          py[p] =
+              max ? vmath::max_value(v, size_t(in_size)) : partial_sum(v, in_size) / float(in_size);
+        }
       });
       return;
     }
@@ -316,8 +346,60 @@ class PoolKernel final : public Kernel {
     const int64_t HP = (g.OH - 1) * g.SH + (g.KH - 1) * g.DH + 1;
     const int64_t WP = (g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1;
     const bool inside = g.PT == 0 && g.PL == 0 && HP <= g.H && WP <= g.W;
-    // (With ceil_mode a last window can start past the input; those keep the old path.)
-    const bool last_inside = (g.OH - 1) * g.SH - g.PT < g.H && (g.OW - 1) * g.SW - g.PL < g.W;
+    int64_t oh_lo, oh_hi, ow_lo, ow_hi;
+    inner_outputs(g.OH, g.SH, g.PT, g.KH, g.DH, g.H, oh_lo, oh_hi);
+    inner_outputs(g.OW, g.SW, g.PL, g.KW, g.DW, g.W, ow_lo, ow_hi);
+    if (max && windows_reach && last_inside && !inside && oh_hi > oh_lo && ow_hi - ow_lo >= 16) {
+      // Padded max pooling of wide maps without copying the planes: the outputs whose
+      // windows lie inside go through vmath::pool_plane straight from X (a ResNet stem's
+      // 3x3 / 2 pool on 112x112: the padded copy took as long as the pooling), the border
+      // ones one by one over their clipped windows. (Averages: their border divisors
+      // made this slower than the stacked or padded paths.)
+      const vmath::PoolWindow win{oh_hi - oh_lo, ow_hi - ow_lo, g.KH, g.KW, g.SH,
+                                  g.SW,          g.DH,          g.DW, g.OW};
+      parallel_for(pieces, [&](size_t piece) {
+        // The clipped windows of every row and column, once per call (each takes divisions).
+        DimRange* vr = thread_scratch<DimRange>(size_t(g.OH + g.OW));
+        DimRange* hr = vr + g.OH;
+        for (int64_t oh = 0; oh < g.OH; ++oh)
+          vr[oh] = window_range(oh * g.SH - g.PT, g.KH, g.DH, g.H);
+        for (int64_t ow = 0; ow < g.OW; ++ow)
+          hr[ow] = window_range(ow * g.SW - g.PL, g.KW, g.DW, g.W);
+        for (int64_t p = int64_t(piece); p < planes; p += int64_t(pieces)) {
+          const float* src = x.data<float>() + p * in_size;
+          float* dst = y.data<float>() + p * out_size;
+          vmath::pool_plane(max, src + (oh_lo * g.SH - g.PT) * g.W + ow_lo * g.SW - g.PL, g.W, win,
+                            1.0f / float(g.KH * g.KW), dst + oh_lo * g.OW + ow_lo);
+          for (int64_t oh = 0; oh < g.OH; ++oh) {
+            const bool inner_row = oh >= oh_lo && oh < oh_hi;
+            for (int64_t ow = 0; ow < g.OW; ++ow) {
+              if (inner_row && ow == ow_lo) ow = ow_hi;
+              if (ow < g.OW)
+                dst[oh * g.OW + ow] =
+                    window_value(g, max, prm_.count_include_pad, src, vr[oh], hr[ow]);
+            }
+          }
+        }
+      });
+      return;
+    }
+    if (windows_reach && g.SH == 1 && g.SW == 1) {
+      // Stacks of about 64K floats (in L2), split among the threads.
+      auto round_up = [](int64_t v, int64_t m) { return (v + m - 1) / m * m; };
+      const int64_t padded_plane =
+          round_up(std::max((g.OH - 1) * g.SH + (g.KH - 1) * g.DH + 1, g.PT + g.H), g.SH) *
+          round_up(std::max((g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1, g.PL + g.W), g.SW);
+      const int64_t per_stack = std::max<int64_t>(1, (int64_t(1) << 16) / padded_plane);
+      const int64_t stacks = std::min<int64_t>(
+          planes, std::max<int64_t>(int64_t(pieces), (planes + per_stack - 1) / per_stack));
+      parallel_for(size_t(stacks), [&](size_t stack) {
+        const int64_t p0 = planes * int64_t(stack) / stacks;
+        const int64_t p1 = planes * int64_t(stack + 1) / stacks;
+        pool2d_stacked(g, max, prm_.count_include_pad, x.data<float>() + p0 * in_size,
+                       y.data<float>() + p0 * out_size, p1 - p0);
+      });
+      return;
+    }
     if ((max && windows_reach && last_inside) || inside) {
       const vmath::PoolWindow win{g.OH, g.OW, g.KH, g.KW, g.SH, g.SW, g.DH, g.DW};
       const float scale = 1.0f / float(g.KH * g.KW);

@@ -192,7 +192,7 @@ void pool_plane(bool max, const float* x, int64_t ld, const PoolWindow& w, float
     rows.clear();
     for (int64_t kh = 0; kh < w.KH; ++kh) rows.push_back(x + (oh * w.SH + kh * w.DH) * ld);
     reduce_rows(max, rows.data(), rows.size(), row.data(), size_t(width));
-    reduce_taps(max, row.data(), size_t(w.OW), w.SW, w.KW, w.DW, scale, out + oh * w.OW);
+    reduce_taps(max, row.data(), size_t(w.OW), w.SW, w.KW, w.DW, scale, out + oh * w.out_stride());
   }
 }
 
@@ -242,8 +242,8 @@ void depthwise_plane(const float* x, int64_t ld, const PoolWindow& w, const floa
   for (int64_t kh = 0; kh < w.KH; ++kh) wrows[size_t(kh)] = weights + kh * w.KW;
   for (int64_t oh = 0; oh < w.OH; ++oh) {
     for (int64_t kh = 0; kh < w.KH; ++kh) rows[size_t(kh)] = x + (oh * w.SH + kh * w.DH) * ld;
-    depthwise_row(rows.data(), wrows.data(), size_t(w.KH), 0, w.KW, w.SW, w.DW, out + oh * w.OW,
-                  size_t(w.OW));
+    depthwise_row(rows.data(), wrows.data(), size_t(w.KH), 0, w.KW, w.SW, w.DW,
+                  out + oh * w.out_stride(), size_t(w.OW));
   }
 }
 

@@ -83,6 +83,8 @@ void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t
 // call per row, which dominated on 13 to 55 wide maps).
 struct PoolWindow {
   int64_t OH, OW, KH, KW, SH, SW, DH, DW;
+  int64_t out_ld = 0;  // floats between output rows; 0: OW (dense)
+  int64_t out_stride() const { return out_ld > 0 ? out_ld : OW; }
 };
 void pool_plane(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale, float* out);
 

@@ -205,7 +205,7 @@ NXRT_AVX512 void plane_blocks(const float* x, int64_t ld, const PoolWindow& w, f
   auto fits = [&](const float* p) { return (p - x) + reach <= readable; };
   for (int64_t oh = 0; oh < w.OH; ++oh) {
     const float* top = x + oh * w.SH * ld;
-    float* dst = out + oh * w.OW;
+    float* dst = out + oh * w.out_stride();
     int64_t o = 0;
     for (; o + 16 <= w.OW && fits(top + o * S); o += 16)
       block(top + o * S, dst + o, __mmask16(0xFFFF), std::true_type{});
@@ -311,7 +311,7 @@ void depthwise_plane_avx512(const float* x, int64_t ld, const PoolWindow& w, con
         for (int64_t kw = 0; kw < w.KW; ++kw)
           acc = _mm512_fmadd_ps(_mm512_set1_ps(weights[kh * w.KW + kw]),
                                 load_every(p + kh * w.DH * ld + kw * w.DW, w.SW, lanes, idx), acc);
-      _mm512_mask_storeu_ps(out + oh * w.OW + o, lanes, acc);
+      _mm512_mask_storeu_ps(out + oh * w.out_stride() + o, lanes, acc);
     }
   }
 }
@@ -388,7 +388,7 @@ void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w
   const __m512 vscale = _mm512_set1_ps(scale);
   for (int64_t oh = 0; oh < w.OH; ++oh) {
     const float* top = x + oh * w.SH * ld;
-    float* dst = out + oh * w.OW;
+    float* dst = out + oh * w.out_stride();
     for (int64_t o = 0; o < w.OW; o += 16) {
       const __mmask16 lanes = first_lanes(w.OW - o);
       const float* p = top + o * w.SW;
