@@ -144,3 +144,105 @@ def test_contrib_ops_reject_wrong_types_and_sizes():
                   ["a", "b"], ["y"])
     with pytest.raises(nxrt.InvalidArgument, match="do not match"):
         nxrt.InferenceSession(data).run(None, {"a": np.zeros((2, 3), np.float32), "b": np.zeros((3, 4), np.float32)})
+
+
+def _compare(node, feeds, outputs, rtol=1e-4, atol=1e-5, types=None):
+    """Runs one com.microsoft node in nxrt and onnxruntime; every output must match."""
+    types = types or {}
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, types.get(n, TensorProto.FLOAT), None) for n in feeds],
+        [helper.make_tensor_value_info(n, types.get(n, TensorProto.FLOAT), None) for n in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    got, want = _run_both(model.SerializeToString(), feeds)
+    assert len(got) == len(want) == len(outputs)
+    for name, g, w in zip(outputs, got, want):
+        assert g.shape == w.shape, name
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=name)
+
+
+def _f(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def test_bias_gelu():
+    _compare(helper.make_node("BiasGelu", ["x", "b"], ["y"], domain="com.microsoft"),
+             {"x": _f(2, 5, 24, scale=3), "b": _f(24)}, ["y"])
+
+
+def test_bias_split_gelu():
+    # onnxruntime implements BiasSplitGelu for CUDA only: numpy (and math.erf) is the reference.
+    import math
+    x, b = _f(2, 3, 640, scale=2), _f(640)
+    data = _model([helper.make_node("BiasSplitGelu", ["x", "b"], ["y"], domain="com.microsoft")],
+                  ["x", "b"], ["y"])
+    got = nxrt.InferenceSession(data).run(None, {"x": x, "b": b})[0]
+    s = (x + b).astype(np.float64)
+    left, right = s[..., :320], s[..., 320:]
+    gelu = 0.5 * right * (1 + np.vectorize(math.erf)(right / math.sqrt(2)))
+    np.testing.assert_allclose(got, left * gelu, rtol=1e-4, atol=1e-5)
+
+
+def test_bias_add():
+    # onnxruntime implements BiasAdd for CUDA only: numpy is the reference.
+    x, b, s = _f(2, 5, 32), _f(32), _f(2, 5, 32)
+    data = _model([helper.make_node("BiasAdd", ["x", "b", "s"], ["y"], domain="com.microsoft")],
+                  ["x", "b", "s"], ["y"])
+    got = nxrt.InferenceSession(data).run(None, {"x": x, "b": b, "s": s})[0]
+    np.testing.assert_allclose(got, x + b + s, rtol=1e-6)
+    with pytest.raises(nxrt.InvalidArgument, match="skip has shape"):
+        nxrt.InferenceSession(data).run(None, {"x": x, "b": b, "s": s[:, :3]})
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_skip_simplified_layer_normalization(bias):
+    inputs = ["x", "skip", "gamma"] + (["bias"] if bias else [])
+    node = helper.make_node("SkipSimplifiedLayerNormalization", inputs, ["y", "", "inv", "sum"],
+                            domain="com.microsoft", epsilon=1e-6)
+    feeds = {"x": _f(2, 5, 48), "skip": _f(2, 5, 48), "gamma": _f(48)}
+    if bias:
+        feeds["bias"] = _f(48)
+    _compare(node, feeds, ["y", "inv", "sum"])
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+def test_onnx_domain_contrib_layer_normalizations(opset):
+    # onnxruntime registers LayerNormalization and SimplifiedLayerNormalization in the ONNX
+    # domain from version 1: models below opset 17 carry them too.
+    def compare(node, feeds, outputs):
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                                                for n in feeds],
+                                  [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        model.ir_version = 8
+        got, want = _run_both(model.SerializeToString(), feeds)
+        for name, g, w in zip(outputs, got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, err_msg=name)
+
+    compare(helper.make_node("LayerNormalization", ["x", "g", "b"], ["y", "mean", "inv"], axis=-1,
+                             epsilon=1e-5), {"x": _f(3, 4, 40), "g": _f(40), "b": _f(40)},
+            ["y", "mean", "inv"])
+    compare(helper.make_node("SimplifiedLayerNormalization", ["x", "g"], ["y", "inv"], axis=-1,
+                             epsilon=1e-6), {"x": _f(3, 4, 40), "g": _f(40)}, ["y", "inv"])
+
+
+def test_contrib_range_trilu_and_grid_sample():
+    i64 = {n: TensorProto.INT64 for n in ("start", "limit", "delta", "y")}
+    _compare(helper.make_node("Range", ["start", "limit", "delta"], ["y"], domain="com.microsoft"),
+             {"start": np.array(3, np.int64), "limit": np.array(-8, np.int64),
+              "delta": np.array(-3, np.int64)}, ["y"], types=i64)
+    # delta is optional in com.microsoft's Range (1 by default).
+    _compare(helper.make_node("Range", ["start", "limit"], ["y"], domain="com.microsoft"),
+             {"start": np.array(1.5, np.float32), "limit": np.array(6.0, np.float32)}, ["y"])
+    for upper in (0, 1):
+        _compare(helper.make_node("Trilu", ["x", "k"], ["y"], domain="com.microsoft", upper=upper),
+                 {"x": _f(2, 5, 7), "k": np.array(-1, np.int64)}, ["y"],
+                 types={"k": TensorProto.INT64})
+    # (bicubic with border padding is left out: there nxrt follows the ONNX reference,
+    # which onnxruntime's GridSample, ONNX and contrib alike, differs from by up to 0.06.)
+    for mode, padding in (("bilinear", "border"), ("nearest", "reflection"), ("bicubic", "zeros")):
+        _compare(helper.make_node("GridSample", ["x", "grid"], ["y"], domain="com.microsoft",
+                                  mode=mode, padding_mode=padding, align_corners=1),
+                 {"x": _f(1, 2, 6, 7), "grid": _f(1, 4, 5, 2, scale=0.8)}, ["y"])

@@ -13,7 +13,8 @@ namespace {
 // Reads element 0 of a numeric tensor as double (and exactly as int64 for integers).
 Status read_scalar(const Tensor& t, const char* what, double& as_double, int64_t& as_int) {
   if (t.numel() != 1)
-    return invalid_argument(what, " must have exactly one element, got shape ", t.shape().to_string());
+    return invalid_argument(what, " must have exactly one element, got shape ",
+                            t.shape().to_string());
   switch (t.dtype()) {
     NXRT_CASES_FLOAT({
       as_double = double(t.data<T>()[0]);
@@ -26,7 +27,8 @@ Status read_scalar(const Tensor& t, const char* what, double& as_double, int64_t
       as_int = int64_t(t.data<T>()[0]);
       return Status();
     })
-    default: break;
+    default:
+      break;
   }
   return invalid_argument(what, " has unsupported type ", dtype_name(t.dtype()));
 }
@@ -45,10 +47,18 @@ class ConstantOfShapeKernel final : public Kernel {
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, shape));
     const int64_t n = y->numel();
     switch (value_.size()) {
-      case 1: fill<uint8_t>(*y, n); break;
-      case 2: fill<uint16_t>(*y, n); break;
-      case 4: fill<uint32_t>(*y, n); break;
-      case 8: fill<uint64_t>(*y, n); break;
+      case 1:
+        fill<uint8_t>(*y, n);
+        break;
+      case 2:
+        fill<uint16_t>(*y, n);
+        break;
+      case 4:
+        fill<uint32_t>(*y, n);
+        break;
+      case 8:
+        fill<uint64_t>(*y, n);
+        break;
       default:
         for (int64_t i = 0; i < n; ++i)
           std::memcpy(static_cast<unsigned char*>(y->raw()) + size_t(i) * value_.size(),
@@ -79,7 +89,10 @@ class RangeKernel final : public Kernel {
     int64_t istart, ilimit, idelta;
     NXRT_RETURN_IF_ERROR(read_scalar(*ctx.input(0), "start", start, istart));
     NXRT_RETURN_IF_ERROR(read_scalar(*ctx.input(1), "limit", limit, ilimit));
-    NXRT_RETURN_IF_ERROR(read_scalar(*ctx.input(2), "delta", delta, idelta));
+    // (com.microsoft's Range makes delta optional, 1 by default.)
+    delta = 1.0;
+    idelta = 1;
+    if (ctx.input(2)) NXRT_RETURN_IF_ERROR(read_scalar(*ctx.input(2), "delta", delta, idelta));
     int64_t n = 0;
     if (is_integer_type(dtype_)) {
       if (idelta == 0) return invalid_argument("delta must not be zero");
@@ -89,7 +102,8 @@ class RangeKernel final : public Kernel {
       if (q * idelta != span && ((span < 0) == (idelta < 0))) ++q;
       n = q < 0 ? 0 : q > std::numeric_limits<int64_t>::max() ? -1 : int64_t(q);
     } else {
-      if (delta == 0 || !std::isfinite(delta)) return invalid_argument("delta must be finite and non-zero");
+      if (delta == 0 || !std::isfinite(delta))
+        return invalid_argument("delta must be finite and non-zero");
       const double q = std::ceil((limit - start) / delta);
       if (std::isnan(q)) return invalid_argument("start and limit must be finite");
       n = q <= 0 ? 0 : q >= 9.2e18 ? -1 : int64_t(q);
@@ -105,7 +119,8 @@ class RangeKernel final : public Kernel {
         T* p = y->data<T>();
         for (int64_t i = 0; i < n; ++i) p[i] = T(start + double(i) * delta);
       })
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -121,13 +136,15 @@ class EyeLikeKernel final : public Kernel {
   EyeLikeKernel(DataType dtype, int64_t k) : dtype_(dtype), k_(k) {}
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
-    if (x.rank() != 2) return invalid_argument("input must be 2-D, got shape ", x.shape().to_string());
+    if (x.rank() != 2)
+      return invalid_argument("input must be 2-D, got shape ", x.shape().to_string());
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
     const int64_t rows = x.shape()[0], cols = x.shape()[1];
     switch (dtype_) {
       NXRT_CASES_NUMERIC(fill<T>(*y, rows, cols, T(1.0f)))
       NXRT_CASE(kBool, fill<T>(*y, rows, cols, true))
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -162,10 +179,12 @@ class OneHotKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(read_scalar(*ctx.input(1), "depth", depth_d, depth));
     if (depth < 1) return invalid_argument("depth must be at least 1, got ", depth_d);
     if (values.numel() != 2)
-      return invalid_argument("values must have 2 elements [off, on], got shape ", values.shape().to_string());
+      return invalid_argument("values must have 2 elements [off, on], got shape ",
+                              values.shape().to_string());
     const int64_t rank = int64_t(indices.rank()) + 1;
     int64_t axis = axis_;
-    if (!normalize_axis(axis, rank)) return invalid_argument("axis ", axis_, " is out of range for rank ", rank);
+    if (!normalize_axis(axis, rank))
+      return invalid_argument("axis ", axis_, " is out of range for rank ", rank);
     const Shape& is = indices.shape();
     Shape out_shape;
     for (int64_t d = 0; d < rank; ++d)
@@ -179,13 +198,17 @@ class OneHotKernel final : public Kernel {
       NXRT_CASES_FLOAT(for (size_t i = 0; i < idx.size(); ++i) {
         const double v = double(indices.data<T>()[i]);
         // Anything outside [-depth, depth) is "no hot"; map it to a value the check rejects.
-        idx[i] = std::isfinite(v) && std::fabs(v) < 9.2e18 ? int64_t(v) : std::numeric_limits<int64_t>::max();
+        idx[i] = std::isfinite(v) && std::fabs(v) < 9.2e18 ? int64_t(v)
+                                                           : std::numeric_limits<int64_t>::max();
       })
-      default: return invalid_argument("indices have unsupported type ", dtype_name(indices.dtype()));
+      default:
+        return invalid_argument("indices have unsupported type ", dtype_name(indices.dtype()));
     }
     switch (values.dtype()) {
       NXRT_CASES_ALL(fill<T>(*y, values.data<T>(), idx, outer, depth, inner))
-      default: return not_implemented("values type ", tensor_type_name(values.dtype()), " is not supported");
+      default:
+        return not_implemented("values type ", tensor_type_name(values.dtype()),
+                               " is not supported");
     }
     return Status();
   }
@@ -216,7 +239,8 @@ class TriluKernel final : public Kernel {
   TriluKernel(DataType dtype, bool upper) : dtype_(dtype), upper_(upper) {}
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
-    if (x.rank() < 2) return invalid_argument("input must have rank >= 2, got ", x.shape().to_string());
+    if (x.rank() < 2)
+      return invalid_argument("input must have rank >= 2, got ", x.shape().to_string());
     int64_t k = 0;
     if (const Tensor* kt = ctx.input(1)) {
       std::vector<int64_t> kv;
@@ -230,7 +254,8 @@ class TriluKernel final : public Kernel {
     const int64_t batch = x.shape().product(0, r - 2);
     switch (dtype_) {
       NXRT_CASES_ALL(run<T>(x.data<T>(), y->data<T>(), batch, rows, cols, k))
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -267,12 +292,14 @@ Expected<KernelPtr> create_constant_of_shape(KernelInit& init) {
   std::vector<unsigned char> bytes(sizeof(float), 0);
   if (value) {
     if (value->numel() != 1)
-      return init.error(StatusCode::kInvalidGraph, "value must have exactly one element, got shape ",
+      return init.error(StatusCode::kInvalidGraph,
+                        "value must have exactly one element, got shape ",
                         value->shape().to_string());
     dtype = value->dtype();
     const size_t size = dtype_size(dtype);
-    if (size == 0 || dtype == DataType::kString) return init.error(StatusCode::kNotImplemented,
-        "value of type ", tensor_type_name(dtype), " is not supported");
+    if (size == 0 || dtype == DataType::kString)
+      return init.error(StatusCode::kNotImplemented, "value of type ", tensor_type_name(dtype),
+                        " is not supported");
     bytes.assign(static_cast<const unsigned char*>(value->raw()),
                  static_cast<const unsigned char*>(value->raw()) + size);
   }
@@ -284,7 +311,7 @@ Expected<KernelPtr> create_range(KernelInit& init) {
   const DataType t = init.input_type(0);
   if (!is_numeric(t)) return init.unsupported_type(0);
   for (size_t i = 1; i < 3; ++i)
-    if (init.input_type(i) != t) return init.unsupported_type(i);
+    if (init.input_type(i) != t && (i < 2 || init.has_input(i))) return init.unsupported_type(i);
   init.set_all_outputs(t);
   return make_kernel<RangeKernel>(t);
 }
@@ -302,7 +329,8 @@ Expected<KernelPtr> create_eye_like(KernelInit& init) {
     t = DataType(dtype_raw);
   }
   if (!is_numeric(t) && t != DataType::kBool)
-    return init.error(StatusCode::kNotImplemented, "output type ", tensor_type_name(t), " is not supported");
+    return init.error(StatusCode::kNotImplemented, "output type ", tensor_type_name(t),
+                      " is not supported");
   init.set_all_outputs(t);
   return make_kernel<EyeLikeKernel>(t, k);
 }
@@ -322,7 +350,8 @@ Expected<KernelPtr> create_trilu(KernelInit& init) {
   const bool upper = attrs.get_int("upper", 1) != 0;
   NXRT_RETURN_IF_ERROR(attrs.status());
   const DataType t = init.input_type(0);
-  if (!is_numeric(t) && t != DataType::kBool && t != DataType::kString) return init.unsupported_type(0);
+  if (!is_numeric(t) && t != DataType::kBool && t != DataType::kString)
+    return init.unsupported_type(0);
   init.set_all_outputs(t);
   return make_kernel<TriluKernel>(t, upper);
 }

@@ -177,12 +177,17 @@ class AxisNormKernel final : public Kernel {
     // Mean and InvStdDev keep the leading dims and 1 for each normalized one.
     Tensor* mean_out = nullptr;
     Tensor* inv_out = nullptr;
-    if (!kRms && ctx.num_outputs() > 1) {
+    // (RMS: com.microsoft SimplifiedLayerNormalization's optional output 1 is InvStdDev.)
+    if (ctx.num_outputs() > 1) {
       Shape stat_shape = s;
       for (size_t d = size_t(axis); d < s.size(); ++d) stat_shape[d] = 1;
-      NXRT_ASSIGN_OR_RETURN(mean_out, ctx.output(1, stat_shape));
-      if (ctx.num_outputs() > 2) {
-        NXRT_ASSIGN_OR_RETURN(inv_out, ctx.output(2, stat_shape));
+      if (kRms) {
+        NXRT_ASSIGN_OR_RETURN(inv_out, ctx.output(1, stat_shape));
+      } else {
+        NXRT_ASSIGN_OR_RETURN(mean_out, ctx.output(1, stat_shape));
+        if (ctx.num_outputs() > 2) {
+          NXRT_ASSIGN_OR_RETURN(inv_out, ctx.output(2, stat_shape));
+        }
       }
     }
     const Tensor* b = kRms ? nullptr : ctx.input(2);
