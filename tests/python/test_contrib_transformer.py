@@ -246,3 +246,58 @@ def test_contrib_range_trilu_and_grid_sample():
         _compare(helper.make_node("GridSample", ["x", "grid"], ["y"], domain="com.microsoft",
                                   mode=mode, padding_mode=padding, align_corners=1),
                  {"x": _f(1, 2, 6, 7), "grid": _f(1, 4, 5, 2, scale=0.8)}, ["y"])
+
+
+def _nbits_model(K, N, bits, block, zp_kind, bias, b_const, a_shape):
+    blocks = (K + block - 1) // block
+    blob = block * bits // 8
+    b = RNG.integers(0, 256, (N, blocks, blob), dtype=np.uint8)
+    scales = (RNG.random(N * blocks) * 0.1 + 0.01).astype(np.float32)
+    inits = [numpy_helper.from_array(scales, "scales")]
+    inputs = ["a", "b", "scales"]
+    feeds = {"a": _f(*a_shape)}
+    if zp_kind == "u8":
+        zp = RNG.integers(0, 256, N * ((blocks * bits + 7) // 8), dtype=np.uint8)
+        inits.append(numpy_helper.from_array(zp, "zp"))
+        inputs.append("zp")
+    elif zp_kind == "float":
+        inits.append(numpy_helper.from_array(
+            (RNG.random(N * blocks) * (1 << bits)).astype(np.float32), "zp"))
+        inputs.append("zp")
+    if bias:
+        inputs += ["", "bias"] if zp_kind else ["", "", "bias"]
+        inits.append(numpy_helper.from_array(_f(N), "bias"))
+    graph_inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, None)]
+    if b_const:
+        inits.append(numpy_helper.from_array(b, "b"))
+    else:
+        graph_inputs.append(helper.make_tensor_value_info("b", TensorProto.UINT8, None))
+        feeds["b"] = b
+    node = helper.make_node("MatMulNBits", inputs, ["y"], domain="com.microsoft", K=K, N=N,
+                            bits=bits, block_size=block)
+    graph = helper.make_graph([node], "g", graph_inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    return model.SerializeToString(), feeds
+
+
+@pytest.mark.parametrize("bits,block,zp_kind", [(4, 32, None), (4, 16, "u8"), (4, 128, "float"),
+                                                (8, 32, None), (8, 64, "u8"), (2, 32, "u8")])
+@pytest.mark.parametrize("K,a_shape,bias,b_const", [(96, (5, 96), False, True),
+                                                    (100, (2, 3, 100), True, True),
+                                                    (64, (1, 64), True, False)],
+                         ids=["2d", "3d-bias-ragged", "runtime-b"])
+def test_matmul_nbits(bits, block, zp_kind, K, a_shape, bias, b_const):
+    data, feeds = _nbits_model(K, 24, bits, block, zp_kind, bias, b_const, a_shape)
+    got, want = _run_both(data, feeds)
+    assert got[0].shape == want[0].shape
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_nbits_names_bad_weights():
+    data, feeds = _nbits_model(96, 24, 4, 32, None, False, False, (5, 96))
+    feeds["b"] = feeds["b"][:20]
+    with pytest.raises(nxrt.InvalidArgument, match="B must hold N x k_blocks x blob_size"):
+        nxrt.InferenceSession(data).run(None, feeds)

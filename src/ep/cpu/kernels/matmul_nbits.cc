@@ -1,0 +1,168 @@
+// com.microsoft MatMulNBits: Y = A * dequantize(B)^T (+ bias), the weight B [N, K] stored
+// as 2-, 4- or 8-bit codes in blocks of `block_size` along K, each block with a scale and a
+// zero point: w = (code - zero_point) * scale. Codes are packed low bits first within a
+// byte; B is [N, k_blocks, block_size * bits / 8] bytes. Zero points are either uint8,
+// packed the same way per row ([N, ceil(k_blocks * bits / 8)], default 2^(bits - 1)), or
+// floats like the scales ([N, k_blocks]). float32 A only.
+//
+// A constant B (the usual case: quantized weights) is dequantized once and packed for
+// the GEMM, trading the 4-bit form's memory for float GEMM speed; a B computed at run
+// time is dequantized on every run.
+#include <optional>
+
+#include "ep/cpu/gemm/gemm.h"
+#include "ep/cpu/kernels/common.h"
+
+namespace nxrt::cpu {
+namespace {
+
+struct NBitsShape {
+  int64_t K, N, bits, block_size;
+  int64_t blocks() const { return (K + block_size - 1) / block_size; }
+  int64_t blob() const { return block_size * bits / 8; }
+  int64_t zero_point_bytes() const { return (blocks() * bits + 7) / 8; }  // per row
+};
+
+// Checks the weight inputs' sizes against the attributes.
+Status check_weights(const NBitsShape& g, const Tensor& b, const Tensor& scales,
+                     const Tensor* zero_points) {
+  if (b.dtype() != DataType::kUint8 || b.numel() != g.N * g.blocks() * g.blob())
+    return invalid_argument("B must hold N x k_blocks x blob_size = ", g.N, " x ", g.blocks(),
+                            " x ", g.blob(), " uint8 values, got ", tensor_type_name(b.dtype()),
+                            " ", b.shape().to_string());
+  if (scales.numel() != g.N * g.blocks())
+    return invalid_argument("scales must hold N x k_blocks = ", g.N * g.blocks(), " values, got ",
+                            scales.shape().to_string());
+  if (zero_points) {
+    const int64_t want =
+        zero_points->dtype() == DataType::kUint8 ? g.N * g.zero_point_bytes() : g.N * g.blocks();
+    if (zero_points->numel() != want)
+      return invalid_argument("zero_points must hold ", want, " values, got ",
+                              zero_points->shape().to_string());
+  }
+  return Status();
+}
+
+// The code of element i of a row of packed codes.
+inline int code_at(const uint8_t* row, int64_t i, int64_t bits) {
+  const int64_t bit = i * bits;
+  return (row[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
+}
+
+// W [N, K] in float, row n = dequantized weights of output n.
+std::vector<float> dequantize_weights(const NBitsShape& g, const Tensor& b, const Tensor& scales,
+                                      const Tensor* zero_points) {
+  std::vector<float> w(size_t(g.N * g.K));
+  const uint8_t* codes = b.data<uint8_t>();
+  const float* scale = scales.data<float>();
+  const float fallback = float(1 << (g.bits - 1));
+  parallel_for(size_t(g.N), [&](size_t n) {
+    for (int64_t blk = 0; blk < g.blocks(); ++blk) {
+      const int64_t q = int64_t(n) * g.blocks() + blk;
+      float zp = fallback;
+      if (zero_points && zero_points->dtype() == DataType::kUint8)
+        zp = float(
+            code_at(zero_points->data<uint8_t>() + int64_t(n) * g.zero_point_bytes(), blk, g.bits));
+      else if (zero_points)
+        zp = zero_points->data<float>()[q];
+      const uint8_t* block = codes + q * g.blob();
+      const int64_t k0 = blk * g.block_size, count = std::min(g.block_size, g.K - k0);
+      float* out = w.data() + int64_t(n) * g.K + k0;
+      for (int64_t i = 0; i < count; ++i)
+        out[i] = (float(code_at(block, i, g.bits)) - zp) * scale[q];
+    }
+  });
+  return w;
+}
+
+class MatMulNBitsKernel final : public Kernel {
+ public:
+  explicit MatMulNBitsKernel(NBitsShape g) : g_(g) {}
+
+  // Dequantizes and packs constant weights once.
+  Status pack(const Tensor& b, const Tensor& scales, const Tensor* zero_points) {
+    NXRT_RETURN_IF_ERROR(check_weights(g_, b, scales, zero_points));
+    const std::vector<float> w = dequantize_weights(g_, b, scales, zero_points);
+    packed_ = gemm::PackedMatrix::pack_right(true, g_.K, g_.N, w.data(), g_.K);
+    return Status();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& a = *ctx.input(0);
+    if (a.rank() < 1 || a.shape().back() != g_.K)
+      return invalid_argument("A has shape ", a.shape().to_string(),
+                              "; its last dim must be K = ", g_.K);
+    const Tensor* bias = ctx.input(5);
+    if (bias && (bias->dtype() != DataType::kFloat || bias->numel() != g_.N))
+      return invalid_argument("bias must hold N = ", g_.N, " float values, got ",
+                              bias->shape().to_string());
+    Shape out = a.shape();
+    out[out.size() - 1] = g_.N;
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
+    const int64_t M = g_.K > 0 ? a.numel() / g_.K : out.numel() / std::max<int64_t>(g_.N, 1);
+    float* py = y->data<float>();
+    if (y->numel() == 0) return Status();
+    if (packed_.empty()) {
+      const Tensor* zero_points = ctx.input(3);
+      NXRT_RETURN_IF_ERROR(check_weights(g_, *ctx.input(1), *ctx.input(2), zero_points));
+      const std::vector<float> w =
+          dequantize_weights(g_, *ctx.input(1), *ctx.input(2), zero_points);
+      gemm::sgemm(false, true, M, g_.N, g_.K, 1.0f, a.data<float>(), g_.K, w.data(), g_.K, 0.0f, py,
+                  g_.N);
+    } else {
+      gemm::sgemm_packed_right(false, M, 1.0f, a.data<float>(), g_.K, packed_, 0.0f, py, g_.N);
+    }
+    if (bias) {
+      const float* pb = bias->data<float>();
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < g_.N; ++n) py[m * g_.N + n] += pb[n];
+    }
+    return Status();
+  }
+
+ private:
+  NBitsShape g_;
+  gemm::PackedMatrix packed_;
+};
+
+}  // namespace
+
+Expected<KernelPtr> create_matmul_nbits(KernelInit& init) {
+  if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
+  if (init.input_type(1) != DataType::kUint8) return init.unsupported_type(1);
+  if (init.input_type(2) != DataType::kFloat) return init.unsupported_type(2);
+  if (init.has_input(3) && init.input_type(3) != DataType::kUint8 &&
+      init.input_type(3) != DataType::kFloat)
+    return init.unsupported_type(3);
+  if (init.has_input(4))
+    return init.error(
+        StatusCode::kNotImplemented,
+        "input g_idx (act-order weights, deprecated in onnxruntime) is not supported");
+  if (init.has_input(5) && init.input_type(5) != DataType::kFloat) return init.unsupported_type(5);
+  AttrReader attrs(init.node);
+  NBitsShape g{attrs.require_int("K"), attrs.require_int("N"), attrs.get_int("bits", 4),
+               attrs.require_int("block_size")};
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  if (g.bits != 2 && g.bits != 4 && g.bits != 8)
+    return init.error(StatusCode::kInvalidGraph, "bits must be 2, 4 or 8, got ", g.bits);
+  if (g.block_size < 16 || (g.block_size & (g.block_size - 1)) != 0)
+    return init.error(StatusCode::kInvalidGraph,
+                      "block_size must be a power of 2 of at least 16, got ", g.block_size);
+  if (g.K <= 0 || g.N <= 0 || g.K > (int64_t(1) << 31) || g.N > (int64_t(1) << 31))
+    return init.error(StatusCode::kInvalidGraph, "K and N must be positive, got K = ", g.K,
+                      ", N = ", g.N);
+  init.set_all_outputs(DataType::kFloat);
+  auto kernel = std::make_unique<MatMulNBitsKernel>(g);
+  const Tensor* b = init.constant_input(1);
+  const Tensor* scales = init.constant_input(2);
+  const Tensor* zero_points = init.has_input(3) ? init.constant_input(3) : nullptr;
+  if (b && scales && (!init.has_input(3) || zero_points)) {
+    if (Status s = kernel->pack(*b, *scales, zero_points); !s.ok())
+      return init.error(s.code(), s.message());
+    for (size_t i = 1; i < 4; ++i)
+      if (init.has_input(i)) init.absorb_constant(i);
+  }
+  return KernelPtr(std::move(kernel));
+}
+
+}  // namespace nxrt::cpu
