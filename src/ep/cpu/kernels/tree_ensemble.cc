@@ -7,13 +7,13 @@
 #include <map>
 
 #include "ep/cpu/kernels/common.h"
+#include "ep/cpu/kernels/ml_common.h"
 
 namespace nxrt::cpu {
 namespace {
 
 enum class Mode : uint8_t { kLeq = 0, kLt, kGte, kGt, kEq, kNeq, kMember, kLeaf };
 enum class Aggregate { kAverage = 0, kSum, kMin, kMax };
-enum class PostTransform { kNone = 0, kSoftmax, kLogistic, kSoftmaxZero, kProbit };
 
 struct FlatNode {
   Mode mode = Mode::kLeaf;
@@ -27,8 +27,8 @@ struct FlatNode {
 struct Forest {
   std::vector<FlatNode> nodes;
   std::vector<int32_t> roots;
-  std::vector<double> members;                       // sorted per node range
-  std::vector<std::pair<int64_t, double>> targets;   // (target, weight) per leaf range
+  std::vector<double> members;                      // sorted per node range
+  std::vector<std::pair<int64_t, double>> targets;  // (target, weight) per leaf range
   int64_t n_targets = 0;
   int64_t max_feature = -1;
   bool nan_follows_flag_only = false;  // opsets <= 3: NaN goes by missing_value_tracks_true alone
@@ -56,8 +56,10 @@ Status validate_forest(const Forest& f) {
         continue;
       }
       const int32_t child = step++ == 0 ? node.next_true : node.next_false;
-      if (child < 0 || size_t(child) >= n) return invalid_graph("node ", id, " has a child out of range");
-      if (state[size_t(child)] == 1) return invalid_graph("the trees contain a cycle through node ", child);
+      if (child < 0 || size_t(child) >= n)
+        return invalid_graph("node ", id, " has a child out of range");
+      if (state[size_t(child)] == 1)
+        return invalid_graph("the trees contain a cycle through node ", child);
       if (state[size_t(child)] == 0) {
         state[size_t(child)] = 1;
         stack.push_back({child, 0});
@@ -65,7 +67,8 @@ Status validate_forest(const Forest& f) {
     }
   }
   for (const auto& [t, w] : f.targets)
-    if (t < 0 || t >= f.n_targets) return invalid_graph("target id ", t, " is outside [0, ", f.n_targets, ")");
+    if (t < 0 || t >= f.n_targets)
+      return invalid_graph("target id ", t, " is outside [0, ", f.n_targets, ")");
   return Status();
 }
 
@@ -75,64 +78,27 @@ bool goes_true(const Forest& f, const FlatNode& node, double x) {
     if (f.nan_follows_flag_only) return false;
   }
   switch (node.mode) {
-    case Mode::kLeq: return x <= node.threshold;
-    case Mode::kLt: return x < node.threshold;
-    case Mode::kGte: return x >= node.threshold;
-    case Mode::kGt: return x > node.threshold;
-    case Mode::kEq: return x == node.threshold;
-    case Mode::kNeq: return x != node.threshold;
+    case Mode::kLeq:
+      return x <= node.threshold;
+    case Mode::kLt:
+      return x < node.threshold;
+    case Mode::kGte:
+      return x >= node.threshold;
+    case Mode::kGt:
+      return x > node.threshold;
+    case Mode::kEq:
+      return x == node.threshold;
+    case Mode::kNeq:
+      return x != node.threshold;
     case Mode::kMember: {
       if (std::isnan(x)) return false;  // binary_search would call NaN equivalent to anything
       const double* b = f.members.data() + node.first;
       return std::binary_search(b, b + node.count, x);
     }
-    case Mode::kLeaf: break;
+    case Mode::kLeaf:
+      break;
   }
   return false;
-}
-
-double probit(double p) {
-  // The erf^-1 approximation onnxruntime and the onnx reference use (a = 0.147).
-  const double x = 2 * p - 1;
-  const double sgn = x < 0 ? -1.0 : 1.0;
-  const double w = (1 - x) * (1 + x);
-  if (w == 0) return 0;
-  const double l = std::log(w);
-  const double v = 2 / (M_PI * 0.147) + 0.5 * l;
-  return 1.41421356 * sgn * std::sqrt(-v + std::sqrt(v * v - l / 0.147));
-}
-
-void post_transform(PostTransform post, double* row, int64_t n) {
-  switch (post) {
-    case PostTransform::kNone: return;
-    case PostTransform::kLogistic:
-      for (int64_t i = 0; i < n; ++i) {
-        const double e = std::exp(-std::abs(row[i]));
-        row[i] = row[i] < 0 ? e / (1 + e) : 1 / (1 + e);
-      }
-      return;
-    case PostTransform::kSoftmax: {
-      const double m = *std::max_element(row, row + n);
-      double s = 0;
-      for (int64_t i = 0; i < n; ++i) s += (row[i] = std::exp(row[i] - m));
-      for (int64_t i = 0; i < n; ++i) row[i] /= s;
-      return;
-    }
-    case PostTransform::kSoftmaxZero: {
-      // exact zeros stay out of the softmax (they are "no score")
-      const double m = *std::max_element(row, row + n);
-      double s = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        row[i] = std::abs(row[i]) > 1e-7 ? std::exp(row[i] - m) : row[i] * std::exp(-m);
-        s += row[i];
-      }
-      for (int64_t i = 0; i < n; ++i) row[i] = s == 0 ? 0.5 : row[i] / s;
-      return;
-    }
-    case PostTransform::kProbit:
-      for (int64_t i = 0; i < n; ++i) row[i] = probit(row[i]);
-      return;
-  }
 }
 
 // Aggregates every tree's leaf for one row into scores[0, n_targets).
@@ -143,40 +109,57 @@ void score_row(const Forest& f, const double* x, double* scores, std::vector<uin
   for (int32_t root : f.roots) {
     const FlatNode* node = &f.nodes[size_t(root)];
     while (node->mode != Mode::kLeaf)
-      node = &f.nodes[size_t(goes_true(f, *node, x[node->feature]) ? node->next_true : node->next_false)];
+      node = &f.nodes[size_t(goes_true(f, *node, x[node->feature]) ? node->next_true
+                                                                   : node->next_false)];
     for (uint32_t k = node->first; k < node->first + node->count; ++k) {
       const auto& [t, w] = f.targets[k];
       double& s = scores[t];
       switch (f.aggregate) {
         case Aggregate::kSum:
-        case Aggregate::kAverage: s += w; break;
+        case Aggregate::kAverage:
+          s += w;
+          break;
         // targets no leaf reaches stay 0, as in onnxruntime
-        case Aggregate::kMin: s = touched[size_t(t)] ? std::min(s, w) : w; break;
-        case Aggregate::kMax: s = touched[size_t(t)] ? std::max(s, w) : w; break;
+        case Aggregate::kMin:
+          s = touched[size_t(t)] ? std::min(s, w) : w;
+          break;
+        case Aggregate::kMax:
+          s = touched[size_t(t)] ? std::max(s, w) : w;
+          break;
       }
       touched[size_t(t)] = 1;
     }
   }
   if (f.aggregate == Aggregate::kAverage && !f.roots.empty())
     for (int64_t t = 0; t < nt; ++t) scores[t] /= double(f.roots.size());
-  for (size_t t = 0; t < f.base_values.size() && int64_t(t) < nt; ++t) scores[t] += f.base_values[t];
+  for (size_t t = 0; t < f.base_values.size() && int64_t(t) < nt; ++t)
+    scores[t] += f.base_values[t];
 }
 
 // Reads X as rows of doubles; [F] is one row.
-Status read_rows(const Tensor& x, const Forest& f, std::vector<double>& values, int64_t& rows, int64_t& cols) {
-  if (x.rank() == 1) { rows = 1; cols = x.shape()[0]; }
-  else if (x.rank() == 2) { rows = x.shape()[0]; cols = x.shape()[1]; }
-  else return invalid_argument("X must have shape [N, F], got ", x.shape().to_string());
+Status read_rows(const Tensor& x, const Forest& f, std::vector<double>& values, int64_t& rows,
+                 int64_t& cols) {
+  if (x.rank() == 1) {
+    rows = 1;
+    cols = x.shape()[0];
+  } else if (x.rank() == 2) {
+    rows = x.shape()[0];
+    cols = x.shape()[1];
+  } else
+    return invalid_argument("X must have shape [N, F], got ", x.shape().to_string());
   if (f.max_feature >= cols)
-    return invalid_argument("the trees read feature ", f.max_feature, " but X has ", cols, " features");
+    return invalid_argument("the trees read feature ", f.max_feature, " but X has ", cols,
+                            " features");
   values.resize(size_t(x.numel()));
   switch (x.dtype()) {
     NXRT_CASE(kFloat, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
     NXRT_CASE(kDouble, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
     NXRT_CASE(kInt64, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
     NXRT_CASE(kInt32, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
-    NXRT_CASE(kFloat16, for (int64_t i = 0; i < x.numel(); ++i) values[size_t(i)] = float(x.data<T>()[i]))
-    default: return invalid_argument("unsupported X type ", dtype_name(x.dtype()));
+    NXRT_CASE(kFloat16,
+              for (int64_t i = 0; i < x.numel(); ++i) values[size_t(i)] = float(x.data<T>()[i]))
+    default:
+      return invalid_argument("unsupported X type ", dtype_name(x.dtype()));
   }
   return Status();
 }
@@ -198,9 +181,15 @@ class RegressorKernel final : public Kernel {
       for (int64_t t = 0; t < f_.n_targets; ++t) {
         const int64_t o = r * f_.n_targets + t;
         switch (y->dtype()) {
-          case DataType::kDouble: y->data<double>()[o] = scores[size_t(t)]; break;
-          case DataType::kFloat16: y->data<Float16>()[o] = Float16(float(scores[size_t(t)])); break;
-          default: y->data<float>()[o] = float(scores[size_t(t)]); break;
+          case DataType::kDouble:
+            y->data<double>()[o] = scores[size_t(t)];
+            break;
+          case DataType::kFloat16:
+            y->data<Float16>()[o] = Float16(float(scores[size_t(t)]));
+            break;
+          default:
+            y->data<float>()[o] = float(scores[size_t(t)]);
+            break;
         }
       }
     }
@@ -215,8 +204,12 @@ class RegressorKernel final : public Kernel {
 // "binary" model (a single class id used) scores class 1 and derives class 0 from it.
 class ClassifierKernel final : public Kernel {
  public:
-  ClassifierKernel(Forest f, std::vector<int64_t> int_labels, std::vector<std::string> str_labels, bool binary)
-      : f_(std::move(f)), int_labels_(std::move(int_labels)), str_labels_(std::move(str_labels)), binary_(binary) {}
+  ClassifierKernel(Forest f, std::vector<int64_t> int_labels, std::vector<std::string> str_labels,
+                   bool binary)
+      : f_(std::move(f)),
+        int_labels_(std::move(int_labels)),
+        str_labels_(std::move(str_labels)),
+        binary_(binary) {}
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     std::vector<double> xs;
@@ -232,14 +225,17 @@ class ClassifierKernel final : public Kernel {
       score_row(f_, xs.data() + r * cols, scores.data(), touched);
       if (binary_) {
         scores[1] = scores[0];
-        const bool complement = f_.post == PostTransform::kNone || f_.post == PostTransform::kProbit;
+        const bool complement =
+            f_.post == PostTransform::kNone || f_.post == PostTransform::kProbit;
         scores[0] = complement ? 1 - scores[1] : -scores[1];
       }
       post_transform(f_.post, scores.data(), width);
       const int64_t best = std::max_element(scores.begin(), scores.end()) - scores.begin();
-      for (int64_t c = 0; c < width; ++c) z->data<float>()[r * width + c] = float(scores[size_t(c)]);
+      for (int64_t c = 0; c < width; ++c)
+        z->data<float>()[r * width + c] = float(scores[size_t(c)]);
       if (!str_labels_.empty()) {
-        labels->data<std::string>()[r] = str_labels_[size_t(std::min(best, int64_t(str_labels_.size()) - 1))];
+        labels->data<std::string>()[r] =
+            str_labels_[size_t(std::min(best, int64_t(str_labels_.size()) - 1))];
       } else if (int_labels_.size() == 1) {
         labels->data<int64_t>()[r] = best == 1 ? int_labels_[0] : 0;  // single label {1}: 0/1
       } else {
@@ -264,7 +260,8 @@ Status floats_or_tensor(AttrReader& attrs, const char* name, std::vector<double>
     switch (t->dtype()) {
       NXRT_CASE(kFloat, out.assign(t->data<T>(), t->data<T>() + t->numel()))
       NXRT_CASE(kDouble, out.assign(t->data<T>(), t->data<T>() + t->numel()))
-      default: return invalid_graph(tensor_name, " must be float or double");
+      default:
+        return invalid_graph(tensor_name, " must be float or double");
     }
     return Status();
   }
@@ -277,8 +274,10 @@ Status tensor_to_doubles(const Tensor* t, const char* name, std::vector<double>&
   switch (t->dtype()) {
     NXRT_CASE(kFloat, out.assign(t->data<T>(), t->data<T>() + t->numel()))
     NXRT_CASE(kDouble, out.assign(t->data<T>(), t->data<T>() + t->numel()))
-    NXRT_CASE(kFloat16, for (int64_t i = 0; i < t->numel(); ++i) out.push_back(float(t->data<T>()[i])))
-    default: return invalid_graph(name, " has unsupported type ", dtype_name(t->dtype()));
+    NXRT_CASE(kFloat16,
+              for (int64_t i = 0; i < t->numel(); ++i) out.push_back(float(t->data<T>()[i])))
+    default:
+      return invalid_graph(name, " has unsupported type ", dtype_name(t->dtype()));
   }
   return Status();
 }
@@ -286,15 +285,6 @@ Status tensor_to_doubles(const Tensor* t, const char* name, std::vector<double>&
 bool x_type_ok(DataType t, bool allow_int) {
   return t == DataType::kFloat || t == DataType::kDouble ||
          (allow_int ? (t == DataType::kInt64 || t == DataType::kInt32) : t == DataType::kFloat16);
-}
-
-Expected<PostTransform> parse_post(const std::string& s) {
-  if (s == "NONE") return PostTransform::kNone;
-  if (s == "SOFTMAX") return PostTransform::kSoftmax;
-  if (s == "LOGISTIC") return PostTransform::kLogistic;
-  if (s == "SOFTMAX_ZERO") return PostTransform::kSoftmaxZero;
-  if (s == "PROBIT") return PostTransform::kProbit;
-  return invalid_graph("unknown post_transform '", s, "'");
 }
 
 // Builds the node table from the opset 1-3 layout: nodes named by (tree id, node id),
@@ -318,10 +308,13 @@ Status build_v3_forest(AttrReader& attrs, const char* prefix, Forest& f) {
   NXRT_RETURN_IF_ERROR(attrs.status());
 
   const size_t n = tree_ids.size();
-  for (size_t len : {node_ids.size(), features.size(), modes.size(), true_ids.size(), false_ids.size()})
+  for (size_t len :
+       {node_ids.size(), features.size(), modes.size(), true_ids.size(), false_ids.size()})
     if (len != n) return invalid_graph("nodes_* attributes have different lengths");
-  if (!values.empty() && values.size() != n) return invalid_graph("nodes_values has ", values.size(), " entries, expected ", n);
-  if (!missing.empty() && missing.size() != n) return invalid_graph("nodes_missing_value_tracks_true has the wrong length");
+  if (!values.empty() && values.size() != n)
+    return invalid_graph("nodes_values has ", values.size(), " entries, expected ", n);
+  if (!missing.empty() && missing.size() != n)
+    return invalid_graph("nodes_missing_value_tracks_true has the wrong length");
   if (leaf_node.size() != leaf_tree.size() || leaf_target.size() != leaf_tree.size() ||
       leaf_weight.size() != leaf_tree.size())
     return invalid_graph(p, "_* attributes have different lengths");
@@ -334,13 +327,15 @@ Status build_v3_forest(AttrReader& attrs, const char* prefix, Forest& f) {
     roots.emplace(tree_ids[i], int32_t(i));
   }
   static const std::map<std::string, Mode> kModes = {
-      {"BRANCH_LEQ", Mode::kLeq}, {"BRANCH_LT", Mode::kLt}, {"BRANCH_GTE", Mode::kGte}, {"BRANCH_GT", Mode::kGt},
-      {"BRANCH_EQ", Mode::kEq},   {"BRANCH_NEQ", Mode::kNeq}, {"LEAF", Mode::kLeaf}};
+      {"BRANCH_LEQ", Mode::kLeq}, {"BRANCH_LT", Mode::kLt}, {"BRANCH_GTE", Mode::kGte},
+      {"BRANCH_GT", Mode::kGt},   {"BRANCH_EQ", Mode::kEq}, {"BRANCH_NEQ", Mode::kNeq},
+      {"LEAF", Mode::kLeaf}};
   // leaf scores grouped by node
   std::vector<std::vector<std::pair<int64_t, double>>> leaf_scores(n);
   for (size_t k = 0; k < leaf_tree.size(); ++k) {
     auto it = index.find({leaf_tree[k], leaf_node[k]});
-    if (it == index.end()) return invalid_graph(p, " entry ", k, " names a node that does not exist");
+    if (it == index.end())
+      return invalid_graph(p, " entry ", k, " names a node that does not exist");
     leaf_scores[size_t(it->second)].push_back({leaf_target[k], leaf_weight[k]});
   }
   f.nodes.resize(n);
@@ -362,7 +357,8 @@ Status build_v3_forest(AttrReader& attrs, const char* prefix, Forest& f) {
     f.max_feature = std::max(f.max_feature, node.feature);
     auto t = index.find({tree_ids[i], true_ids[i]});
     auto e = index.find({tree_ids[i], false_ids[i]});
-    if (t == index.end() || e == index.end()) return invalid_graph("node ", i, " has a child that does not exist");
+    if (t == index.end() || e == index.end())
+      return invalid_graph("node ", i, " has a child that does not exist");
     node.next_true = t->second;
     node.next_false = e->second;
   }
@@ -386,15 +382,21 @@ Expected<KernelPtr> create_tree_ensemble_regressor(KernelInit& init) {
   if (st.ok()) st = attrs.status();
   if (st.ok()) {
     f.post = *post;
-    if (agg == "SUM") f.aggregate = Aggregate::kSum;
-    else if (agg == "AVERAGE") f.aggregate = Aggregate::kAverage;
-    else if (agg == "MIN") f.aggregate = Aggregate::kMin;
-    else if (agg == "MAX") f.aggregate = Aggregate::kMax;
-    else st = invalid_graph("unknown aggregate_function '", agg, "'");
+    if (agg == "SUM")
+      f.aggregate = Aggregate::kSum;
+    else if (agg == "AVERAGE")
+      f.aggregate = Aggregate::kAverage;
+    else if (agg == "MIN")
+      f.aggregate = Aggregate::kMin;
+    else if (agg == "MAX")
+      f.aggregate = Aggregate::kMax;
+    else
+      st = invalid_graph("unknown aggregate_function '", agg, "'");
   }
   if (st.ok() && f.n_targets < 1) st = invalid_graph("n_targets must be >= 1");
   if (st.ok() && !f.base_values.empty() && int64_t(f.base_values.size()) != f.n_targets)
-    st = invalid_graph("base_values has ", f.base_values.size(), " entries, n_targets is ", f.n_targets);
+    st = invalid_graph("base_values has ", f.base_values.size(), " entries, n_targets is ",
+                       f.n_targets);
   if (st.ok()) st = validate_forest(f);
   if (!st.ok()) return std::move(st).with_context(node_context(init.node));
   init.output_types[0] = DataType::kFloat;
@@ -418,19 +420,22 @@ Expected<KernelPtr> create_tree_ensemble_classifier(KernelInit& init) {
       st = invalid_graph("exactly one of classlabels_int64s and classlabels_strings must be set");
     f.n_targets = int64_t(std::max(int_labels.size(), str_labels.size()));
     int64_t first_id = f.targets.empty() ? 0 : f.targets[0].first;
-    binary = std::all_of(f.targets.begin(), f.targets.end(), [&](const auto& t) { return t.first == first_id; });
+    binary = std::all_of(f.targets.begin(), f.targets.end(),
+                         [&](const auto& t) { return t.first == first_id; });
     if (st.ok() && binary && f.n_targets > 2)
       binary = false;  // one class id among many labels is just a sparse multi-class model
     if (st.ok() && f.n_targets == 1 && (str_labels.size() == 1 || int_labels[0] != 1))
       st = not_implemented("a single class label is only supported as classlabels_int64s = [1]");
   }
   if (st.ok() && !f.base_values.empty() && int64_t(f.base_values.size()) != f.n_targets)
-    st = invalid_graph("base_values has ", f.base_values.size(), " entries but there are ", f.n_targets, " classes");
+    st = invalid_graph("base_values has ", f.base_values.size(), " entries but there are ",
+                       f.n_targets, " classes");
   if (st.ok()) st = validate_forest(f);
   if (!st.ok()) return std::move(st).with_context(node_context(init.node));
   init.output_types[0] = str_labels.empty() ? DataType::kInt64 : DataType::kString;
   if (init.output_types.size() > 1) init.output_types[1] = DataType::kFloat;
-  return make_kernel<ClassifierKernel>(std::move(f), std::move(int_labels), std::move(str_labels), binary);
+  return make_kernel<ClassifierKernel>(std::move(f), std::move(int_labels), std::move(str_labels),
+                                       binary);
 }
 
 Expected<KernelPtr> create_tree_ensemble(KernelInit& init) {
@@ -461,13 +466,16 @@ Expected<KernelPtr> create_tree_ensemble(KernelInit& init) {
   if (st.ok()) st = tensor_to_doubles(weights_t, "leaf_weights", weights);
   if (st.ok() && members_t) st = tensor_to_doubles(members_t, "membership_values", members);
   if (!st.ok()) return std::move(st).with_context(node_context(init.node));
-  if (!modes_t || modes_t->dtype() != DataType::kUint8) return bad("nodes_modes must be a uint8 tensor");
+  if (!modes_t || modes_t->dtype() != DataType::kUint8)
+    return bad("nodes_modes must be a uint8 tensor");
   const size_t n = features.size();
   for (size_t len : {true_ids.size(), false_ids.size(), true_leaf.size(), false_leaf.size(),
                      size_t(modes_t->numel()), splits.size()})
     if (len != n) return bad("nodes_* attributes have different lengths");
-  if (!missing.empty() && missing.size() != n) return bad("nodes_missing_value_tracks_true has the wrong length");
-  if (leaf_targets.size() != weights.size()) return bad("leaf_targetids and leaf_weights differ in length");
+  if (!missing.empty() && missing.size() != n)
+    return bad("nodes_missing_value_tracks_true has the wrong length");
+  if (leaf_targets.size() != weights.size())
+    return bad("leaf_targetids and leaf_weights differ in length");
   if (agg < 0 || agg > 3) return bad("aggregate_function ", agg, " is not one of 0..3");
   if (post < 0 || post > 4) return bad("post_transform ", post, " is not one of 0..4");
   if (f.n_targets < 1) return bad("n_targets must be >= 1");
@@ -490,8 +498,10 @@ Expected<KernelPtr> create_tree_ensemble(KernelInit& init) {
     if (node.mode == Mode::kMember) {
       // this node's set: the next NaN-terminated run of membership_values
       node.first = uint32_t(f.members.size());
-      while (member_pos < members.size() && !std::isnan(members[member_pos])) f.members.push_back(members[member_pos++]);
-      if (member_pos >= members.size()) return bad("membership_values has fewer sets than BRANCH_MEMBER nodes");
+      while (member_pos < members.size() && !std::isnan(members[member_pos]))
+        f.members.push_back(members[member_pos++]);
+      if (member_pos >= members.size())
+        return bad("membership_values has fewer sets than BRANCH_MEMBER nodes");
       ++member_pos;
       node.count = uint32_t(f.members.size() - node.first);
       std::sort(f.members.begin() + node.first, f.members.end());
@@ -501,12 +511,14 @@ Expected<KernelPtr> create_tree_ensemble(KernelInit& init) {
       if (id < 0 || size_t(id) >= limit) return -1;
       return leaf ? int64_t(n) + id : id;
     };
-    const int64_t t = child(true_ids[i], true_leaf[i] != 0), e = child(false_ids[i], false_leaf[i] != 0);
+    const int64_t t = child(true_ids[i], true_leaf[i] != 0),
+                  e = child(false_ids[i], false_leaf[i] != 0);
     if (t < 0 || e < 0) return bad("node ", i, " has a child out of range");
     node.next_true = int32_t(t);
     node.next_false = int32_t(e);
   }
-  if (member_pos != members.size()) return bad("membership_values has more sets than BRANCH_MEMBER nodes");
+  if (member_pos != members.size())
+    return bad("membership_values has more sets than BRANCH_MEMBER nodes");
   for (size_t l = 0; l < leaf_targets.size(); ++l) {
     FlatNode& leaf = f.nodes[n + l];
     leaf.mode = Mode::kLeaf;

@@ -1,0 +1,73 @@
+"""ai.onnx.ml models as scikit-learn converters write them (LinearClassifier,
+LinearRegressor), against onnxruntime."""
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+import nxrt
+
+RNG = np.random.default_rng(11)
+
+
+def _model(node, x_type, outputs):
+    graph = helper.make_graph([node], "ml", [helper.make_tensor_value_info("x", x_type, None)],
+                              [helper.make_tensor_value_info(n, t, None) for n, t in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.ml", 1)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def _both(data, x):
+    got = nxrt.InferenceSession(data).run(None, {"x": x})
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    return got, want
+
+
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT"])
+@pytest.mark.parametrize("classes,labels", [(3, "ints"), (3, "strings"), (1, "ints"),
+                                            (1, "strings")],
+                         ids=["multi-int", "multi-str", "binary-int", "binary-str"])
+@pytest.mark.parametrize("x_type", [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64])
+def test_linear_classifier(post, classes, labels, x_type):
+    if classes == 1 and post == "PROBIT":
+        pytest.skip("onnxruntime's binary PROBIT scores mix probits, raw scores and NaN")
+    features = 4
+    n_labels = max(classes, 2)
+    attrs = dict(coefficients=list(RNG.standard_normal(classes * features)),
+                 intercepts=list(RNG.standard_normal(classes)), post_transform=post)
+    if labels == "ints":
+        attrs["classlabels_ints"] = [3, 7, 9][:n_labels]
+    else:
+        attrs["classlabels_strings"] = ["cat", "dog", "owl"][:n_labels]
+    label_type = TensorProto.INT64 if labels == "ints" else TensorProto.STRING
+    node = helper.make_node("LinearClassifier", ["x"], ["label", "scores"], domain="ai.onnx.ml",
+                            **attrs)
+    data = _model(node, x_type, [("label", label_type), ("scores", TensorProto.FLOAT)])
+    dtype = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64,
+             TensorProto.INT64: np.int64}[x_type]
+    x = (RNG.standard_normal((6, features)) * 3).astype(dtype)
+    (label, scores), (want_label, want_scores) = _both(data, x)
+    np.testing.assert_array_equal(label, want_label)
+    np.testing.assert_allclose(scores, want_scores, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("targets", [1, 3])
+def test_linear_regressor(targets):
+    features = 5
+    node = helper.make_node("LinearRegressor", ["x"], ["y"], domain="ai.onnx.ml",
+                            coefficients=list(RNG.standard_normal(targets * features)),
+                            intercepts=list(RNG.standard_normal(targets)), targets=targets)
+    data = _model(node, TensorProto.FLOAT, [("y", TensorProto.FLOAT)])
+    x = RNG.standard_normal((7, features)).astype(np.float32)
+    got, want = _both(data, x)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+
+
+def test_linear_models_name_bad_features():
+    node = helper.make_node("LinearRegressor", ["x"], ["y"], domain="ai.onnx.ml",
+                            coefficients=[1.0, 2.0, 3.0], targets=1)
+    data = _model(node, TensorProto.FLOAT, [("y", TensorProto.FLOAT)])
+    with pytest.raises(nxrt.InvalidArgument, match="X has 2 features; the coefficients are for 3"):
+        nxrt.InferenceSession(data).run(None, {"x": np.ones((4, 2), np.float32)})
