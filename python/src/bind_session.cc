@@ -24,14 +24,18 @@ using Array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 std::string type_string(const ir::TypeInfo& type) {
   const std::string inner = type.inner ? type_string(*type.inner) : "unknown";
   switch (type.kind) {
-    case ir::TypeInfo::Kind::kTensor: return tensor_type_name(type.elem_type);
-    case ir::TypeInfo::Kind::kSequence: return "seq(" + inner + ")";
-    case ir::TypeInfo::Kind::kOptional: return "optional(" + inner + ")";
+    case ir::TypeInfo::Kind::kTensor:
+      return tensor_type_name(type.elem_type);
+    case ir::TypeInfo::Kind::kSequence:
+      return "seq(" + inner + ")";
+    case ir::TypeInfo::Kind::kOptional:
+      return "optional(" + inner + ")";
     case ir::TypeInfo::Kind::kMap:
       return "map(" + std::string(dtype_name(type.elem_type)) + "," + inner + ")";
     case ir::TypeInfo::Kind::kSparseTensor:
       return "sparse_tensor(" + std::string(dtype_name(type.elem_type)) + ")";
-    default: return "unknown";
+    default:
+      return "unknown";
   }
 }
 
@@ -41,11 +45,15 @@ nb::tuple describe_type(const ir::TypeInfo& type) {
       type.kind == ir::TypeInfo::Kind::kOptional && type.inner ? *type.inner : type;
   nb::list dims;
   for (const ir::Dim& d : shaped.dims) {
-    if (d.value >= 0) dims.append(nb::int_(d.value));
-    else if (!d.param.empty()) dims.append(nb::str(d.param.c_str()));
-    else dims.append(nb::none());
+    if (d.value >= 0)
+      dims.append(nb::int_(d.value));
+    else if (!d.param.empty())
+      dims.append(nb::str(d.param.c_str()));
+    else
+      dims.append(nb::none());
   }
-  return nb::make_tuple(type_string(type), shaped.has_shape ? nb::object(dims) : nb::object(nb::list()));
+  return nb::make_tuple(type_string(type),
+                        shaped.has_shape ? nb::object(dims) : nb::object(nb::list()));
 }
 
 nb::list describe_values(const std::vector<ir::ValueInfo>& values) {
@@ -60,22 +68,38 @@ nb::dlpack::dtype dlpack_dtype(DataType type) {
     return nb::dlpack::dtype{uint8_t(code), uint8_t(bits), 1};
   };
   switch (type) {
-    case DataType::kFloat: return make(dtype_code::Float, 32);
-    case DataType::kDouble: return make(dtype_code::Float, 64);
-    case DataType::kFloat16: return make(dtype_code::Float, 16);
-    case DataType::kBFloat16: return make(dtype_code::UInt, 16);  // viewed as bfloat16 in Python
-    case DataType::kInt8: return make(dtype_code::Int, 8);
+    case DataType::kFloat:
+      return make(dtype_code::Float, 32);
+    case DataType::kDouble:
+      return make(dtype_code::Float, 64);
+    case DataType::kFloat16:
+      return make(dtype_code::Float, 16);
+    case DataType::kBFloat16:
+      return make(dtype_code::UInt, 16);  // viewed as bfloat16 in Python
+    case DataType::kInt8:
+      return make(dtype_code::Int, 8);
     // Sub-byte types are one element per byte (core/dtype.h); Python re-types them.
-    case DataType::kInt4: case DataType::kInt2: return make(dtype_code::Int, 8);
-    case DataType::kInt16: return make(dtype_code::Int, 16);
-    case DataType::kInt32: return make(dtype_code::Int, 32);
-    case DataType::kInt64: return make(dtype_code::Int, 64);
-    case DataType::kUint8: return make(dtype_code::UInt, 8);
-    case DataType::kUint16: return make(dtype_code::UInt, 16);
-    case DataType::kUint32: return make(dtype_code::UInt, 32);
-    case DataType::kUint64: return make(dtype_code::UInt, 64);
-    case DataType::kBool: return make(dtype_code::Bool, 8);
-    default: return make(dtype_code::UInt, 8);
+    case DataType::kInt4:
+    case DataType::kInt2:
+      return make(dtype_code::Int, 8);
+    case DataType::kInt16:
+      return make(dtype_code::Int, 16);
+    case DataType::kInt32:
+      return make(dtype_code::Int, 32);
+    case DataType::kInt64:
+      return make(dtype_code::Int, 64);
+    case DataType::kUint8:
+      return make(dtype_code::UInt, 8);
+    case DataType::kUint16:
+      return make(dtype_code::UInt, 16);
+    case DataType::kUint32:
+      return make(dtype_code::UInt, 32);
+    case DataType::kUint64:
+      return make(dtype_code::UInt, 64);
+    case DataType::kBool:
+      return make(dtype_code::Bool, 8);
+    default:
+      return make(dtype_code::UInt, 8);
   }
 }
 
@@ -109,8 +133,13 @@ nb::object to_native(Tensor&& tensor) {
   return nb::make_tuple(code, nb::cast(NativeValue{std::move(tensor), false}));
 }
 
-// One output value: a tensor as above, a sequence as (-1, [tensors...]), none as (0, None).
+// One output value: a tensor as above, a sequence as (-1, [tensors...]), maps as
+// (-2, (keys, values)) (ValueKind::kMapSequence), none as (0, None).
 nb::object value_to_python(Value&& value, bool as_values) {
+  if (value.is_sequence() && value.maps && value.sequence->size() == 2) {
+    const TensorSequence& s = *value.sequence;
+    return nb::make_tuple(-2, nb::make_tuple(to_python(Tensor(s[0])), to_python(Tensor(s[1]))));
+  }
   if (value.is_sequence()) {
     nb::list items;
     for (const Tensor& t : *value.sequence)
@@ -159,10 +188,10 @@ class PySession {
     if (options.contains("graph_optimization_level"))
       config.graph_optimization_level = nb::cast<int>(options["graph_optimization_level"]);
     if (options.contains("disabled_optimizers"))
-      config.disabled_optimizers =
-          nb::cast<std::set<std::string>>(options["disabled_optimizers"]);
+      config.disabled_optimizers = nb::cast<std::set<std::string>>(options["disabled_optimizers"]);
     if (options.contains("config_entries"))
-      config.config_entries = nb::cast<std::map<std::string, std::string>>(options["config_entries"]);
+      config.config_entries =
+          nb::cast<std::map<std::string, std::string>>(options["config_entries"]);
     return config;
   }
 
@@ -178,8 +207,7 @@ class PySession {
 
   static PySession* from_bytes(nb::bytes data, const nb::dict& options) {
     const SessionConfig config = config_from(options);
-    return new PySession(
-        unwrap(Session::create_from_bytes(data.c_str(), data.size(), config)));
+    return new PySession(unwrap(Session::create_from_bytes(data.c_str(), data.size(), config)));
   }
 
   std::string take_profile() { return session_->take_profile_json(); }
@@ -196,8 +224,8 @@ class PySession {
     out["graph_name"] = m.graph.name;
     out["domain"] = m.domain;
     // Doc strings are free text that may not be UTF-8; replace what does not decode.
-    out["description"] = nb::steal(PyUnicode_DecodeUTF8(m.doc_string.data(),
-                                                        Py_ssize_t(m.doc_string.size()), "replace"));
+    out["description"] = nb::steal(
+        PyUnicode_DecodeUTF8(m.doc_string.data(), Py_ssize_t(m.doc_string.size()), "replace"));
     out["version"] = m.model_version;
     nb::dict custom;
     for (const auto& [k, v] : m.metadata_props) custom[nb::str(k.c_str())] = v;

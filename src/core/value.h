@@ -21,6 +21,8 @@ struct Value {
 
   Tensor tensor;
   std::shared_ptr<const TensorSequence> sequence;
+  // The sequence holds maps (keys [C], values [N, C]; see ValueKind::kMapSequence).
+  bool maps = false;
 };
 
 }  // namespace nxrt

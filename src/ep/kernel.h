@@ -24,14 +24,17 @@ class ExecutableGraph;  // a planned (sub)graph; defined by the planner
 
 // What a value slot holds. Optional values use the kind of their element; an empty
 // optional is a slot with no value (ctx.input() and input_sequence() return nullptr).
-enum class ValueKind : uint8_t { kTensor, kSequence };
+// kMapSequence is a sequence of maps sharing one key set (ai.onnx.ml ZipMap's output),
+// stored as a TensorSequence of two tensors: the keys [C] and the values [N, C], map i
+// being keys[j] -> values[i, j]. No kernel reads it as a sequence of tensors.
+enum class ValueKind : uint8_t { kTensor, kSequence, kMapSequence };
 
 // A subgraph compiled for a kernel: the opaque plan plus the interface kernels need.
 struct CompiledSubgraph {
   std::shared_ptr<ExecutableGraph> graph;
-  std::vector<ir::ValueInfo> inputs;     // as declared, graph order
-  std::vector<ir::ValueInfo> outputs;    // as declared, graph order
-  std::vector<DataType> output_types;    // planned element types
+  std::vector<ir::ValueInfo> inputs;   // as declared, graph order
+  std::vector<ir::ValueInfo> outputs;  // as declared, graph order
+  std::vector<DataType> output_types;  // planned element types
   std::vector<ValueKind> output_kinds;
 };
 
@@ -42,22 +45,23 @@ class SubgraphCompiler {
   // `outer_names`/`outer_types`: the values of enclosing scopes the subgraph may read,
   // in the order the node's implicit inputs list them. `input_types` fills in graph
   // input types the subgraph leaves undeclared (kUndefined keeps the declared type).
-  virtual Expected<CompiledSubgraph> compile(
-      const ir::Graph& graph, const std::vector<std::string>& outer_names,
-      const std::vector<DataType>& outer_types, const std::vector<DataType>& input_types) = 0;
+  virtual Expected<CompiledSubgraph> compile(const ir::Graph& graph,
+                                             const std::vector<std::string>& outer_names,
+                                             const std::vector<DataType>& outer_types,
+                                             const std::vector<DataType>& input_types) = 0;
 };
 
 // What a kernel factory sees of its node.
 struct KernelInit {
   explicit KernelInit(const ir::Node& n) : node(n) {}
   const ir::Node& node;
-  int64_t opset = 0;                        // version of the node's domain in the model
-  std::vector<DataType> input_types;        // kUndefined for omitted optional inputs
+  int64_t opset = 0;                           // version of the node's domain in the model
+  std::vector<DataType> input_types;           // kUndefined for omitted optional inputs
   std::vector<const Tensor*> constant_inputs;  // non-null where the input is a constant
-  std::vector<DataType> output_types;       // the factory fills one per node output
-  std::vector<ValueKind> input_kinds;       // tensor unless the input is a sequence
-  std::vector<ValueKind> output_kinds;      // defaults to tensor; sequence ops set it
-  std::vector<std::string> implicit_inputs;  // outer-scope values read by subgraphs
+  std::vector<DataType> output_types;          // the factory fills one per node output
+  std::vector<ValueKind> input_kinds;          // tensor unless the input is a sequence
+  std::vector<ValueKind> output_kinds;         // defaults to tensor; sequence ops set it
+  std::vector<std::string> implicit_inputs;    // outer-scope values read by subgraphs
   std::vector<DataType> implicit_types;
   std::vector<ValueKind> implicit_kinds;
   SubgraphCompiler* subgraphs = nullptr;
@@ -135,8 +139,7 @@ class KernelContext {
 
   // Runs a compiled subgraph; this node's implicit inputs are bound to its outer names.
   // `outputs` receives owning tensors.
-  virtual Status run_subgraph(const CompiledSubgraph& graph,
-                              std::span<const Tensor* const> inputs,
+  virtual Status run_subgraph(const CompiledSubgraph& graph, std::span<const Tensor* const> inputs,
                               std::vector<Tensor>& outputs) = 0;
 
   // run_subgraph for bodies whose inputs or outputs may be sequences or empty optionals.

@@ -45,9 +45,7 @@ void release_slot(RunState& state, size_t slot) {
 }
 
 // A borrowed view of `t` (no ownership traffic on the hot path).
-Tensor view_of(const Tensor& t) {
-  return Tensor(t.dtype(), t.shape(), const_cast<void*>(t.raw()));
-}
+Tensor view_of(const Tensor& t) { return Tensor(t.dtype(), t.shape(), const_cast<void*>(t.raw())); }
 
 class StepContext final : public KernelContext {
  public:
@@ -55,10 +53,10 @@ class StepContext final : public KernelContext {
               const RunFlags& flags)
       : graph_(graph), step_(step), state_(state), flags_(flags) {
     inputs_ = std::span<const Tensor* const>(state.step_inputs.data(), step.inputs.size());
-    sequences_ = std::span<const TensorSequence* const>(state.step_sequences.data(),
-                                                        step.inputs.size());
-    implicit_ = std::span<const Tensor* const>(state.step_implicit.data(),
-                                               step.implicit_inputs.size());
+    sequences_ =
+        std::span<const TensorSequence* const>(state.step_sequences.data(), step.inputs.size());
+    implicit_ =
+        std::span<const Tensor* const>(state.step_implicit.data(), step.implicit_inputs.size());
     num_outputs_ = step.outputs.size();
   }
 
@@ -111,7 +109,8 @@ class StepContext final : public KernelContext {
     const size_t bytes = size.value();
     size_t capacity = 0;
     void* data = state_.pool.acquire(bytes, &capacity);
-    if (!data) return runtime_error("out of memory allocating ", bytes, " bytes for '", info.name, "'");
+    if (!data)
+      return runtime_error("out of memory allocating ", bytes, " bytes for '", info.name, "'");
     if (state_.meter && !state_.meter->charge(int64_t(capacity))) {
       state_.pool.release(data);
       return over_memory_limit(info, bytes);
@@ -146,7 +145,7 @@ class StepContext final : public KernelContext {
     if (i >= step_.outputs.size())
       return make_error(StatusCode::kEngineError, "output index ", i, " out of range");
     const size_t slot = size_t(step_.outputs[i]);
-    if (graph_.slots[slot].kind != ValueKind::kSequence)
+    if (graph_.slots[slot].kind == ValueKind::kTensor)
       return make_error(StatusCode::kEngineError, "output ", i, " is not a sequence");
     state_.sequences[slot] = std::make_shared<const TensorSequence>(std::move(sequence));
     return Status();
@@ -160,7 +159,8 @@ class StepContext final : public KernelContext {
   Status run_subgraph_into_outputs(const CompiledSubgraph& subgraph,
                                    std::span<const Value> inputs) override {
     for (ValueKind kind : subgraph.output_kinds)
-      if (kind != ValueKind::kTensor) return KernelContext::run_subgraph_into_outputs(subgraph, inputs);
+      if (kind != ValueKind::kTensor)
+        return KernelContext::run_subgraph_into_outputs(subgraph, inputs);
     return run_body(subgraph, inputs, state_.sub_results, this);
   }
 
@@ -223,8 +223,8 @@ class StepContext final : public KernelContext {
     RunFlags sub_flags = flags_;
     sub_flags.bound_outputs = {};  // bindings belong to the top-level graph's outputs
     sub_flags.output_sink = sink;
-    Status status = execute_graph(graph, *state, feeds, implicit_inputs(), outputs, sub_flags,
-                                  outer_sequences);
+    Status status =
+        execute_graph(graph, *state, feeds, implicit_inputs(), outputs, sub_flags, outer_sequences);
     cache.release(std::move(state));
     return status;
   }
@@ -258,7 +258,6 @@ void release_all(RunState& state) {
   }
 }
 
-
 }  // namespace
 
 Status execute_graph(const ExecutableGraph& graph, RunState& state,
@@ -289,8 +288,10 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
   for (size_t i = 0; i < graph.input_slots.size() && i < feeds.size(); ++i) {
     if (!feeds[i]) continue;
     const size_t slot = size_t(graph.input_slots[i]);
-    if (feeds[i]->is_sequence()) state.sequences[slot] = feeds[i]->sequence;
-    else if (feeds[i]->tensor.defined()) state.values[slot] = view_of(feeds[i]->tensor);
+    if (feeds[i]->is_sequence())
+      state.sequences[slot] = feeds[i]->sequence;
+    else if (feeds[i]->tensor.defined())
+      state.values[slot] = view_of(feeds[i]->tensor);
   }
 
   Status status;
@@ -314,13 +315,15 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
       status = step.kernel->compute(ctx);
       const auto end = std::chrono::steady_clock::now();
       flags.timings->push_back(
-          {&step, std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count(),
+          {&step,
+           std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count(),
            std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()});
     } else {
       status = step.kernel->compute(ctx);
     }
     if (!status.ok()) {
-      if (status.message().rfind("[", 0) != 0) status = std::move(status).with_context(step.context);
+      if (status.message().rfind("[", 0) != 0)
+        status = std::move(status).with_context(step.context);
       break;
     }
     for (int s : step.release_after) {
@@ -338,11 +341,12 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
     for (size_t i = 0; i < graph.output_slots.size(); ++i) {
       const size_t slot = size_t(graph.output_slots[i]);
       const bool optional = graph.outputs[i].type.kind == ir::TypeInfo::Kind::kOptional;
-      if (graph.slots[slot].kind == ValueKind::kSequence ||
+      if (graph.slots[slot].kind != ValueKind::kTensor ||
           (optional && !state.values[slot].defined())) {
         // Sequences are immutable once made, so they are shared, not copied; an output
         // with no value is an empty optional.
         outputs.push_back(state.sequences[slot] ? Value(state.sequences[slot]) : Value());
+        outputs.back().maps = graph.slots[slot].kind == ValueKind::kMapSequence;
         continue;
       }
       Tensor& value = state.values[slot];
@@ -356,8 +360,9 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
         // An input or constant passed straight through: copy it into the caller's buffer.
         const Tensor& b = flags.bound_outputs[i];
         if (b.dtype() != value.dtype() || !(b.shape() == value.shape())) {
-          status = invalid_argument("output '", graph.outputs[i].name, "' is bound to a buffer of shape ",
-                                    b.shape().to_string(), " but is ", value.shape().to_string());
+          status = invalid_argument("output '", graph.outputs[i].name,
+                                    "' is bound to a buffer of shape ", b.shape().to_string(),
+                                    " but is ", value.shape().to_string());
           break;
         }
         copy_elements(b.dtype(), value.raw(), const_cast<void*>(b.raw()), b.numel());

@@ -121,12 +121,19 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
     ir::TypeInfo& type = planned.outputs[i].type;
     const ValueSlot& slot = planned.slots[size_t(planned.output_slots[i])];
     if (type.kind == ir::TypeInfo::Kind::kUnknown) {
-      type.kind = slot.kind == ValueKind::kSequence ? ir::TypeInfo::Kind::kSequence
-                                                    : ir::TypeInfo::Kind::kTensor;
-      if (slot.kind == ValueKind::kSequence) {
-        type.inner = std::make_shared<ir::TypeInfo>();
-        type.inner->kind = ir::TypeInfo::Kind::kTensor;
-        type.inner->elem_type = slot.dtype;
+      type.kind = slot.kind == ValueKind::kTensor ? ir::TypeInfo::Kind::kTensor
+                                                  : ir::TypeInfo::Kind::kSequence;
+      if (slot.kind != ValueKind::kTensor) {
+        auto element = std::make_shared<ir::TypeInfo>();
+        element->kind = ir::TypeInfo::Kind::kTensor;
+        element->elem_type = slot.dtype;
+        type.inner = element;
+        if (slot.kind == ValueKind::kMapSequence) {
+          // (The key type is the kernel's; an undeclared output leaves it unknown.)
+          type.inner = std::make_shared<ir::TypeInfo>();
+          type.inner->kind = ir::TypeInfo::Kind::kMap;
+          type.inner->inner = element;
+        }
       }
     }
     if (type.kind == ir::TypeInfo::Kind::kTensor && type.elem_type == DataType::kUndefined)

@@ -69,5 +69,43 @@ def test_linear_models_name_bad_features():
     node = helper.make_node("LinearRegressor", ["x"], ["y"], domain="ai.onnx.ml",
                             coefficients=[1.0, 2.0, 3.0], targets=1)
     data = _model(node, TensorProto.FLOAT, [("y", TensorProto.FLOAT)])
-    with pytest.raises(nxrt.InvalidArgument, match="X has 2 features; the coefficients are for 3"):
-        nxrt.InferenceSession(data).run(None, {"x": np.ones((4, 2), np.float32)})
+    with pytest.raises(nxrt.InvalidArgument, match="X has 4 features; the coefficients are for 3"):
+        nxrt.InferenceSession(data).run(None, {"x": np.ones((2, 4), np.float32)})
+
+
+@pytest.mark.parametrize("keys", ["ints", "strings"])
+@pytest.mark.parametrize("shape", [(4, 3), (3,)], ids=["rows", "one-row"])
+def test_zip_map_returns_a_list_of_dicts(keys, shape):
+    attrs = ({"classlabels_int64s": [10, 20, 30]} if keys == "ints"
+             else {"classlabels_strings": ["a", "b", "c"]})
+    node = helper.make_node("ZipMap", ["x"], ["z"], domain="ai.onnx.ml", **attrs)
+    key_type = TensorProto.INT64 if keys == "ints" else TensorProto.STRING
+    z_type = helper.make_sequence_type_proto(helper.make_map_type_proto(
+        key_type, helper.make_tensor_type_proto(TensorProto.FLOAT, None)))
+    graph = helper.make_graph([node], "zm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                              [helper.make_value_info("z", z_type)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.ml", 1)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    x = RNG.random(shape).astype(np.float32)
+    got, want = _both(data, x)
+    assert got == want
+    sess = nxrt.InferenceSession(data)
+    expected_type = "seq(map(int64,tensor(float)))" if keys == "ints" else "seq(map(string,tensor(float)))"
+    assert sess.get_outputs()[0].type == expected_type
+
+
+def test_iris_pipeline_from_onnxruntime_datasets():
+    # LinearClassifier -> Normalizer -> ZipMap, as onnxruntime ships it; its input declares
+    # 2 features for coefficients of 4, which onnxruntime reads as [3, 2] (nxrt too).
+    import os
+    path = os.path.join(os.path.dirname(ort.__file__), "datasets", "logreg_iris.onnx")
+    x = np.array([[5.1, 3.5], [6.2, 2.9], [7.7, 3.0]], np.float32)
+    got = nxrt.InferenceSession(path).run(None, {"float_input": x})
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"float_input": x})
+    np.testing.assert_array_equal(got[0], want[0])
+    assert [sorted(m) for m in got[1]] == [sorted(m) for m in want[1]]
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_allclose([g[k] for k in sorted(g)], [w[k] for k in sorted(w)],
+                                   rtol=1e-5, atol=1e-7)

@@ -21,10 +21,7 @@ import zoo  # noqa: E402
 ENTRIES = zoo.load_manifest()
 
 # Models whose ops nxrt does not implement yet: xfail (not strict) while loading fails.
-NOT_LOADABLE_YET = {
-    "ort_logreg_iris": "ai.onnx.ml LinearClassifier and ZipMap",
-    "smollm2_135m_int4": "com.microsoft MatMulNBits",
-}
+NOT_LOADABLE_YET = {}
 
 # Models nxrt runs whose outputs differ from onnxruntime's for a known reason: xfail,
 # strict, so a change that makes them match shows up.

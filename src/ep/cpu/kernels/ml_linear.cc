@@ -13,13 +13,15 @@
 namespace nxrt::cpu {
 namespace {
 
-// X as rows of doubles: [N, F] or one row [F].
+// X as rows of doubles: [N, F] or one row [F]. F may be below the coefficients' count per
+// target: onnxruntime then reads the coefficients as [targets, F] (its datasets'
+// logreg_iris.onnx declares 2 features for 4 per class, and runs), so nxrt does too.
 Status read_features(const Tensor& x, int64_t features, std::vector<double>& values,
                      int64_t& rows) {
   if (x.rank() != 1 && x.rank() != 2)
     return invalid_argument("X must have shape [N, F], got ", x.shape().to_string());
   const int64_t cols = x.shape().back();
-  if (cols != features)
+  if (cols > features || cols == 0)
     return invalid_argument("X has ", cols, " features; the coefficients are for ", features);
   rows = x.rank() == 1 ? 1 : x.shape()[0];
   values.resize(size_t(x.numel()));
@@ -45,12 +47,13 @@ struct LinearModel {
   Status scores(const Tensor& x, std::vector<double>& out, int64_t& rows) const {
     std::vector<double> xs;
     NXRT_RETURN_IF_ERROR(read_features(x, features, xs, rows));
+    const int64_t cols = x.shape().back();
     out.assign(size_t(rows * targets), 0.0);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t t = 0; t < targets; ++t) {
         double acc = intercepts.empty() ? 0.0 : intercepts[size_t(t)];
-        for (int64_t f = 0; f < features; ++f)
-          acc += xs[size_t(r * features + f)] * coefficients[size_t(t * features + f)];
+        for (int64_t f = 0; f < cols; ++f)
+          acc += xs[size_t(r * cols + f)] * coefficients[size_t(t * cols + f)];
         out[size_t(r * targets + t)] = acc;
       }
     return Status();
