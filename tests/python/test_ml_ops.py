@@ -109,3 +109,19 @@ def test_iris_pipeline_from_onnxruntime_datasets():
     for g, w in zip(got[1], want[1]):
         np.testing.assert_allclose([g[k] for k in sorted(g)], [w[k] for k in sorted(w)],
                                    rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("x_type,attrs", [
+    (TensorProto.FLOAT, dict(imputed_value_floats=[1.5, -2.0, 7.0])),
+    (TensorProto.FLOAT, dict(imputed_value_floats=[0.25], replaced_value_float=3.0)),
+    (TensorProto.INT64, dict(imputed_value_int64s=[9, 8, 7], replaced_value_int64=-1))])
+def test_imputer(x_type, attrs):
+    node = helper.make_node("Imputer", ["x"], ["y"], domain="ai.onnx.ml", **attrs)
+    data = _model(node, x_type, [("y", x_type)])
+    if x_type == TensorProto.FLOAT:
+        x = RNG.integers(0, 5, (6, 3)).astype(np.float32)
+        x[x == 4] = np.nan
+    else:
+        x = RNG.integers(-1, 3, (6, 3)).astype(np.int64)
+    got, want = _both(data, x)
+    np.testing.assert_array_equal(got[0], want[0])
