@@ -1,5 +1,5 @@
-"""ai.onnx.ml models as scikit-learn converters write them (LinearClassifier,
-LinearRegressor), against onnxruntime."""
+"""ai.onnx.ml ops as scikit-learn converters write them (LinearClassifier, LinearRegressor,
+ZipMap, Imputer, FeatureVectorizer, CategoryMapper), against onnxruntime."""
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -123,5 +123,39 @@ def test_imputer(x_type, attrs):
         x[x == 4] = np.nan
     else:
         x = RNG.integers(-1, 3, (6, 3)).astype(np.int64)
+    got, want = _both(data, x)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_feature_vectorizer_cuts_and_pads_its_inputs():
+    node = helper.make_node("FeatureVectorizer", ["a", "b", "c"], ["y"], domain="ai.onnx.ml",
+                            inputdimensions=[2, 3, 1])
+    graph = helper.make_graph(
+        [node], "fv", [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in "abc"],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.ml", 1)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    # (onnxruntime needs one type for all inputs.)
+    feeds = {"a": RNG.standard_normal((4, 3)).astype(np.float32),  # cut to 2
+             "b": RNG.standard_normal((4, 2)).astype(np.float32),  # padded to 3
+             "c": RNG.standard_normal((4, 1)).astype(np.float32)}
+    got = nxrt.InferenceSession(data).run(None, feeds)[0]
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("direction", ["to_int", "to_string"])
+def test_category_mapper(direction):
+    attrs = dict(cats_strings=["red", "green", "blue"], cats_int64s=[4, 7, 1], default_int64=-5,
+                 default_string="none")
+    node = helper.make_node("CategoryMapper", ["x"], ["y"], domain="ai.onnx.ml", **attrs)
+    if direction == "to_int":
+        data = _model(node, TensorProto.STRING, [("y", TensorProto.INT64)])
+        x = np.array([["red", "blue"], ["pink", "green"]], dtype=object)
+    else:
+        data = _model(node, TensorProto.INT64, [("y", TensorProto.STRING)])
+        x = np.array([4, 1, 2, 7], np.int64)
     got, want = _both(data, x)
     np.testing.assert_array_equal(got[0], want[0])
