@@ -301,3 +301,25 @@ def test_matmul_nbits_names_bad_weights():
     feeds["b"] = feeds["b"][:20]
     with pytest.raises(nxrt.InvalidArgument, match="B must hold N x k_blocks x blob_size"):
         nxrt.InferenceSession(data).run(None, feeds)
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+@pytest.mark.parametrize("layout,rotary_dim,one_position", [
+    ("bnsh", 0, False), ("bsd", 0, False), ("bsd", 8, True), ("bnsh", 8, True)])
+def test_rotary_embedding(interleaved, layout, rotary_dim, one_position):
+    b, s, n, h, max_pos = 2, 5, 3, 16, 24
+    rot = rotary_dim or h
+    shape = (b, n, s, h) if layout == "bnsh" else (b, s, n * h)
+    attrs = dict(interleaved=interleaved)
+    if layout == "bsd" or rotary_dim:  # (onnxruntime needs num_heads with a rotary dim)
+        attrs["num_heads"] = n
+    if rotary_dim:
+        attrs["rotary_embedding_dim"] = rotary_dim
+    angles = np.arange(max_pos)[:, None] * (1.0 / 10000 ** (np.arange(rot // 2) / (rot // 2)))
+    feeds = {"x": _f(*shape),
+             "pos": (np.array([3], np.int64) if one_position
+                     else RNG.integers(0, max_pos, (b, s)).astype(np.int64)),
+             "cos": np.cos(angles).astype(np.float32), "sin": np.sin(angles).astype(np.float32)}
+    node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"],
+                            domain="com.microsoft", **attrs)
+    _compare(node, feeds, ["y"], types={"pos": TensorProto.INT64})

@@ -1,4 +1,4 @@
-// Attention (opset 23/24) and RotaryEmbedding (opset 23).
+// Attention (opset 23/24) and RotaryEmbedding (opset 23, and com.microsoft's form).
 //
 // Attention runs per (batch, kv head): the K/V history (past ++ new) is laid out once as
 // contiguous [T, head] rows in the compute type, then every query head of the group
@@ -14,13 +14,21 @@
 namespace nxrt::cpu {
 namespace {
 
-template <typename T> struct Compute { using type = float; };
-template <> struct Compute<double> { using type = double; };
+template <typename T>
+struct Compute {
+  using type = float;
+};
+template <>
+struct Compute<double> {
+  using type = double;
+};
 
 template <typename A, typename T>
 T to_storage(A v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return T(float(v));
-  else return T(v);
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+    return T(float(v));
+  else
+    return T(v);
 }
 
 struct AttentionConfig {
@@ -44,17 +52,30 @@ struct HeadView {
 Status make_view(const Tensor& t, int64_t heads_attr, const char* what, HeadView& v) {
   const Shape& s = t.shape();
   if (s.size() == 4) {
-    v.batch = s[0]; v.heads = s[1]; v.seq = s[2]; v.width = s[3];
-    v.ss = v.width; v.sh = v.seq * v.ss; v.sb = v.heads * v.sh;
+    v.batch = s[0];
+    v.heads = s[1];
+    v.seq = s[2];
+    v.width = s[3];
+    v.ss = v.width;
+    v.sh = v.seq * v.ss;
+    v.sb = v.heads * v.sh;
     return Status();
   }
-  if (s.size() != 3) return invalid_argument(what, " must be 3-D or 4-D, got shape ", s.to_string());
+  if (s.size() != 3)
+    return invalid_argument(what, " must be 3-D or 4-D, got shape ", s.to_string());
   if (heads_attr <= 0)
-    return invalid_argument(what, " is 3-D, which needs the q_num_heads and kv_num_heads attributes");
+    return invalid_argument(what,
+                            " is 3-D, which needs the q_num_heads and kv_num_heads attributes");
   if (s[2] % heads_attr != 0)
-    return invalid_argument(what, " hidden size ", s[2], " is not divisible by its ", heads_attr, " heads");
-  v.batch = s[0]; v.seq = s[1]; v.heads = heads_attr; v.width = s[2] / heads_attr;
-  v.sh = v.width; v.ss = s[2]; v.sb = v.seq * v.ss;
+    return invalid_argument(what, " hidden size ", s[2], " is not divisible by its ", heads_attr,
+                            " heads");
+  v.batch = s[0];
+  v.seq = s[1];
+  v.heads = heads_attr;
+  v.width = s[2] / heads_attr;
+  v.sh = v.width;
+  v.ss = s[2];
+  v.sb = v.seq * v.ss;
   return Status();
 }
 
@@ -79,12 +100,14 @@ Status make_mask_view(const Tensor& m, int64_t batch, int64_t heads, int64_t q_s
     if (md < 0) break;
     const int64_t dim = s[size_t(md)];
     if (dim != target[k] && dim != 1)
-      return invalid_argument("attn_mask shape ", s.to_string(), " does not broadcast to [", batch, ",",
-                              heads, ",", q_seq, ",", total, "]");
+      return invalid_argument("attn_mask shape ", s.to_string(), " does not broadcast to [", batch,
+                              ",", heads, ",", q_seq, ",", total, "]");
     strides[k] = dim == 1 ? 0 : stride;
     stride *= dim;
   }
-  v.sb = strides[0]; v.sh = strides[1]; v.ss = strides[2];
+  v.sb = strides[0];
+  v.sh = strides[1];
+  v.ss = strides[2];
   return Status();
 }
 
@@ -117,8 +140,8 @@ class AttentionKernel final : public Kernel {
     const Tensor* past_v_t = ctx.input(5);
     const Tensor* nonpad_t = ctx.input(6);
     if (q_t.rank() != k_t.rank() || q_t.rank() != v_t.rank())
-      return invalid_argument("Q, K and V must have the same rank, got ", q_t.shape().to_string(), ", ",
-                              k_t.shape().to_string(), ", ", v_t.shape().to_string());
+      return invalid_argument("Q, K and V must have the same rank, got ", q_t.shape().to_string(),
+                              ", ", k_t.shape().to_string(), ", ", v_t.shape().to_string());
     HeadView q, k, v;
     NXRT_RETURN_IF_ERROR(make_view(q_t, cfg_.q_heads, "Q", q));
     NXRT_RETURN_IF_ERROR(make_view(k_t, cfg_.kv_heads, "K", k));
@@ -126,9 +149,11 @@ class AttentionKernel final : public Kernel {
     const int64_t B = q.batch, Hq = q.heads, Sq = q.seq, D = q.width;
     const int64_t Hkv = k.heads, Skv = k.seq, Dv = v.width;
     if (k.batch != B || v.batch != B) return invalid_argument("Q, K and V batch sizes differ");
-    if (k.width != D) return invalid_argument("K head size ", k.width, " differs from Q head size ", D);
+    if (k.width != D)
+      return invalid_argument("K head size ", k.width, " differs from Q head size ", D);
     if (v.heads != Hkv || v.seq != Skv)
-      return invalid_argument("V heads/sequence (", v.heads, ", ", v.seq, ") differ from K's (", Hkv, ", ", Skv, ")");
+      return invalid_argument("V heads/sequence (", v.heads, ", ", v.seq, ") differ from K's (",
+                              Hkv, ", ", Skv, ")");
     if (Hkv <= 0 || Hq % Hkv != 0)
       return invalid_argument("q_num_heads ", Hq, " is not a multiple of kv_num_heads ", Hkv);
     if ((past_k_t == nullptr) != (past_v_t == nullptr))
@@ -138,20 +163,25 @@ class AttentionKernel final : public Kernel {
       const Shape& pk = past_k_t->shape();
       const Shape& pv = past_v_t->shape();
       if (pk.size() != 4 || pk[0] != B || pk[1] != Hkv || pk[3] != D)
-        return invalid_argument("past_key shape ", pk.to_string(), " must be [", B, ",", Hkv, ",past,", D, "]");
+        return invalid_argument("past_key shape ", pk.to_string(), " must be [", B, ",", Hkv,
+                                ",past,", D, "]");
       P = pk[2];
       if (pv.size() != 4 || pv[0] != B || pv[1] != Hkv || pv[2] != P || pv[3] != Dv)
-        return invalid_argument("past_value shape ", pv.to_string(), " must be [", B, ",", Hkv, ",", P, ",", Dv, "]");
-      if (nonpad_t) return invalid_argument("nonpad_kv_seqlen cannot be combined with past_key/past_value");
+        return invalid_argument("past_value shape ", pv.to_string(), " must be [", B, ",", Hkv, ",",
+                                P, ",", Dv, "]");
+      if (nonpad_t)
+        return invalid_argument("nonpad_kv_seqlen cannot be combined with past_key/past_value");
     }
     const int64_t T_len = P + Skv;
     std::vector<int64_t> nonpad;
     if (nonpad_t) {
       NXRT_RETURN_IF_ERROR(read_int_list(*nonpad_t, nonpad, "nonpad_kv_seqlen"));
       if (int64_t(nonpad.size()) != B)
-        return invalid_argument("nonpad_kv_seqlen has ", nonpad.size(), " entries, expected batch size ", B);
+        return invalid_argument("nonpad_kv_seqlen has ", nonpad.size(),
+                                " entries, expected batch size ", B);
       for (int64_t n : nonpad)
-        if (n < 0 || n > T_len) return invalid_argument("nonpad_kv_seqlen value ", n, " is outside [0, ", T_len, "]");
+        if (n < 0 || n > T_len)
+          return invalid_argument("nonpad_kv_seqlen value ", n, " is outside [0, ", T_len, "]");
     }
     MaskView mv;
     if (mask_t) {
@@ -232,7 +262,8 @@ class AttentionKernel final : public Kernel {
             fill_bias(b, h, i, Sq, P, T_len, mask_t, mv, nonpad, neg_inf, bias.data());
             // A row whose bias is -inf everywhere attends to nothing: it yields zeros.
             bool all_masked = true;
-            for (int64_t t = 0; t < T_len && all_masked; ++t) all_masked = bias[size_t(t)] == neg_inf;
+            for (int64_t t = 0; t < T_len && all_masked; ++t)
+              all_masked = bias[size_t(t)] == neg_inf;
             A mx = neg_inf;
             for (int64_t t = 0; t < T_len; ++t) {
               prob[size_t(t)] = capped[size_t(t)] + bias[size_t(t)];
@@ -254,9 +285,12 @@ class AttentionKernel final : public Kernel {
               T* dst = qk_out->data<T>() + ((b * Hq + h) * Sq + i) * T_len;
               for (int64_t t = 0; t < T_len; ++t) {
                 A val = raw[size_t(t)];
-                if (cfg_.qk_mode == 1) val = capped[size_t(t)];
-                else if (cfg_.qk_mode == 2) val = capped[size_t(t)] + bias[size_t(t)];
-                else if (cfg_.qk_mode == 3) val = prob[size_t(t)];
+                if (cfg_.qk_mode == 1)
+                  val = capped[size_t(t)];
+                else if (cfg_.qk_mode == 2)
+                  val = capped[size_t(t)] + bias[size_t(t)];
+                else if (cfg_.qk_mode == 3)
+                  val = prob[size_t(t)];
                 dst[t] = to_storage<A, T>(val);
               }
             }
@@ -322,44 +356,64 @@ class AttentionKernel final : public Kernel {
   AttentionConfig cfg_;
 };
 
+// ONNX's inputs are (X, cos_cache, sin_cache, position_ids?); com.microsoft's
+// (input, position_ids, cos_cache, sin_cache), whose position_ids may also be one value
+// (the first position, the others following it) and whose 3-D input without num_heads has
+// heads of the caches' rotary width.
 template <typename T>
 class RotaryKernel final : public Kernel {
   using A = typename Compute<T>::type;
 
  public:
-  RotaryKernel(bool interleaved, int64_t rotary_dim, int64_t num_heads)
-      : interleaved_(interleaved), rotary_dim_(rotary_dim), num_heads_(num_heads) {}
+  RotaryKernel(bool interleaved, int64_t rotary_dim, int64_t num_heads, bool contrib)
+      : interleaved_(interleaved),
+        rotary_dim_(rotary_dim),
+        num_heads_(num_heads),
+        contrib_(contrib) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x_t = *ctx.input(0);
-    const Tensor& cos_t = *ctx.input(1);
-    const Tensor& sin_t = *ctx.input(2);
-    const Tensor* pos_t = ctx.input(3);
+    const Tensor& cos_t = *ctx.input(contrib_ ? 2 : 1);
+    const Tensor& sin_t = *ctx.input(contrib_ ? 3 : 2);
+    const Tensor* pos_t = ctx.input(contrib_ ? 1 : 3);
+    int64_t heads = num_heads_;
+    if (contrib_ && heads == 0 && x_t.rank() == 3 && cos_t.rank() == 2 && cos_t.shape()[1] > 0)
+      heads = x_t.shape()[2] / (2 * cos_t.shape()[1]);
     HeadView x;
-    NXRT_RETURN_IF_ERROR(make_view(x_t, num_heads_, "input", x));
+    NXRT_RETURN_IF_ERROR(make_view(x_t, heads, "input", x));
     const int64_t B = x.batch, S = x.seq, H = x.heads, D = x.width;
     const int64_t rot = rotary_dim_ > 0 ? rotary_dim_ : D;
     if (rot > D || rot % 2 != 0)
-      return invalid_argument("rotary_embedding_dim ", rot, " must be even and at most the head size ", D);
+      return invalid_argument("rotary_embedding_dim ", rot,
+                              " must be even and at most the head size ", D);
     const int64_t half = rot / 2;
     if (cos_t.shape() != sin_t.shape())
-      return invalid_argument("cos_cache shape ", cos_t.shape().to_string(), " differs from sin_cache shape ",
-                              sin_t.shape().to_string());
+      return invalid_argument("cos_cache shape ", cos_t.shape().to_string(),
+                              " differs from sin_cache shape ", sin_t.shape().to_string());
     std::vector<int64_t> pos;
     int64_t max_pos = 0;
+    const bool first_position = contrib_ && pos_t && pos_t->numel() == 1;
     if (pos_t) {
-      if (pos_t->shape() != Shape{B, S})
-        return invalid_argument("position_ids shape ", pos_t->shape().to_string(), " must be [", B, ",", S, "]");
+      if (pos_t->shape() != Shape{B, S} && !first_position)
+        return invalid_argument("position_ids shape ", pos_t->shape().to_string(), " must be [", B,
+                                ",", S, "]");
       if (cos_t.rank() != 2 || cos_t.shape()[1] != half)
-        return invalid_argument("cos_cache shape ", cos_t.shape().to_string(), " must be [max_position, ", half, "]");
+        return invalid_argument("cos_cache shape ", cos_t.shape().to_string(),
+                                " must be [max_position, ", half, "]");
       max_pos = cos_t.shape()[0];
       NXRT_RETURN_IF_ERROR(read_flat_ints(*pos_t, pos));
+      if (first_position) {
+        const int64_t p0 = pos[0];
+        pos.resize(size_t(B * S));
+        for (int64_t i = 0; i < B * S; ++i) pos[size_t(i)] = p0 + i % S;
+      }
       for (int64_t p : pos)
         if (p < 0 || p >= max_pos)
-          return invalid_argument("position id ", p, " is outside the cache of ", max_pos, " positions");
+          return invalid_argument("position id ", p, " is outside the cache of ", max_pos,
+                                  " positions");
     } else if (cos_t.shape() != Shape{B, S, half}) {
-      return invalid_argument("cos_cache shape ", cos_t.shape().to_string(), " must be [", B, ",", S, ",", half,
-                              "] without position_ids");
+      return invalid_argument("cos_cache shape ", cos_t.shape().to_string(), " must be [", B, ",",
+                              S, ",", half, "] without position_ids");
     }
     NXRT_ASSIGN_OR_RETURN(Tensor * y_t, ctx.output(0, x_t.shape()));
     const T* xp = x_t.data<T>();
@@ -398,7 +452,35 @@ class RotaryKernel final : public Kernel {
 
   bool interleaved_;
   int64_t rotary_dim_, num_heads_;
+  bool contrib_;
 };
+
+Expected<KernelPtr> make_rotary(KernelInit& init, bool contrib) {
+  AttrReader attrs(init.node);
+  const bool interleaved = attrs.get_int("interleaved", 0) != 0;
+  const int64_t rotary_dim = attrs.get_int("rotary_embedding_dim", 0);
+  const int64_t num_heads = attrs.get_int("num_heads", 0);
+  const bool packed = contrib && attrs.get_int("is_packed_batching", 0) != 0;
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  if (rotary_dim < 0 || num_heads < 0)
+    return init.error(StatusCode::kInvalidGraph,
+                      "rotary_embedding_dim and num_heads must not be negative");
+  if (packed)
+    return init.error(StatusCode::kNotImplemented, "is_packed_batching = 1 is not supported");
+  const DataType t = init.input_type(0);
+  for (size_t i : {contrib ? 2 : 1, contrib ? 3 : 2})
+    if (init.input_type(i) != t)
+      return init.error(StatusCode::kInvalidGraph, "input ", i, " has type ",
+                        dtype_name(init.input_type(i)), ", expected ", dtype_name(t));
+  init.set_all_outputs(t);
+  switch (t) {
+    NXRT_CASES_FLOAT(
+        return make_kernel<RotaryKernel<T>>(interleaved, rotary_dim, num_heads, contrib))
+    default:
+      break;
+  }
+  return init.unsupported_type(0);
+}
 
 }  // namespace
 
@@ -416,20 +498,22 @@ Expected<KernelPtr> create_attention(KernelInit& init) {
   cfg.right_window = attrs.get_int("right_window_size", -1);
   NXRT_RETURN_IF_ERROR(attrs.status());
   if (cfg.left_window < -1 || cfg.right_window < -1)
-    return init.error(StatusCode::kInvalidGraph, "left/right_window_size must be -1 or non-negative");
+    return init.error(StatusCode::kInvalidGraph,
+                      "left/right_window_size must be -1 or non-negative");
   if (cfg.qk_mode < 0 || cfg.qk_mode > 3)
-    return init.error(StatusCode::kInvalidGraph, "qk_matmul_output_mode ", cfg.qk_mode, " is not 0-3");
+    return init.error(StatusCode::kInvalidGraph, "qk_matmul_output_mode ", cfg.qk_mode,
+                      " is not 0-3");
   if (cfg.q_heads < 0 || cfg.kv_heads < 0)
     return init.error(StatusCode::kInvalidGraph, "q_num_heads/kv_num_heads must be positive");
   const DataType t = init.input_type(0);
   for (size_t i = 1; i < 3; ++i)
     if (init.input_type(i) != t)
-      return init.error(StatusCode::kInvalidGraph, "input ", i, " has type ", dtype_name(init.input_type(i)),
-                        ", expected ", dtype_name(t));
+      return init.error(StatusCode::kInvalidGraph, "input ", i, " has type ",
+                        dtype_name(init.input_type(i)), ", expected ", dtype_name(t));
   for (size_t i = 4; i < 6; ++i)
     if (init.has_input(i) && init.input_type(i) != t)
-      return init.error(StatusCode::kInvalidGraph, "input ", i, " has type ", dtype_name(init.input_type(i)),
-                        ", expected ", dtype_name(t));
+      return init.error(StatusCode::kInvalidGraph, "input ", i, " has type ",
+                        dtype_name(init.input_type(i)), ", expected ", dtype_name(t));
   if (init.has_input(3) && init.input_type(3) != t && init.input_type(3) != DataType::kBool)
     return init.error(StatusCode::kInvalidGraph, "attn_mask must be bool or ", dtype_name(t));
   if (init.has_input(6) && init.input_type(6) != DataType::kInt64)
@@ -437,30 +521,16 @@ Expected<KernelPtr> create_attention(KernelInit& init) {
   init.set_all_outputs(t);
   switch (t) {
     NXRT_CASES_FLOAT(return make_kernel<AttentionKernel<T>>(cfg))
-    default: break;
+    default:
+      break;
   }
   return init.unsupported_type(0);
 }
 
-Expected<KernelPtr> create_rotary_embedding(KernelInit& init) {
-  AttrReader attrs(init.node);
-  const bool interleaved = attrs.get_int("interleaved", 0) != 0;
-  const int64_t rotary_dim = attrs.get_int("rotary_embedding_dim", 0);
-  const int64_t num_heads = attrs.get_int("num_heads", 0);
-  NXRT_RETURN_IF_ERROR(attrs.status());
-  if (rotary_dim < 0 || num_heads < 0)
-    return init.error(StatusCode::kInvalidGraph, "rotary_embedding_dim and num_heads must not be negative");
-  const DataType t = init.input_type(0);
-  for (size_t i = 1; i < 3; ++i)
-    if (init.input_type(i) != t)
-      return init.error(StatusCode::kInvalidGraph, "input ", i, " has type ", dtype_name(init.input_type(i)),
-                        ", expected ", dtype_name(t));
-  init.set_all_outputs(t);
-  switch (t) {
-    NXRT_CASES_FLOAT(return make_kernel<RotaryKernel<T>>(interleaved, rotary_dim, num_heads))
-    default: break;
-  }
-  return init.unsupported_type(0);
+Expected<KernelPtr> create_rotary_embedding(KernelInit& init) { return make_rotary(init, false); }
+
+Expected<KernelPtr> create_contrib_rotary_embedding(KernelInit& init) {
+  return make_rotary(init, true);
 }
 
 }  // namespace nxrt::cpu
