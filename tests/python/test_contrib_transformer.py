@@ -323,3 +323,25 @@ def test_rotary_embedding(interleaved, layout, rotary_dim, one_position):
     node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"],
                             domain="com.microsoft", **attrs)
     _compare(node, feeds, ["y"], types={"pos": TensorProto.INT64})
+
+
+@pytest.mark.parametrize("activation,params", [("Relu", {}), ("Tanh", {}), ("Sigmoid", {}),
+                                               ("LeakyRelu", {"activation_alpha": 0.1}),
+                                               ("HardSigmoid", {"activation_alpha": 0.3,
+                                                                "activation_beta": 0.4})])
+def test_fused_gemm(activation, params):
+    node = helper.make_node("FusedGemm", ["a", "b", "c"], ["y"], domain="com.microsoft",
+                            transB=1, alpha=0.7, beta=1.5, activation=activation, **params)
+    feeds = {"a": _f(6, 10), "b": _f(8, 10), "c": _f(8)}
+    _compare(node, feeds, ["y"])
+
+
+@pytest.mark.parametrize("shape,dtype", [((4, 4), np.float32), ((2, 3, 5, 5), np.float64),
+                                         ((3, 3), np.float16)])
+def test_inverse(shape, dtype):
+    x = (RNG.standard_normal(shape) + 3 * np.eye(shape[-1])).astype(dtype)
+    proto = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
+             np.float16: TensorProto.FLOAT16}[dtype]
+    node = helper.make_node("Inverse", ["x"], ["y"], domain="com.microsoft")
+    tol = 1e-2 if dtype == np.float16 else 1e-5
+    _compare(node, {"x": x}, ["y"], rtol=tol, atol=tol, types={"x": proto, "y": proto})

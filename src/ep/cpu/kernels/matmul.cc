@@ -9,6 +9,7 @@
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/gemm/qgemm.h"
 #include "ep/cpu/kernels/common.h"
+#include "ep/cpu/kernels/fused_activation.h"
 
 namespace nxrt::cpu {
 namespace {
@@ -219,10 +220,17 @@ class MatMulKernel final : public Kernel {
   PackedB packed_;
 };
 
+// Also com.microsoft FusedGemm: the same with an activation applied to Y (float only).
 class GemmKernel final : public Kernel {
  public:
-  GemmKernel(bool ta, bool tb, float alpha, float beta, PackedB packed)
-      : ta_(ta), tb_(tb), alpha_(alpha), beta_(beta), packed_(std::move(packed)) {}
+  GemmKernel(bool ta, bool tb, float alpha, float beta, PackedB packed,
+             std::optional<FusedActivation> activation = std::nullopt)
+      : ta_(ta),
+        tb_(tb),
+        alpha_(alpha),
+        beta_(beta),
+        packed_(std::move(packed)),
+        activation_(activation) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& a = *ctx.input(0);
@@ -259,6 +267,9 @@ class GemmKernel final : public Kernel {
       default:
         return not_implemented("Gemm of ", tensor_type_name(a.dtype()));
     }
+    if (activation_)
+      vmath::unary(activation_->fn, activation_->params, y->data<float>(), y->data<float>(),
+                   size_t(M * N));
     return Status();
   }
 
@@ -305,6 +316,7 @@ class GemmKernel final : public Kernel {
   bool ta_, tb_;
   float alpha_, beta_;
   PackedB packed_;
+  std::optional<FusedActivation> activation_;
 };
 
 // Zero points: a scalar, or one per row of A (a_zero_point) / column of B (b_zero_point).
@@ -586,6 +598,43 @@ Expected<KernelPtr> create_gemm(KernelInit& init) {
   PackedB packed;
   if (const Tensor* b = init.constant_input(1)) packed.pack(*b, tb);
   return make_kernel<GemmKernel>(ta, tb, alpha, beta, std::move(packed));
+}
+
+// com.microsoft FusedGemm: Gemm's attributes plus "activation" with its
+// activation_alpha / activation_beta (float only).
+Expected<KernelPtr> create_fused_gemm(KernelInit& init) {
+  for (size_t i = 0; i < 3; ++i)
+    if ((i < 2 || init.has_input(i)) && init.input_type(i) != DataType::kFloat)
+      return init.unsupported_type(i);
+  AttrReader attrs(init.node);
+  const bool ta = attrs.get_int("transA", 0) != 0;
+  const bool tb = attrs.get_int("transB", 0) != 0;
+  const float alpha = attrs.get_float("alpha", 1.0f);
+  const float beta = attrs.get_float("beta", 1.0f);
+  const std::string name = attrs.get_string("activation");
+  vmath::UnaryParams params;
+  params.alpha = attrs.get_float("activation_alpha", name == "LeakyRelu" ? 0.01f : 0.2f);
+  params.beta = attrs.get_float("activation_beta", 0.5f);
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  std::optional<FusedActivation> activation;
+  if (name == "Relu")
+    activation = FusedActivation{vmath::Unary::kRelu, params};
+  else if (name == "Tanh")
+    activation = FusedActivation{vmath::Unary::kTanh, params};
+  else if (name == "Sigmoid")
+    activation = FusedActivation{vmath::Unary::kSigmoid, params};
+  else if (name == "LeakyRelu")
+    activation = FusedActivation{vmath::Unary::kLeakyRelu, params};
+  else if (name == "HardSigmoid")
+    activation = FusedActivation{vmath::Unary::kHardSigmoid, params};
+  else if (!name.empty())
+    return init.error(StatusCode::kNotImplemented, "activation '", name,
+                      "' is not one FusedGemm supports (Relu, Tanh, Sigmoid, LeakyRelu, "
+                      "HardSigmoid)");
+  init.set_all_outputs(DataType::kFloat);
+  PackedB packed;
+  if (const Tensor* b = init.constant_input(1)) packed.pack(*b, tb);
+  return make_kernel<GemmKernel>(ta, tb, alpha, beta, std::move(packed), activation);
 }
 
 Expected<KernelPtr> create_fused_matmul(KernelInit& init) {
