@@ -419,3 +419,27 @@ def test_qlinear_concat():
     node = helper.make_node("QLinearConcat", ["sy", "zy", "a", "sa", "za", "b", "sb", "zb"], ["y"],
                             domain="com.microsoft", axis=1)
     _q_compare(node, feeds, types, TensorProto.UINT8)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("axis,opset", [(-1, 13), (1, 13), (1, 12)])
+def test_qlinear_softmax(axis, opset, dtype):
+    proto = TensorProto.UINT8 if dtype == np.uint8 else TensorProto.INT8
+    feeds = {"x": _q8((2, 6, 5), dtype), "sx": np.array(0.08, np.float32),
+             "zx": np.array(128 if dtype == np.uint8 else 0, dtype),
+             "sy": np.array(1 / 256, np.float32),
+             "zy": np.array(0 if dtype == np.uint8 else -128, dtype)}
+    types = {n: TensorProto.FLOAT if n.startswith("s") else proto for n in feeds}
+    node = helper.make_node("QLinearSoftmax", ["x", "sx", "zx", "sy", "zy"], ["y"],
+                            domain="com.microsoft", axis=axis, opset=opset)
+    _q_compare(node, feeds, types, proto)
+
+
+@pytest.mark.parametrize("attrs", [dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+                                   dict(kernel_shape=[2, 2]),
+                                   dict(kernel_shape=[3, 2], dilations=[2, 1], ceil_mode=1,
+                                        strides=[2, 2])])
+def test_nhwc_max_pool(attrs):
+    feeds = {"x": _q8((2, 9, 11, 5), np.int8)}
+    node = helper.make_node("NhwcMaxPool", ["x"], ["y"], domain="com.microsoft", **attrs)
+    _q_compare(node, feeds, {"x": TensorProto.INT8}, TensorProto.INT8)

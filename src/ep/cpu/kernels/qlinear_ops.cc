@@ -2,7 +2,8 @@
 // writes them: each dequantizes its 8-bit inputs (x - zero_point) * scale, computes in
 // float, and quantizes the result with the output's scale and zero point, rounding half
 // to even and saturating. QLinearAdd and QLinearMul broadcast like Add; QLinearSigmoid and
-// QLinearLeakyRelu map each of the 256 codes through a table; QLinearGlobalAveragePool
+// QLinearLeakyRelu map each of the 256 codes through a table; QLinearSoftmax runs in
+// float along its axis; QLinearGlobalAveragePool
 // averages each plane (NCHW, or NHWC with channels_last); QLinearConcat requantizes each
 // input into its slice of the output. Scales are float scalars, zero points scalars of the
 // data's type (0 when omitted).
@@ -230,6 +231,58 @@ class QLinearConcatKernel final : public Kernel {
   int64_t axis_;
 };
 
+// QLinearSoftmax: (X, X_scale, X_zp, Y_scale, Y_zp); attributes axis and opset (the
+// Softmax version it follows: below 13 the input is flattened to 2-D at axis, from 13 the
+// softmax runs along the axis alone).
+class QLinearSoftmaxKernel final : public Kernel {
+ public:
+  QLinearSoftmaxKernel(DataType t, int64_t axis, int64_t opset)
+      : t_(t), axis_(axis), opset_(opset) {}
+  Status compute(KernelContext& ctx) const override {
+    NXRT_ASSIGN_OR_RETURN(Quant qx, read_quant(ctx, 1, 2, "X"));
+    NXRT_ASSIGN_OR_RETURN(Quant qy, read_quant(ctx, 3, 4, "Y"));
+    const Tensor& x = *ctx.input(0);
+    const Shape& s = x.shape();
+    int64_t axis = axis_;
+    if (!normalize_axis(axis, int64_t(s.size())))
+      return invalid_argument("axis ", axis_, " is out of range for rank ", s.size());
+    // Rows of `len` values, `inner` apart (inner is 1 for the flattened form).
+    const bool flat = opset_ < 13;
+    const int64_t len = flat ? s.product(size_t(axis), s.size()) : s[size_t(axis)];
+    const int64_t inner = flat ? 1 : s.product(size_t(axis) + 1, s.size());
+    const int64_t outer = s.product(0, size_t(axis));
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, s));
+    if (t_ == DataType::kUint8)
+      run<uint8_t>(x, *y, outer, len, inner, qx, qy);
+    else
+      run<int8_t>(x, *y, outer, len, inner, qx, qy);
+    return Status();
+  }
+
+ private:
+  template <typename T>
+  void run(const Tensor& x, Tensor& y, int64_t outer, int64_t len, int64_t inner, const Quant& qx,
+           const Quant& qy) const {
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    std::vector<float> e(static_cast<size_t>(len));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t base = o * len * inner + i;
+        T top = px[base];
+        for (int64_t k = 1; k < len; ++k) top = std::max(top, px[base + k * inner]);
+        float sum = 0;
+        for (int64_t k = 0; k < len; ++k)
+          sum += e[size_t(k)] = std::exp((float(px[base + k * inner]) - float(top)) * qx.scale);
+        for (int64_t k = 0; k < len; ++k)
+          py[base + k * inner] = quantize<T>(e[size_t(k)] / sum, qy);
+      }
+  }
+
+  DataType t_;
+  int64_t axis_, opset_;
+};
+
 // The 8-bit type of input `data`; the others at `scales` must be float, at `zeros` the same
 // 8-bit type (when given).
 Expected<DataType> check_types(KernelInit& init, const std::vector<size_t>& data,
@@ -278,6 +331,15 @@ Expected<KernelPtr> create_qlinear_global_average_pool(KernelInit& init) {
   const bool channels_last = attrs.get_int("channels_last", 0) != 0;
   NXRT_RETURN_IF_ERROR(attrs.status());
   return make_kernel<QLinearGlobalAveragePoolKernel>(t, channels_last);
+}
+
+Expected<KernelPtr> create_qlinear_softmax(KernelInit& init) {
+  NXRT_ASSIGN_OR_RETURN(DataType t, check_types(init, {0}, {1, 3}, {2, 4}));
+  AttrReader attrs(init.node);
+  const int64_t axis = attrs.get_int("axis", -1);
+  const int64_t opset = attrs.require_int("opset");
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  return make_kernel<QLinearSoftmaxKernel>(t, axis, opset);
 }
 
 Expected<KernelPtr> create_qlinear_concat(KernelInit& init) {
