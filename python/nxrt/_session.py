@@ -241,12 +241,8 @@ def _to_feed(name, value, is_sequence=False):
 def _from_result(code, value):
     if code == -1:
         return [_from_result(c, v) for c, v in value]
-    if code == -2:
-        # A sequence of maps sharing their keys (ZipMap): a list of dicts, as onnxruntime
-        # returns it, keys and values as Python scalars.
-        keys, values = (_from_result(c, v) for c, v in value)
-        keys = keys.tolist()
-        return [dict(zip(keys, row)) for row in values.reshape(len(values), len(keys)).tolist()]
+    if code == -2:  # a sequence of maps (ZipMap): the list of dicts, as onnxruntime returns it
+        return value
     if code == 0:
         return None
     if code == _dtypes.STRING:

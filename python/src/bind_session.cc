@@ -134,11 +134,26 @@ nb::object to_native(Tensor&& tensor) {
 }
 
 // One output value: a tensor as above, a sequence as (-1, [tensors...]), maps as
-// (-2, (keys, values)) (ValueKind::kMapSequence), none as (0, None).
+// (-2, [dicts...]) (ValueKind::kMapSequence), none as (0, None).
 nb::object value_to_python(Value&& value, bool as_values) {
   if (value.is_sequence() && value.maps && value.sequence->size() == 2) {
-    const TensorSequence& s = *value.sequence;
-    return nb::make_tuple(-2, nb::make_tuple(to_python(Tensor(s[0])), to_python(Tensor(s[1]))));
+    // The dicts are built here: through numpy arrays and Python they cost 4 us a call.
+    const Tensor& keys = (*value.sequence)[0];
+    const Tensor& values = (*value.sequence)[1];
+    const int64_t classes = keys.numel(), rows = classes > 0 ? values.numel() / classes : 0;
+    std::vector<nb::object> key_objects;
+    for (int64_t j = 0; j < classes; ++j)
+      key_objects.push_back(keys.dtype() == DataType::kString
+                                ? nb::object(nb::str(keys.data<std::string>()[j].c_str()))
+                                : nb::object(nb::int_(keys.data<int64_t>()[j])));
+    nb::list maps;
+    for (int64_t i = 0; i < rows; ++i) {
+      nb::dict row;
+      for (int64_t j = 0; j < classes; ++j)
+        row[key_objects[size_t(j)]] = nb::float_(double(values.data<float>()[i * classes + j]));
+      maps.append(row);
+    }
+    return nb::make_tuple(-2, maps);
   }
   if (value.is_sequence()) {
     nb::list items;
