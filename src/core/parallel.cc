@@ -17,7 +17,7 @@ thread_local Parallel* t_current = nullptr;
 // microseconds on a VM, more than many of the loops a model hands the pool. Workers spin
 // for kSpinTime after their last piece of work, then sleep on a condition variable, so an
 // idle session burns no CPU.
-constexpr auto kSpinTime = std::chrono::microseconds(300);
+constexpr auto kSpinTime = std::chrono::microseconds(1000);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
