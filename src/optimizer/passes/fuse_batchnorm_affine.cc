@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "optimizer/passes/activation.h"
+#include "optimizer/passes/batchnorm.h"
 #include "optimizer/passes/passes.h"
 
 namespace nxrt::optimizer {
@@ -89,17 +90,6 @@ const Tensor* channel_operand(const ir::Node& op, const std::string& value, int6
   const int64_t channel_axis = int64_t(c->rank()) - (rank - 1);
   if (channel_axis < 0 || c->numel() != channels) return nullptr;
   return c->shape()[size_t(channel_axis)] == channels ? c : nullptr;
-}
-
-bool is_inference_batchnorm(const ir::Node& bn, const GraphView& view) {
-  if (!is_onnx_op(bn, "BatchNormalization") || bn.inputs.size() != 5) return false;
-  if (const ir::Attribute* a = bn.find_attribute("training_mode"); a && a->i != 0) return false;
-  if (const ir::Attribute* a = bn.find_attribute("spatial"); a && a->i != 1) return false;
-  for (size_t o = 1; o < bn.outputs.size(); ++o)
-    if (!bn.outputs[o].empty() &&
-        (view.use_count(bn.outputs[o]) > 0 || view.is_graph_output(bn.outputs[o])))
-      return false;
-  return !bn.outputs.empty() && !bn.outputs[0].empty();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "optimizer/graph_view.h"
+#include "optimizer/passes/batchnorm.h"
 #include "optimizer/passes/passes.h"
 
 namespace nxrt::optimizer {
@@ -30,19 +31,6 @@ void set_element(Tensor& t, int64_t i, double v) {
     t.data<double>()[i] = v;
 }
 
-// True when the BN node computes plain inference-mode normalization of its input.
-bool is_inference_batchnorm(const ir::Node& bn, const GraphView& view) {
-  if (!is_onnx_op(bn, "BatchNormalization") || bn.inputs.size() != 5) return false;
-  if (const ir::Attribute* a = bn.find_attribute("training_mode"); a && a->i != 0) return false;
-  if (const ir::Attribute* a = bn.find_attribute("spatial"); a && a->i != 1) return false;
-  // Running-statistics outputs (old opsets, training) must not be read.
-  for (size_t o = 1; o < bn.outputs.size(); ++o)
-    if (!bn.outputs[o].empty() &&
-        (view.use_count(bn.outputs[o]) > 0 || view.is_graph_output(bn.outputs[o])))
-      return false;
-  return !bn.outputs.empty() && !bn.outputs[0].empty();
-}
-
 // The inference BatchNormalization that alone reads Conv node n's output, or -1.
 int batchnorm_after(size_t n, const ir::Graph& graph, const GraphView& view,
                     const GraphEditor& edit) {
@@ -56,6 +44,18 @@ int batchnorm_after(size_t n, const ir::Graph& graph, const GraphView& view,
 }
 
 }  // namespace
+
+bool is_inference_batchnorm(const ir::Node& bn, const GraphView& view) {
+  if (!is_onnx_op(bn, "BatchNormalization") || bn.inputs.size() != 5) return false;
+  if (const ir::Attribute* a = bn.find_attribute("training_mode"); a && a->i != 0) return false;
+  if (const ir::Attribute* a = bn.find_attribute("spatial"); a && a->i != 1) return false;
+  // Running-statistics outputs (old opsets, training) must not be read.
+  for (size_t o = 1; o < bn.outputs.size(); ++o)
+    if (!bn.outputs[o].empty() &&
+        (view.use_count(bn.outputs[o]) > 0 || view.is_graph_output(bn.outputs[o])))
+      return false;
+  return !bn.outputs.empty() && !bn.outputs[0].empty();
+}
 
 Status fuse_conv_batchnorm(ir::Graph& graph, PassContext& ctx) {
   GraphView view(graph, ctx);

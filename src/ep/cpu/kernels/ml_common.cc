@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ep/cpu/kernels/common.h"
+
 namespace nxrt::cpu {
 namespace {
 
@@ -60,6 +62,27 @@ Expected<PostTransform> parse_post(const std::string& s) {
   if (s == "SOFTMAX_ZERO") return PostTransform::kSoftmaxZero;
   if (s == "PROBIT") return PostTransform::kProbit;
   return invalid_graph("unknown post_transform '", s, "'");
+}
+
+Status read_feature_rows(const Tensor& x, std::vector<double>& values, int64_t& rows,
+                         int64_t& cols) {
+  if (x.rank() != 1 && x.rank() != 2)
+    return invalid_argument("X must have shape [N, F], got ", x.shape().to_string());
+  rows = x.rank() == 1 ? 1 : x.shape()[0];
+  cols = x.shape().back();
+  values.resize(size_t(x.numel()));
+  switch (x.dtype()) {
+    NXRT_CASE(kFloat, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
+    NXRT_CASE(kDouble, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
+    NXRT_CASE(kInt64, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
+    NXRT_CASE(kInt32, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
+    NXRT_CASE(kFloat16,
+              for (int64_t i = 0; i < x.numel(); ++i) values[size_t(i)] = float(x.data<T>()[i]))
+    default:
+      return invalid_argument("X of type ", dtype_name(x.dtype()),
+                              " is not supported (float, double, int64, int32, float16)");
+  }
+  return Status();
 }
 
 }  // namespace nxrt::cpu

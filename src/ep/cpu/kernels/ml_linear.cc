@@ -18,22 +18,10 @@ namespace {
 // logreg_iris.onnx declares 2 features for 4 per class, and runs), so nxrt does too.
 Status read_features(const Tensor& x, int64_t features, std::vector<double>& values,
                      int64_t& rows) {
-  if (x.rank() != 1 && x.rank() != 2)
-    return invalid_argument("X must have shape [N, F], got ", x.shape().to_string());
-  const int64_t cols = x.shape().back();
+  int64_t cols = 0;
+  NXRT_RETURN_IF_ERROR(read_feature_rows(x, values, rows, cols));
   if (cols > features || cols == 0)
     return invalid_argument("X has ", cols, " features; the coefficients are for ", features);
-  rows = x.rank() == 1 ? 1 : x.shape()[0];
-  values.resize(size_t(x.numel()));
-  switch (x.dtype()) {
-    NXRT_CASE(kFloat, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
-    NXRT_CASE(kDouble, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
-    NXRT_CASE(kInt64, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
-    NXRT_CASE(kInt32, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
-    default:
-      return invalid_argument("X of type ", dtype_name(x.dtype()),
-                              " is not supported (float, double, int64, int32)");
-  }
   return Status();
 }
 

@@ -70,19 +70,11 @@ Status read_svm(KernelInit& init, AttrReader& attrs, SvmParams& p) {
 
 // X as rows of doubles with `features` columns.
 Status read_rows(const Tensor& x, int64_t features, std::vector<double>& values, int64_t& rows) {
-  if ((x.rank() != 1 && x.rank() != 2) || (features > 0 && x.shape().back() != features))
+  int64_t cols = 0;
+  NXRT_RETURN_IF_ERROR(read_feature_rows(x, values, rows, cols));
+  if (features > 0 && cols != features)
     return invalid_argument("X has shape ", x.shape().to_string(), "; expected [N, ", features,
                             "]");
-  rows = x.rank() == 1 ? 1 : x.shape()[0];
-  values.resize(size_t(x.numel()));
-  switch (x.dtype()) {
-    NXRT_CASE(kFloat, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
-    NXRT_CASE(kDouble, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
-    NXRT_CASE(kInt64, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
-    NXRT_CASE(kInt32, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
-    default:
-      return invalid_argument("X of type ", dtype_name(x.dtype()), " is not supported");
-  }
   return Status();
 }
 

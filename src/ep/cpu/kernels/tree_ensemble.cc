@@ -139,28 +139,10 @@ void score_row(const Forest& f, const double* x, double* scores, std::vector<uin
 // Reads X as rows of doubles; [F] is one row.
 Status read_rows(const Tensor& x, const Forest& f, std::vector<double>& values, int64_t& rows,
                  int64_t& cols) {
-  if (x.rank() == 1) {
-    rows = 1;
-    cols = x.shape()[0];
-  } else if (x.rank() == 2) {
-    rows = x.shape()[0];
-    cols = x.shape()[1];
-  } else
-    return invalid_argument("X must have shape [N, F], got ", x.shape().to_string());
+  NXRT_RETURN_IF_ERROR(read_feature_rows(x, values, rows, cols));
   if (f.max_feature >= cols)
     return invalid_argument("the trees read feature ", f.max_feature, " but X has ", cols,
                             " features");
-  values.resize(size_t(x.numel()));
-  switch (x.dtype()) {
-    NXRT_CASE(kFloat, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
-    NXRT_CASE(kDouble, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
-    NXRT_CASE(kInt64, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
-    NXRT_CASE(kInt32, std::copy(x.data<T>(), x.data<T>() + x.numel(), values.begin()))
-    NXRT_CASE(kFloat16,
-              for (int64_t i = 0; i < x.numel(); ++i) values[size_t(i)] = float(x.data<T>()[i]))
-    default:
-      return invalid_argument("unsupported X type ", dtype_name(x.dtype()));
-  }
   return Status();
 }
 
