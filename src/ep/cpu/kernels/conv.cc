@@ -804,15 +804,16 @@ class ConvKernel final : public Kernel {
 
   // Constant weights packed as left operands (per group W_g, Mg x K) on first use, once
   // for all runs: only models that reach the wide paths pay the memory for a second
-  // packing. `shifted`: for shifted_rows, whose B rows overlap in cache, in K slices as
-  // deep as 320 (one C pass for most 3x3 convs of up to 32 channels, even splits above);
-  // else the GEMM's own depth, which suits a B read in place from an im2col.
+  // packing. `deep`: in K slices as deep as 320 (one C pass for most 3x3 convs of up to
+  // 32 channels, even splits above), for B rows read in place that overlap in cache or
+  // are few (shifted_rows, pointwise convs); else the GEMM's own depth, which suits an
+  // im2col matrix. A pointwise conv uses the deep packing on both its paths.
   const std::vector<gemm::PackedMatrix>& left_packed(
-      const float* w, int64_t G, int64_t Mg, int64_t K, bool shifted,
+      const float* w, int64_t G, int64_t Mg, int64_t K, bool deep,
       gemm::MicroKernel kernel = gemm::MicroKernel::kAuto) const {
-    LazyLeft& lazy = shifted ? *shifted_left_ : *left_;
+    LazyLeft& lazy = deep ? *deep_left_ : *left_;
     std::call_once(lazy.once, [&] {
-      const int64_t slices = (K + 319) / 320, depth = shifted ? (K + slices - 1) / slices : 0;
+      const int64_t slices = (K + 319) / 320, depth = deep ? (K + slices - 1) / slices : 0;
       for (int64_t g = 0; g < G; ++g)
         lazy.groups.push_back(
             gemm::PackedMatrix::pack_left(false, Mg, K, w + g * Mg * K, K, kernel, depth));
@@ -1180,8 +1181,8 @@ class ConvKernel final : public Kernel {
       if (packed) {
         if (winograd(L, N, C, M, x, w, y, z, bias, scale)) return;
         if (shifted_rows(L, N, C, M, x, w, y, z, bias, scale)) return;
-        // A pointwise conv reads its input in place: deep K slices (as the row-pointer
-        // path packs them) write each block of Y fewer times.
+        // A pointwise conv reads its input in place: deep K slices write each block of Y
+        // fewer times.
         left = &left_packed(w, G, Mg, K, pointwise);
       }
     }
@@ -1230,7 +1231,7 @@ class ConvKernel final : public Kernel {
     std::vector<gemm::PackedMatrix> groups;
   };
   std::unique_ptr<LazyLeft> left_ = std::make_unique<LazyLeft>();
-  std::unique_ptr<LazyLeft> shifted_left_ = std::make_unique<LazyLeft>();
+  std::unique_ptr<LazyLeft> deep_left_ = std::make_unique<LazyLeft>();
   // The 16 Winograd-transformed weight matrices (M x C each), packed as left operands.
   std::unique_ptr<LazyLeft> winograd_left_ = std::make_unique<LazyLeft>();
 };

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "ep/cpu/vmath/vmath.h"
 #include "ep/kernel.h"
@@ -14,6 +15,14 @@ struct FusedActivation {
   vmath::Unary fn;
   vmath::UnaryParams params;
 };
+
+// The vmath function of an activation name and how many parameters it takes; nullopt for
+// a name none of the fused ops knows.
+struct ActivationKind {
+  vmath::Unary fn;
+  size_t params;
+};
+std::optional<ActivationKind> activation_kind(const std::string& name);
 
 // nullopt when the node names no activation; an error naming `op` for an unknown one or
 // a wrong number of parameters.

@@ -613,24 +613,20 @@ Expected<KernelPtr> create_fused_gemm(KernelInit& init) {
   const float beta = attrs.get_float("beta", 1.0f);
   const std::string name = attrs.get_string("activation");
   vmath::UnaryParams params;
-  params.alpha = attrs.get_float("activation_alpha", name == "LeakyRelu" ? 0.01f : 0.2f);
+  params.alpha = attrs.get_float("activation_alpha", name == "LeakyRelu"   ? 0.01f
+                                                     : name == "QuickGelu" ? 1.702f
+                                                                           : 0.2f);
   params.beta = attrs.get_float("activation_beta", 0.5f);
   NXRT_RETURN_IF_ERROR(attrs.status());
-  std::optional<FusedActivation> activation;
-  if (name == "Relu")
-    activation = FusedActivation{vmath::Unary::kRelu, params};
-  else if (name == "Tanh")
-    activation = FusedActivation{vmath::Unary::kTanh, params};
-  else if (name == "Sigmoid")
-    activation = FusedActivation{vmath::Unary::kSigmoid, params};
-  else if (name == "LeakyRelu")
-    activation = FusedActivation{vmath::Unary::kLeakyRelu, params};
-  else if (name == "HardSigmoid")
-    activation = FusedActivation{vmath::Unary::kHardSigmoid, params};
-  else if (!name.empty())
+  // onnxruntime's FusedGemm names the parameters activation_alpha / _beta, not
+  // activation_params; Clip's bounds would come from elsewhere, so it is left out.
+  const std::optional<ActivationKind> kind = activation_kind(name);
+  if (!name.empty() && (!kind || kind->fn == vmath::Unary::kClip))
     return init.error(StatusCode::kNotImplemented, "activation '", name,
                       "' is not one FusedGemm supports (Relu, Tanh, Sigmoid, LeakyRelu, "
-                      "HardSigmoid)");
+                      "HardSigmoid, HardSwish, QuickGelu)");
+  std::optional<FusedActivation> activation;
+  if (kind) activation = FusedActivation{kind->fn, params};
   init.set_all_outputs(DataType::kFloat);
   PackedB packed;
   if (const Tensor* b = init.constant_input(1)) packed.pack(*b, tb);

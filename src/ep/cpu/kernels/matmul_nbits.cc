@@ -49,25 +49,30 @@ inline int code_at(const uint8_t* row, int64_t i, int64_t bits) {
   return (row[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
 }
 
-// W [N, K] in float, row n = dequantized weights of output n.
-std::vector<float> dequantize_weights(const NBitsShape& g, const Tensor& b, const Tensor& scales,
-                                      const Tensor* zero_points) {
-  std::vector<float> w(size_t(g.N * g.K));
+// W [N, K] in float, row n = dequantized weights of output n, after checking the weight
+// inputs' sizes. Allocated within the tensor limits: a 4-bit B grows 8x here.
+Expected<Tensor> dequantize_weights(const NBitsShape& g, const Tensor& b, const Tensor& scales,
+                                    const Tensor* zero_points) {
+  NXRT_RETURN_IF_ERROR(check_weights(g, b, scales, zero_points));
+  NXRT_ASSIGN_OR_RETURN(Tensor w,
+                        Tensor::allocate_uninitialized(DataType::kFloat, Shape{g.N, g.K}));
   const uint8_t* codes = b.data<uint8_t>();
   const float* scale = scales.data<float>();
+  const bool packed_zeros = zero_points && zero_points->dtype() == DataType::kUint8;
   const float fallback = float(1 << (g.bits - 1));
+  float* pw = w.data<float>();
   parallel_for(size_t(g.N), [&](size_t n) {
     for (int64_t blk = 0; blk < g.blocks(); ++blk) {
       const int64_t q = int64_t(n) * g.blocks() + blk;
-      float zp = fallback;
-      if (zero_points && zero_points->dtype() == DataType::kUint8)
-        zp = float(
-            code_at(zero_points->data<uint8_t>() + int64_t(n) * g.zero_point_bytes(), blk, g.bits));
-      else if (zero_points)
-        zp = zero_points->data<float>()[q];
+      const float zp =
+          packed_zeros
+              ? float(code_at(zero_points->data<uint8_t>() + int64_t(n) * g.zero_point_bytes(), blk,
+                              g.bits))
+          : zero_points ? zero_points->data<float>()[q]
+                        : fallback;
       const uint8_t* block = codes + q * g.blob();
       const int64_t k0 = blk * g.block_size, count = std::min(g.block_size, g.K - k0);
-      float* out = w.data() + int64_t(n) * g.K + k0;
+      float* out = pw + int64_t(n) * g.K + k0;
       for (int64_t i = 0; i < count; ++i)
         out[i] = (float(code_at(block, i, g.bits)) - zp) * scale[q];
     }
@@ -81,9 +86,8 @@ class MatMulNBitsKernel final : public Kernel {
 
   // Dequantizes and packs constant weights once.
   Status pack(const Tensor& b, const Tensor& scales, const Tensor* zero_points) {
-    NXRT_RETURN_IF_ERROR(check_weights(g_, b, scales, zero_points));
-    const std::vector<float> w = dequantize_weights(g_, b, scales, zero_points);
-    packed_ = gemm::PackedMatrix::pack_right(true, g_.K, g_.N, w.data(), g_.K);
+    NXRT_ASSIGN_OR_RETURN(Tensor w, dequantize_weights(g_, b, scales, zero_points));
+    packed_ = gemm::PackedMatrix::pack_right(true, g_.K, g_.N, w.data<float>(), g_.K);
     return Status();
   }
 
@@ -99,16 +103,14 @@ class MatMulNBitsKernel final : public Kernel {
     Shape out = a.shape();
     out[out.size() - 1] = g_.N;
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
-    const int64_t M = g_.K > 0 ? a.numel() / g_.K : out.numel() / std::max<int64_t>(g_.N, 1);
+    const int64_t M = a.numel() / g_.K;  // K > 0 (checked at creation)
     float* py = y->data<float>();
     if (y->numel() == 0) return Status();
     if (packed_.empty()) {
-      const Tensor* zero_points = ctx.input(3);
-      NXRT_RETURN_IF_ERROR(check_weights(g_, *ctx.input(1), *ctx.input(2), zero_points));
-      const std::vector<float> w =
-          dequantize_weights(g_, *ctx.input(1), *ctx.input(2), zero_points);
-      gemm::sgemm(false, true, M, g_.N, g_.K, 1.0f, a.data<float>(), g_.K, w.data(), g_.K, 0.0f, py,
-                  g_.N);
+      NXRT_ASSIGN_OR_RETURN(Tensor w,
+                            dequantize_weights(g_, *ctx.input(1), *ctx.input(2), ctx.input(3)));
+      gemm::sgemm(false, true, M, g_.N, g_.K, 1.0f, a.data<float>(), g_.K, w.data<float>(), g_.K,
+                  0.0f, py, g_.N);
     } else {
       gemm::sgemm_packed_right(false, M, 1.0f, a.data<float>(), g_.K, packed_, 0.0f, py, g_.N);
     }
@@ -149,7 +151,7 @@ Expected<KernelPtr> create_matmul_nbits(KernelInit& init) {
     return init.error(StatusCode::kInvalidGraph,
                       "block_size must be a power of 2 of at least 16, got ", g.block_size);
   if (g.K <= 0 || g.N <= 0 || g.K > (int64_t(1) << 31) || g.N > (int64_t(1) << 31))
-    return init.error(StatusCode::kInvalidGraph, "K and N must be positive, got K = ", g.K,
+    return init.error(StatusCode::kInvalidGraph, "K and N must be in [1, 2^31], got K = ", g.K,
                       ", N = ", g.N);
   init.set_all_outputs(DataType::kFloat);
   auto kernel = std::make_unique<MatMulNBitsKernel>(g);

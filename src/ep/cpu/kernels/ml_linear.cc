@@ -128,12 +128,19 @@ bool features_type_ok(DataType t) {
 }
 
 // Reads coefficients, intercepts and post_transform for `targets` score columns.
-Expected<LinearModel> read_model(KernelInit& init, AttrReader& attrs, int64_t targets) {
+// A classifier (`labels` > 0, targets 0) has one coefficient row per intercept, else one
+// per label, or a single row for a binary model.
+Expected<LinearModel> read_model(KernelInit& init, AttrReader& attrs, int64_t targets,
+                                 size_t labels = 0) {
   LinearModel m;
   for (float v : attrs.get_floats("coefficients")) m.coefficients.push_back(v);
   for (float v : attrs.get_floats("intercepts")) m.intercepts.push_back(v);
   NXRT_ASSIGN_OR_RETURN(m.post, parse_post(attrs.get_string("post_transform", "NONE")));
   NXRT_RETURN_IF_ERROR(attrs.status());
+  if (targets == 0)
+    targets = !m.intercepts.empty()                               ? int64_t(m.intercepts.size())
+              : labels > 0 && m.coefficients.size() % labels == 0 ? int64_t(labels)
+                                                                  : 1;
   m.targets = targets;
   if (targets <= 0 || m.coefficients.empty() || m.coefficients.size() % size_t(targets) != 0)
     return init.error(StatusCode::kInvalidGraph, "coefficients has ", m.coefficients.size(),
@@ -165,14 +172,8 @@ Expected<KernelPtr> create_linear_classifier(KernelInit& init) {
   if (!ints.empty() && !strings.empty())
     return init.error(StatusCode::kInvalidGraph,
                       "has both classlabels_ints and classlabels_strings; expected one");
-  // One coefficient row per class, or a single row for a binary model.
-  const size_t coefficients = attrs.get_floats("coefficients").size();
   const size_t labels = std::max(ints.size(), strings.size());
-  const int64_t intercepts = int64_t(attrs.get_floats("intercepts").size());
-  const int64_t targets = intercepts > 0                             ? intercepts
-                          : labels > 0 && coefficients % labels == 0 ? int64_t(labels)
-                                                                     : 1;
-  NXRT_ASSIGN_OR_RETURN(LinearModel m, read_model(init, attrs, targets));
+  NXRT_ASSIGN_OR_RETURN(LinearModel m, read_model(init, attrs, 0, labels));
   if (labels > 0 && !(m.targets == int64_t(labels) || (m.targets == 1 && labels <= 2)))
     return init.error(StatusCode::kInvalidGraph, "has ", labels, " class labels for ", m.targets,
                       " coefficient rows");

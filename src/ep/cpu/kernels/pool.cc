@@ -132,22 +132,15 @@ Pool2d pool2d_geometry(const Window& w) {
           w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
 }
 
-// The max, or the average, of a window clipped to the plane (its vertical and
-// horizontal ranges from window_range, neither empty). The average divides by the taps
-// inside the plane, or inside the padded plane with count_include_pad.
-float window_value(const Pool2d& g, bool max, bool include_pad, const float* x, const DimRange& vr,
-                   const DimRange& hr) {
-  float acc = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+// The max of a window clipped to the plane (its vertical and horizontal ranges from
+// window_range, neither empty).
+float window_max(const Pool2d& g, const float* x, const DimRange& vr, const DimRange& hr) {
+  float acc = -std::numeric_limits<float>::infinity();
   for (int64_t kh = vr.k_lo; kh < vr.k_hi; ++kh) {
     const float* row = x + (vr.start + kh * g.DH) * g.W + hr.start;
-    for (int64_t kw = hr.k_lo; kw < hr.k_hi; ++kw)
-      acc = max ? vmath::max_keep_nan(acc, row[kw * g.DW]) : acc + row[kw * g.DW];
+    for (int64_t kw = hr.k_lo; kw < hr.k_hi; ++kw) acc = vmath::max_keep_nan(acc, row[kw * g.DW]);
   }
-  if (max) return acc;
-  const int64_t count = include_pad ? padded_taps(vr.start, g.KH, g.DH, g.H, g.PT, g.PB) *
-                                          padded_taps(hr.start, g.KW, g.DW, g.W, g.PL, g.PR)
-                                    : (vr.k_hi - vr.k_lo) * (hr.k_hi - hr.k_lo);
-  return acc / float(count);
+  return acc;
 }
 
 void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, float* y,
@@ -201,45 +194,37 @@ void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, f
   }
 }
 
-// 2-D pooling of `planes` planes at once, without per-row calls or border cases: the
-// planes are stacked into one tall image, each bordered with zeros (average) or -inf
-// (max) to HS x WS, both multiples of the strides (SH, SW) and at least the padded extent
-// the windows read. The horizontal pass is then one reduce_taps over the flattened stack
-// (stride SW: every row's outputs start on a multiple of it), the vertical one a single
-// reduce_rows over the result, whose rows are WS / SW wide (computing every row, of which
-// each SH-th is kept: cheaper than a call per output row on small maps), and the kept
-// outputs move to Y. Windows that cross a row or plane edge are computed and dropped.
-// Small planes (inception's 3x3 pools on 7 to 28 wide maps) pay per row otherwise. (The
-// caller takes it for stride 1 only: strided pools measured slower here than
-// vmath::pool_plane, whose windows read X in place.)
-// Every window must reach the input (pads smaller than the window) and the last ones
-// start inside it, which the caller checks. An average divides by the taps its window has
-// in the input, or in the padded input with count_include_pad.
+// Stride-1 2-D pooling of `planes` planes at once, without per-row calls or border
+// cases: the planes are stacked into one tall zero- (average) or -inf- (max) bordered image
+// of HP x WP each (the padded extent), so the horizontal pass is one reduce_taps over the
+// flattened stack, the vertical one a single reduce_rows over its result, and the kept
+// outputs move to Y (windows that cross a row or plane edge are computed and dropped).
+// Small planes (inception's 3x3 pools on 7 to 28 wide maps) pay per row otherwise; strided
+// pools measured slower this way than vmath::pool_plane, whose windows read X in place.
+// Every window must reach the input (pads smaller than the window), which the caller
+// checks. An average divides by the taps its window has in the input, or in the padded
+// input with count_include_pad.
 void pool2d_stacked(const Pool2d& g, bool max, bool include_pad, const float* x, float* y,
                     int64_t planes) {
   if (planes <= 0) return;
-  auto round_up = [](int64_t v, int64_t m) { return (v + m - 1) / m * m; };
-  const int64_t HS =
-      round_up(std::max((g.OH - 1) * g.SH + (g.KH - 1) * g.DH + 1, g.PT + g.H), g.SH);
-  const int64_t WS =
-      round_up(std::max((g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1, g.PL + g.W), g.SW);
-  const int64_t flat = planes * HS * WS, row = WS / g.SW, rows = planes * HS;
+  const int64_t HP = g.OH + (g.KH - 1) * g.DH, WP = g.OW + (g.KW - 1) * g.DW;
+  const int64_t rows = planes * HP, flat = rows * WP;
   // reduce_taps reads up to (KW - 1) * DW past the last window start, in 16-lane blocks.
-  const int64_t tail = (g.KW - 1) * g.DW + 16 * g.SW;
+  const int64_t tail = (g.KW - 1) * g.DW + 16;
   float* padded = thread_scratch<float>(size_t(flat + tail), 1);
-  float* horizontal = thread_scratch<float>(size_t(rows * row), 2);
+  float* horizontal = thread_scratch<float>(size_t(flat), 2);
   const float fill = max ? -std::numeric_limits<float>::infinity() : 0.0f;
-  vmath::pad_planes(x, planes, g.H, g.W, g.PT, g.PL, HS, WS, HS * WS, fill, padded);
+  vmath::pad_planes(x, planes, g.H, g.W, g.PT, g.PL, HP, WP, HP * WP, fill, padded);
   std::fill(padded + flat, padded + flat + tail, fill);
-  vmath::reduce_taps(max, padded, size_t(rows * row), g.SW, g.KW, g.DW, 1.0f, horizontal);
-  // Vertical: element i of `vertical` (reusing `padded`) reduces rows i / row + kh * DH.
+  vmath::reduce_taps(max, padded, size_t(flat), 1, g.KW, g.DW, 1.0f, horizontal);
+  // Vertical: element i of `vertical` (reusing `padded`) reduces rows i / WP + kh * DH.
   SmallVec<const float*, 16> taps;
-  for (int64_t kh = 0; kh < g.KH; ++kh) taps.push_back(horizontal + kh * g.DH * row);
+  for (int64_t kh = 0; kh < g.KH; ++kh) taps.push_back(horizontal + kh * g.DH * WP);
   float* vertical = padded;
   vmath::reduce_rows(max, taps.data(), taps.size(), vertical,
-                     size_t((rows - (g.KH - 1) * g.DH) * row));
-  // Output row oh of plane p is row p * HS + oh * SH of the stack.
-  auto kept = [&](int64_t p, int64_t oh) { return vertical + (p * HS + oh * g.SH) * row; };
+                     size_t((rows - (g.KH - 1) * g.DH) * WP));
+  // Output row oh of plane p is row p * HP + oh of the stack.
+  auto kept = [&](int64_t p, int64_t oh) { return vertical + (p * HP + oh) * WP; };
   if (max) {
     for (int64_t p = 0; p < planes; ++p)
       for (int64_t oh = 0; oh < g.OH; ++oh)
@@ -256,10 +241,9 @@ void pool2d_stacked(const Pool2d& g, bool max, bool include_pad, const float* x,
   };
   float* inverse = thread_scratch<float>(size_t(g.OH * g.OW), 3);
   for (int64_t oh = 0; oh < g.OH; ++oh) {
-    const float th = taps_of(oh * g.SH - g.PT, g.KH, g.DH, g.H, g.PT, g.PB);
+    const float th = taps_of(oh - g.PT, g.KH, g.DH, g.H, g.PT, g.PB);
     for (int64_t ow = 0; ow < g.OW; ++ow)
-      inverse[oh * g.OW + ow] =
-          1.0f / (th * taps_of(ow * g.SW - g.PL, g.KW, g.DW, g.W, g.PL, g.PR));
+      inverse[oh * g.OW + ow] = 1.0f / (th * taps_of(ow - g.PL, g.KW, g.DW, g.W, g.PL, g.PR));
   }
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t oh = 0; oh < g.OH; ++oh) {
@@ -368,15 +352,13 @@ class PoolKernel final : public Kernel {
         for (int64_t p = int64_t(piece); p < planes; p += int64_t(pieces)) {
           const float* src = x.data<float>() + p * in_size;
           float* dst = y.data<float>() + p * out_size;
-          vmath::pool_plane(max, src + (oh_lo * g.SH - g.PT) * g.W + ow_lo * g.SW - g.PL, g.W, win,
-                            1.0f / float(g.KH * g.KW), dst + oh_lo * g.OW + ow_lo);
+          vmath::pool_plane(true, src + (oh_lo * g.SH - g.PT) * g.W + ow_lo * g.SW - g.PL, g.W, win,
+                            1.0f, dst + oh_lo * g.OW + ow_lo);
           for (int64_t oh = 0; oh < g.OH; ++oh) {
             const bool inner_row = oh >= oh_lo && oh < oh_hi;
             for (int64_t ow = 0; ow < g.OW; ++ow) {
               if (inner_row && ow == ow_lo) ow = ow_hi;
-              if (ow < g.OW)
-                dst[oh * g.OW + ow] =
-                    window_value(g, max, prm_.count_include_pad, src, vr[oh], hr[ow]);
+              if (ow < g.OW) dst[oh * g.OW + ow] = window_max(g, src, vr[oh], hr[ow]);
             }
           }
         }
@@ -385,10 +367,7 @@ class PoolKernel final : public Kernel {
     }
     if (windows_reach && g.SH == 1 && g.SW == 1) {
       // Stacks of about 64K floats (in L2), split among the threads.
-      auto round_up = [](int64_t v, int64_t m) { return (v + m - 1) / m * m; };
-      const int64_t padded_plane =
-          round_up(std::max((g.OH - 1) * g.SH + (g.KH - 1) * g.DH + 1, g.PT + g.H), g.SH) *
-          round_up(std::max((g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1, g.PL + g.W), g.SW);
+      const int64_t padded_plane = (g.OH + (g.KH - 1) * g.DH) * (g.OW + (g.KW - 1) * g.DW);
       const int64_t per_stack = std::max<int64_t>(1, (int64_t(1) << 16) / padded_plane);
       const int64_t stacks = std::min<int64_t>(
           planes, std::max<int64_t>(int64_t(pieces), (planes + per_stack - 1) / per_stack));
