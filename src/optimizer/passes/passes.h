@@ -39,6 +39,9 @@ Status fuse_activation_affine(ir::Graph& graph, PassContext& ctx);
 // BatchNormalization with constant parameters, the Mul/Add by per-channel constants and
 // the activation after it: one nxrt ChannelAffine node.
 Status fuse_batchnorm_affine(ir::Graph& graph, PassContext& ctx);
+// Float32 2-D convolutions, and the pools, Concats and elementwise ops between them, to
+// nxrt's channel-blocked (NCHWc) ops, reordering back where plain readers need it.
+Status layout_nchwc(ir::Graph& graph, PassContext& ctx);
 // Nodes none of whose outputs anything reads.
 Status eliminate_dead_nodes(ir::Graph& graph, PassContext& ctx);
 

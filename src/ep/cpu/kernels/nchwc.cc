@@ -1,0 +1,440 @@
+// nxrt's NCHWc ops, which the layout_nchwc pass puts in place of float32 2-D convolutions
+// and the pools and reorders around them (vmath/nchwc.h for the layout):
+//   NchwcConv(X, W, B?, Z?): Conv or FusedConv (activation, post_scale/post_shift, a sum
+//     input Z in the blocked layout). X is plain [N, C, H, W] or blocked
+//     [N, ceil(C/16), H, W, 16]; Y is blocked. W must be constant: it is blocked once.
+//   NchwcMaxPool / NchwcAveragePool: the ONNX pools' attributes, blocked in and out.
+//   NchwcGlobalAveragePool / NchwcGlobalMaxPool: [N, Cb, H, W, 16] -> [N, Cb, 1, 1, 16].
+//   NchwcToNchw(X; channels): blocked back to plain, dropping the padding channels.
+#include "ep/cpu/vmath/nchwc.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/parallel.h"
+#include "ep/cpu/kernels/common.h"
+#include "ep/cpu/kernels/conv_geometry.h"
+#include "ep/cpu/kernels/fused_activation.h"
+
+namespace nxrt::cpu {
+namespace {
+
+constexpr int64_t kB = vmath::kNchwcBlock;
+// Multiply-adds (or window taps) below which a piece of work stays on one thread.
+constexpr double kMinWork = double(1 << 20);
+
+int64_t blocks_of(int64_t channels) { return (channels + kB - 1) / kB; }
+
+// Splits [0, rows) of `items` independent (image, block group) items into about
+// `pieces` tasks and runs fn(item, row0, row1) for each on the run's threads.
+template <typename Fn>
+void parallel_rows(int64_t items, int64_t rows, double work, Fn fn) {
+  const int64_t pieces = int64_t(parallel_pieces(work, kMinWork));
+  // Several tasks per thread when there are few items: uneven items then even out.
+  const int64_t wanted = pieces > 1 ? 4 * pieces : 1;
+  const int64_t chunks = std::clamp<int64_t>((wanted + items - 1) / items, 1, rows);
+  const int64_t per = (rows + chunks - 1) / chunks;
+  const int64_t row_tasks = (rows + per - 1) / per;
+  parallel_for(size_t(items * row_tasks), [&](size_t task) {
+    const int64_t item = int64_t(task) / row_tasks, r0 = int64_t(task) % row_tasks * per;
+    fn(item, r0, std::min(rows, r0 + per));
+  });
+}
+
+// The spatial dims and channel blocks of a blocked [N, Cb, H, W, 16] tensor.
+Status check_blocked(const Tensor& x, const char* what) {
+  if (x.dtype() != DataType::kFloat || x.rank() != 5 || x.shape()[4] != kB)
+    return invalid_argument(what, " must be a float tensor [N, C/16, H, W, 16], got ",
+                            tensor_type_name(x.dtype()), " ", x.shape().to_string());
+  return Status();
+}
+
+class NchwcConvKernel final : public Kernel {
+ public:
+  NchwcConvKernel(WindowAttrs attrs, bool depthwise, int64_t out_channels, int64_t in_channels,
+                  std::vector<int64_t> kernel, Tensor weights, vmath::NchwcEpilogue epilogue,
+                  bool has_sum)
+      : attrs_(std::move(attrs)),
+        depthwise_(depthwise),
+        out_channels_(out_channels),
+        in_channels_(in_channels),
+        kernel_(std::move(kernel)),
+        weights_(std::move(weights)),
+        epilogue_(epilogue),
+        has_sum_(has_sum) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const bool blocked = x.rank() == 5;
+    if (x.dtype() != DataType::kFloat || (x.rank() != 4 && !blocked) ||
+        (blocked && x.shape()[4] != kB))
+      return invalid_argument("input X must be float [N, C, H, W] or [N, C/16, H, W, 16], got ",
+                              tensor_type_name(x.dtype()), " ", x.shape().to_string());
+    const int64_t N = x.shape()[0];
+    const int64_t C = blocked ? x.shape()[1] * kB : x.shape()[1];
+    const int64_t weight_channels = depthwise_ ? out_channels_ : in_channels_;
+    if (blocked ? x.shape()[1] != blocks_of(weight_channels) : C != weight_channels)
+      return invalid_argument("input X ", x.shape().to_string(), " does not hold the ",
+                              weight_channels, " channels the weights expect");
+    const int64_t in_spatial[2] = {x.shape()[2], x.shape()[3]};
+    vmath::NchwcEpilogue e = epilogue_;
+    Window win;
+    NXRT_RETURN_IF_ERROR(resolve_window(attrs_, in_spatial, kernel_, win));
+    const int64_t OH = win.out[0], OW = win.out[1], Mb = blocks_of(out_channels_);
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, Shape{N, Mb, OH, OW, kB}));
+    const Tensor* z = has_sum_ ? ctx.input(3) : nullptr;
+    if (z && (z->dtype() != DataType::kFloat || z->shape() != y->shape()))
+      return invalid_argument("the sum input Z is ", tensor_type_name(z->dtype()), " ",
+                              z->shape().to_string(), "; it must be float ",
+                              y->shape().to_string());
+    if (y->numel() == 0) return Status();
+    // Bias in blocks of 16, zero-padded (thread scratch: a warm run does not allocate).
+    float* bias = thread_scratch<float>(size_t(Mb * kB), 1);
+    std::fill(bias, bias + Mb * kB, 0.0f);
+    if (const Tensor* b = ctx.input(2)) {
+      if (b->dtype() != DataType::kFloat || b->numel() != out_channels_)
+        return invalid_argument("bias B must hold ", out_channels_, " float values, got ",
+                                tensor_type_name(b->dtype()), " ", b->shape().to_string());
+      std::copy(b->data<float>(), b->data<float>() + out_channels_, bias);
+    }
+    e.bias = bias;
+    const int64_t H = in_spatial[0], W = in_spatial[1];
+    const int64_t in_image = x.numel() / std::max<int64_t>(N, 1), out_image = Mb * OH * OW * kB;
+    if (depthwise_) {
+      if (!blocked) return invalid_argument("a depthwise NchwcConv needs a blocked input X");
+      vmath::NchwcWindowArgs a = window_args(win);
+      parallel_rows(N * Mb, OH, double(y->numel() * win.kernel_size()),
+                    [&](int64_t item, int64_t r0, int64_t r1) {
+                      const int64_t n = item / Mb, b = item % Mb;
+                      vmath::NchwcWindowArgs ai = a;
+                      ai.x = x.data<float>() + n * in_image;
+                      ai.y = y->data<float>() + n * out_image;
+                      vmath::NchwcEpilogue ei = e;
+                      ei.z = z ? z->data<float>() + n * out_image : nullptr;
+                      vmath::nchwc_depthwise(ai, weights_.data<float>(), ei, b, b + 1, r0, r1);
+                    });
+      return Status();
+    }
+    // Dense: windows read a zero-bordered copy of the input when there is padding.
+    const int64_t PT = win.pad_begin[0], PL = win.pad_begin[1];
+    const int64_t HP =
+        std::max(H + PT + win.pad_end[0],
+                 (OH - 1) * win.stride[0] + (win.kernel[0] - 1) * win.dilation[0] + 1);
+    const int64_t WP =
+        std::max(W + PL + win.pad_end[1],
+                 (OW - 1) * win.stride[1] + (win.kernel[1] - 1) * win.dilation[1] + 1);
+    const bool padded = HP != H || WP != W || PT != 0 || PL != 0;
+    const int64_t planes = blocked ? x.shape()[1] : C;  // planes of (16 or 1) lanes
+    const int64_t lanes = blocked ? kB : 1;
+    const float* source = x.data<float>();
+    if (padded) {
+      float* copy = thread_scratch<float>(size_t(N * planes * HP * WP * lanes), 0);
+      parallel_rows(N * planes, 1, double(N * planes * HP * WP * lanes) * 8,
+                    [&](int64_t plane, int64_t, int64_t) {
+                      pad_plane(x.data<float>() + plane * H * W * lanes,
+                                copy + plane * HP * WP * lanes, H, W, HP, WP, PT, PL, lanes);
+                    });
+      source = copy;
+    }
+    vmath::NchwcConvArgs a;
+    a.x_block_stride = HP * WP * kB;
+    a.x_lane_stride = blocked ? 1 : HP * WP;
+    a.x_col_stride = lanes;
+    a.x_row_stride = WP * lanes;
+    a.in_channels = in_channels_;
+    a.kernel_h = win.kernel[0];
+    a.kernel_w = win.kernel[1];
+    a.stride_h = win.stride[0];
+    a.stride_w = win.stride[1];
+    a.dilation_h = win.dilation[0];
+    a.dilation_w = win.dilation[1];
+    a.out_h = OH;
+    a.out_w = OW;
+    a.w = weights_.data<float>();
+    a.epilogue = e;
+    // A pointwise convolution without padding or stride maps position p of the plane to
+    // position p: one row of OH * OW positions, cut into whole tiles, not rows of OW (a
+    // 7 x 7 map would leave the 6-position tiles a 1-position remainder per row).
+    const bool flat =
+        a.kernel_h == 1 && a.kernel_w == 1 && a.stride_h == 1 && a.stride_w == 1 && !padded;
+    if (flat) {
+      a.out_w = OH * OW;
+      a.out_h = 1;
+    }
+    constexpr int64_t kFlatUnit = 24;  // positions per task unit: whole tiles of 6 and 8
+    const int64_t units = flat ? (a.out_w + kFlatUnit - 1) / kFlatUnit : OH;
+    const int64_t groups = (Mb + 3) / 4;  // the micro-kernel's 4 output blocks at a time
+    const double macs =
+        double(N) * double(out_channels_) * double(C) * double(OH * OW) * double(win.kernel_size());
+    parallel_rows(N * groups, units, macs, [&](int64_t item, int64_t u0, int64_t u1) {
+      const int64_t n = item / groups, g = item % groups;
+      vmath::NchwcConvArgs ai = a;
+      ai.x = source + n * planes * HP * WP * lanes;
+      ai.y = y->data<float>() + n * out_image;
+      ai.epilogue.z = z ? z->data<float>() + n * out_image : nullptr;
+      const int64_t b0 = 4 * g, b1 = std::min(Mb, 4 * g + 4);
+      if (flat)
+        vmath::nchwc_conv(ai, b0, b1, 0, 1, u0 * kFlatUnit, std::min(a.out_w, u1 * kFlatUnit));
+      else
+        vmath::nchwc_conv(ai, b0, b1, u0, u1, 0, OW);
+    });
+    return Status();
+  }
+
+ private:
+  static void pad_plane(const float* src, float* dst, int64_t H, int64_t W, int64_t HP, int64_t WP,
+                        int64_t PT, int64_t PL, int64_t lanes) {
+    const int64_t row = WP * lanes;
+    std::fill(dst, dst + PT * row, 0.0f);
+    for (int64_t h = 0; h < H; ++h) {
+      float* d = dst + (PT + h) * row;
+      std::fill(d, d + PL * lanes, 0.0f);
+      std::memcpy(d + PL * lanes, src + h * W * lanes, size_t(W * lanes) * sizeof(float));
+      std::fill(d + (PL + W) * lanes, d + row, 0.0f);
+    }
+    std::fill(dst + (PT + H) * row, dst + HP * row, 0.0f);
+  }
+
+  vmath::NchwcWindowArgs window_args(const Window& win) const {
+    vmath::NchwcWindowArgs a;
+    a.in_h = win.in[0];
+    a.in_w = win.in[1];
+    a.kernel_h = win.kernel[0];
+    a.kernel_w = win.kernel[1];
+    a.stride_h = win.stride[0];
+    a.stride_w = win.stride[1];
+    a.dilation_h = win.dilation[0];
+    a.dilation_w = win.dilation[1];
+    a.pad_top = win.pad_begin[0];
+    a.pad_left = win.pad_begin[1];
+    a.pad_bottom = win.pad_end[0];
+    a.pad_right = win.pad_end[1];
+    a.out_h = win.out[0];
+    a.out_w = win.out[1];
+    return a;
+  }
+
+  WindowAttrs attrs_;
+  bool depthwise_;
+  int64_t out_channels_, in_channels_;
+  std::vector<int64_t> kernel_;
+  Tensor weights_;  // blocked (vmath/nchwc.h); 64-byte aligned, as the tiles' loads want
+  vmath::NchwcEpilogue epilogue_;
+  bool has_sum_;
+};
+
+}  // namespace
+
+Expected<KernelPtr> create_nchwc_conv(KernelInit& init) {
+  AttrReader attrs(init.node);
+  WindowAttrs window;
+  int64_t group = 1;
+  NXRT_RETURN_IF_ERROR(read_conv_attrs(init, attrs, window, group));
+  for (size_t i = 0; i < 4; ++i)
+    if (init.has_input(i) && init.input_type(i) != DataType::kFloat)
+      return init.unsupported_type(i);
+  const Tensor* w = init.constant_input(1);
+  if (!w || w->dtype() != DataType::kFloat || w->rank() != 4)
+    return init.error(StatusCode::kInvalidGraph,
+                      "NchwcConv needs constant float weights W [M, C, kh, kw]");
+  const int64_t M = w->shape()[0], Cg = w->shape()[1], KH = w->shape()[2], KW = w->shape()[3];
+  const bool depthwise = group > 1;
+  if (depthwise && (Cg != 1 || group != M))
+    return init.error(StatusCode::kInvalidGraph, "NchwcConv takes group 1 or depthwise (group ",
+                      "= M, one input channel each); got group ", group, " and W ",
+                      w->shape().to_string());
+  if (!window.kernel_shape.empty() &&
+      (window.kernel_shape.size() != 2 || window.kernel_shape[0] != KH ||
+       window.kernel_shape[1] != KW))
+    return init.error(StatusCode::kInvalidGraph, "kernel_shape does not match W ",
+                      w->shape().to_string());
+  NXRT_ASSIGN_OR_RETURN(const std::optional<FusedActivation> fused,
+                        read_fused_activation(init, attrs, "NchwcConv"));
+  vmath::NchwcEpilogue e;
+  if (fused) {
+    e.has_activation = true;
+    e.activation = fused->fn;
+    e.params = fused->params;
+  }
+  e.post_scale = attrs.get_float("post_scale", 1.0f);
+  e.post_shift = attrs.get_float("post_shift", 0.0f);
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  const int64_t Mb = blocks_of(M), Cb = blocks_of(Cg), taps = KH * KW;
+  const float* src = w->data<float>();
+  // Blocked weights, zero-padded: depthwise [Mb][kh][kw][16], dense
+  // [Mb][Cb][kh][kw][16 inputs][16 outputs].
+  const Shape blocked_shape{depthwise ? Mb * taps * kB : Mb * Cb * taps * kB * kB};
+  NXRT_ASSIGN_OR_RETURN(Tensor blocked, Tensor::allocate(DataType::kFloat, blocked_shape));
+  float* dst = blocked.data<float>();
+  if (depthwise) {
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t t = 0; t < taps; ++t) dst[(m / kB * taps + t) * kB + m % kB] = src[m * taps + t];
+  } else {
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t t = 0; t < taps; ++t)
+          dst[(((m / kB * Cb + c / kB) * taps + t) * kB + c % kB) * kB + m % kB] =
+              src[(m * Cg + c) * taps + t];
+  }
+  init.absorb_constant(1);
+  init.set_all_outputs(DataType::kFloat);
+  return make_kernel<NchwcConvKernel>(std::move(window), depthwise, M, Cg,
+                                      std::vector<int64_t>{KH, KW}, std::move(blocked), e,
+                                      init.has_input(3));
+}
+
+namespace {
+
+class NchwcPoolKernel final : public Kernel {
+ public:
+  NchwcPoolKernel(WindowAttrs attrs, vmath::NchwcPool kind)
+      : attrs_(std::move(attrs)), kind_(kind) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    NXRT_RETURN_IF_ERROR(check_blocked(x, "input X"));
+    const int64_t N = x.shape()[0], Cb = x.shape()[1];
+    const int64_t in_spatial[2] = {x.shape()[2], x.shape()[3]};
+    Window win;
+    NXRT_RETURN_IF_ERROR(resolve_window(attrs_, in_spatial, attrs_.kernel_shape, win));
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, Shape{N, Cb, win.out[0], win.out[1], kB}));
+    if (y->numel() == 0) return Status();
+    vmath::NchwcWindowArgs a;
+    a.x = x.data<float>();
+    a.y = y->data<float>();
+    a.in_h = win.in[0];
+    a.in_w = win.in[1];
+    a.kernel_h = win.kernel[0];
+    a.kernel_w = win.kernel[1];
+    a.stride_h = win.stride[0];
+    a.stride_w = win.stride[1];
+    a.dilation_h = win.dilation[0];
+    a.dilation_w = win.dilation[1];
+    a.pad_top = win.pad_begin[0];
+    a.pad_left = win.pad_begin[1];
+    a.pad_bottom = win.pad_end[0];
+    a.pad_right = win.pad_end[1];
+    a.out_h = win.out[0];
+    a.out_w = win.out[1];
+    // Images and blocks are one run of planes: plane p is block p of the first image.
+    parallel_rows(N * Cb, a.out_h, double(y->numel() * win.kernel_size()),
+                  [&](int64_t plane, int64_t r0, int64_t r1) {
+                    vmath::nchwc_pool(a, kind_, plane, plane + 1, r0, r1);
+                  });
+    return Status();
+  }
+
+ private:
+  WindowAttrs attrs_;
+  vmath::NchwcPool kind_;
+};
+
+class NchwcGlobalPoolKernel final : public Kernel {
+ public:
+  explicit NchwcGlobalPoolKernel(bool max) : max_(max) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    NXRT_RETURN_IF_ERROR(check_blocked(x, "input X"));
+    const Shape& s = x.shape();
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, Shape{s[0], s[1], 1, 1, kB}));
+    const int64_t planes = s[0] * s[1], positions = s[2] * s[3];
+    const float* px = x.data<float>();
+    float* py = y->data<float>();
+    parallel_rows(planes, 1, double(x.numel()) * 4, [&](int64_t p, int64_t, int64_t) {
+      float acc[kB];
+      const float* src = px + p * positions * kB;
+      for (int64_t l = 0; l < kB; ++l) acc[l] = max_ ? -__builtin_inff() : 0.0f;
+      for (int64_t i = 0; i < positions; ++i)
+        for (int64_t l = 0; l < kB; ++l)
+          acc[l] = max_ ? std::max(acc[l], src[i * kB + l]) : acc[l] + src[i * kB + l];
+      for (int64_t l = 0; l < kB; ++l)
+        py[p * kB + l] = max_ || positions == 0 ? acc[l] : acc[l] / float(positions);
+    });
+    return Status();
+  }
+
+ private:
+  bool max_;
+};
+
+class NchwcToNchwKernel final : public Kernel {
+ public:
+  explicit NchwcToNchwKernel(int64_t channels) : channels_(channels) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    NXRT_RETURN_IF_ERROR(check_blocked(x, "input X"));
+    const Shape& s = x.shape();
+    if (blocks_of(channels_) != s[1])
+      return invalid_argument("input X ", s.to_string(), " does not hold ", channels_, " channels");
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, Shape{s[0], channels_, s[2], s[3]}));
+    const int64_t positions = s[2] * s[3], N = s[0], C = channels_;
+    const float* px = x.data<float>();
+    float* py = y->data<float>();
+    parallel_rows(N * s[1], 1, double(x.numel()) * 2, [&](int64_t item, int64_t, int64_t) {
+      const int64_t n = item / s[1], b = item % s[1];
+      const int64_t lanes = std::min(kB, C - b * kB);
+      vmath::nchwc_block_to_planes(px + item * positions * kB, positions, lanes,
+                                   py + (n * C + b * kB) * positions);
+    });
+    return Status();
+  }
+
+ private:
+  int64_t channels_;
+};
+
+}  // namespace
+
+Expected<KernelPtr> create_nchwc_max_pool(KernelInit& init) {
+  AttrReader attrs(init.node);
+  WindowAttrs w;
+  Status st = read_window_attrs(attrs, true, w);
+  if (!st.ok()) return init.error(st.code(), st.message());
+  if (w.kernel_shape.size() != 2)
+    return init.error(StatusCode::kInvalidGraph, "needs a 2-D kernel_shape");
+  if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
+  init.set_all_outputs(DataType::kFloat);
+  return make_kernel<NchwcPoolKernel>(std::move(w), vmath::NchwcPool::kMax);
+}
+
+Expected<KernelPtr> create_nchwc_average_pool(KernelInit& init) {
+  AttrReader attrs(init.node);
+  WindowAttrs w;
+  const bool include_pad = attrs.get_int("count_include_pad", 0) != 0;
+  Status st = read_window_attrs(attrs, true, w);
+  if (!st.ok()) return init.error(st.code(), st.message());
+  if (w.kernel_shape.size() != 2)
+    return init.error(StatusCode::kInvalidGraph, "needs a 2-D kernel_shape");
+  if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
+  init.set_all_outputs(DataType::kFloat);
+  return make_kernel<NchwcPoolKernel>(std::move(w), include_pad
+                                                        ? vmath::NchwcPool::kAverageIncludePad
+                                                        : vmath::NchwcPool::kAverage);
+}
+
+Expected<KernelPtr> create_nchwc_global_average_pool(KernelInit& init) {
+  if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
+  init.set_all_outputs(DataType::kFloat);
+  return make_kernel<NchwcGlobalPoolKernel>(false);
+}
+
+Expected<KernelPtr> create_nchwc_global_max_pool(KernelInit& init) {
+  if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
+  init.set_all_outputs(DataType::kFloat);
+  return make_kernel<NchwcGlobalPoolKernel>(true);
+}
+
+Expected<KernelPtr> create_nchwc_to_nchw(KernelInit& init) {
+  AttrReader attrs(init.node);
+  const int64_t channels = attrs.get_int("channels", -1);
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  if (channels <= 0)
+    return init.error(StatusCode::kInvalidGraph, "needs a positive 'channels' attribute");
+  if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
+  init.set_all_outputs(DataType::kFloat);
+  return make_kernel<NchwcToNchwKernel>(channels);
+}
+
+}  // namespace nxrt::cpu

@@ -1,0 +1,75 @@
+// Convolutions and pools on the channel-blocked layout NCHWc: a tensor [N, C, H, W] stored
+// as [N, ceil(C/16), H, W, 16], sixteen channels of one position side by side. One
+// AVX-512 register then holds a position's 16 channels, so a convolution is an outer
+// product per input channel (one broadcast input value times 16 output channels' weights)
+// with the sums of several positions and output blocks kept in registers, and a pool
+// runs on whole registers. No im2col, no packing per run: the weights are blocked once.
+//
+// These exist for AVX-512 only: call them only when gemm::has_avx512f() (the layout pass
+// does not rewrite a model otherwise).
+#pragma once
+
+#include <cstdint>
+
+#include "ep/cpu/vmath/vmath.h"
+
+namespace nxrt::vmath {
+
+constexpr int64_t kNchwcBlock = 16;
+
+// What a convolution does to each finished output before storing it:
+// post(act(sum + bias + z)) with post(v) = v * post_scale + post_shift.
+struct NchwcEpilogue {
+  const float* bias = nullptr;  // blocks of 16 per output block (zero-padded); never null
+  const float* z = nullptr;     // a sum input laid out like y, or null
+  bool has_activation = false;
+  Unary activation = Unary::kIdentity;
+  UnaryParams params;
+  float post_scale = 1.0f, post_shift = 0.0f;
+};
+
+// A dense 2-D convolution of one image whose input is already padded: every window lies
+// inside it. The input is either blocked (x_lane_stride 1, x_col_stride 16) or plain NCHW
+// planes (x_lane_stride = plane size, x_col_stride 1), read as blocks of 16 channels, the
+// last one partial when in_channels is not a multiple of 16.
+struct NchwcConvArgs {
+  const float* x = nullptr;
+  int64_t x_block_stride = 0, x_lane_stride = 0, x_col_stride = 0, x_row_stride = 0;
+  int64_t in_channels = 0;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t out_h = 0, out_w = 0;
+  // [ceil(M/16)][ceil(C/16)][kernel_h][kernel_w][16 inputs][16 outputs], zero-padded.
+  const float* w = nullptr;
+  float* y = nullptr;  // [ceil(M/16)][out_h][out_w][16]
+  NchwcEpilogue epilogue;
+};
+
+// Output blocks [block0, block1), rows [row0, row1) and columns [col0, col1) of the
+// convolution.
+void nchwc_conv(const NchwcConvArgs& a, int64_t block0, int64_t block1, int64_t row0, int64_t row1,
+                int64_t col0, int64_t col1);
+
+// A depthwise 2-D convolution (one input channel per output) or a pool of one image, both
+// in the blocked layout, unpadded input: windows are clipped at the borders.
+struct NchwcWindowArgs {
+  const float* x = nullptr;  // [blocks][in_h][in_w][16]
+  int64_t in_h = 0, in_w = 0;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t out_h = 0, out_w = 0;
+  float* y = nullptr;  // [blocks][out_h][out_w][16]
+};
+
+// Depthwise: w is [blocks][kernel_h][kernel_w][16].
+void nchwc_depthwise(const NchwcWindowArgs& a, const float* w, const NchwcEpilogue& e,
+                     int64_t block0, int64_t block1, int64_t row0, int64_t row1);
+
+enum class NchwcPool { kMax, kAverage, kAverageIncludePad };
+void nchwc_pool(const NchwcWindowArgs& a, NchwcPool kind, int64_t block0, int64_t block1,
+                int64_t row0, int64_t row1);
+
+// One block [positions][16] of a blocked tensor to its first `lanes` channel planes:
+// y[l * positions + p] = x[p * 16 + l].
+void nchwc_block_to_planes(const float* x, int64_t positions, int64_t lanes, float* y);
+
+}  // namespace nxrt::vmath

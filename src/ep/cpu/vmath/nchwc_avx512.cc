@@ -1,0 +1,434 @@
+// The NCHWc convolutions and pools (nchwc.h) on AVX-512: one register per position's 16
+// channels.
+#include "ep/cpu/vmath/nchwc.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#include <algorithm>
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its flow analysis
+// reports as "may be used uninitialized" once inlined (a known false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace nxrt::vmath {
+namespace {
+
+constexpr int64_t kB = kNchwcBlock;
+// Accumulators of a dense tile: output blocks x positions <= 24 of the 32 registers,
+// leaving room for the weights and the broadcast input.
+constexpr int kMaxTileBlocks = 4, kMaxTilePositions = 8;
+// The weights one pass over a row reads (KiB; a 16 x 16 tap is 1 KiB), its input blocks
+// summed before the partial sums are stored: as many as stay in a 48 KiB L1 cache next to
+// the input rows, so every tile of the row reads them from there (measured on ResNet
+// shapes: 36 KiB beat 144 KiB by 5-25%, 3x3 convolutions most).
+constexpr int64_t kPassWeightsKiB = 36;
+
+struct ConvTile {
+  const float* x;      // input at the chunk's first block and the first position's window
+  int64_t blocks;      // input blocks in the chunk
+  int64_t last_lanes;  // channels of the chunk's last block
+  const float* w;      // weights at the first output block and the chunk's first input block
+  float* y;            // output at the first output block, row and position
+  const float* z;      // the sum input at the same place, or null
+  const float* bias;   // at the first output block
+  bool first, last;    // the first / last chunk of input blocks
+};
+
+inline void finish(const NchwcEpilogue& e, float* y, int64_t n) {
+  if (e.has_activation && e.activation != Unary::kRelu)
+    unary(e.activation, e.params, y, y, size_t(n));
+  if (e.post_scale != 1.0f || e.post_shift != 0.0f)
+    for (int64_t i = 0; i < n; ++i) y[i] = y[i] * e.post_scale + e.post_shift;
+}
+
+template <int Blocks, int Positions>
+void conv_tile(const NchwcConvArgs& a, const ConvTile& t) {
+  __m512 acc[Blocks][Positions];
+  const int64_t y_block = a.out_h * a.out_w * kB;
+  const int64_t w_block = (a.in_channels + kB - 1) / kB * a.kernel_h * a.kernel_w * kB * kB;
+#pragma GCC unroll 4
+  for (int j = 0; j < Blocks; ++j) {
+    const __m512 b = _mm512_loadu_ps(t.bias + j * kB);
+#pragma GCC unroll 8
+    for (int p = 0; p < Positions; ++p)
+      acc[j][p] = t.first ? b : _mm512_loadu_ps(t.y + j * y_block + p * kB);
+  }
+  const int64_t col_step = a.stride_w * a.x_col_stride, lane = a.x_lane_stride;
+  const int64_t taps = a.kernel_h * a.kernel_w;
+  for (int64_t ib = 0; ib < t.blocks; ++ib) {
+    const int64_t lanes = ib + 1 == t.blocks ? t.last_lanes : kB;
+    const float* xb = t.x + ib * a.x_block_stride;
+    const float* wb = t.w + ib * taps * kB * kB;
+    for (int64_t kh = 0; kh < a.kernel_h; ++kh)
+      for (int64_t kw = 0; kw < a.kernel_w; ++kw) {
+        const float* xs =
+            xb + kh * a.dilation_h * a.x_row_stride + kw * a.dilation_w * a.x_col_stride;
+        const float* ws = wb + (kh * a.kernel_w + kw) * kB * kB;
+        for (int64_t i = 0; i < lanes; ++i) {
+          __m512 wv[Blocks];
+#pragma GCC unroll 4
+          for (int j = 0; j < Blocks; ++j) wv[j] = _mm512_loadu_ps(ws + j * w_block + i * kB);
+#pragma GCC unroll 8
+          for (int p = 0; p < Positions; ++p) {
+            const __m512 v = _mm512_set1_ps(xs[p * col_step + i * lane]);
+#pragma GCC unroll 4
+            for (int j = 0; j < Blocks; ++j) acc[j][p] = _mm512_fmadd_ps(wv[j], v, acc[j][p]);
+          }
+        }
+      }
+  }
+  const NchwcEpilogue& e = a.epilogue;
+  const bool relu = t.last && e.has_activation && e.activation == Unary::kRelu;
+  const bool post_in_registers = relu || !e.has_activation;
+  const __m512 zero = _mm512_setzero_ps(), scale = _mm512_set1_ps(e.post_scale),
+               shift = _mm512_set1_ps(e.post_shift);
+#pragma GCC unroll 4
+  for (int j = 0; j < Blocks; ++j) {
+    float* y = t.y + j * y_block;
+#pragma GCC unroll 8
+    for (int p = 0; p < Positions; ++p) {
+      __m512 v = acc[j][p];
+      if (t.last) {
+        if (t.z) v = _mm512_add_ps(v, _mm512_loadu_ps(t.z + j * y_block + p * kB));
+        if (relu) v = _mm512_max_ps(zero, v);  // NaN passes through, as vmath's Relu
+        if (post_in_registers) v = _mm512_fmadd_ps(v, scale, shift);
+      }
+      _mm512_storeu_ps(y + p * kB, v);
+    }
+    if (t.last && !post_in_registers) finish(e, y, Positions * kB);
+  }
+}
+
+using ConvTileFn = void (*)(const NchwcConvArgs&, const ConvTile&);
+
+template <int Blocks, int... P>
+constexpr ConvTileFn conv_tile_for(int positions, std::integer_sequence<int, P...>) {
+  ConvTileFn fn = nullptr;
+  ((fn = positions == P + 1 ? conv_tile<Blocks, P + 1> : fn), ...);
+  return fn;
+}
+
+ConvTileFn conv_tile_for(int blocks, int positions) {
+  const auto seq = std::make_integer_sequence<int, kMaxTilePositions>();
+  switch (blocks) {
+    case 1:
+      return conv_tile_for<1>(positions, seq);
+    case 2:
+      return conv_tile_for<2>(positions, seq);
+    case 3:
+      return conv_tile_for<3>(positions, seq);
+    default:
+      return conv_tile_for<4>(positions, seq);
+  }
+}
+
+// Positions in the next tile of a row with `left` positions to go: whole tiles of
+// `most`, the last two balanced rather than a full one and a sliver.
+inline int64_t next_tile(int64_t left, int64_t most) {
+  if (left <= most) return left;
+  if (left < 2 * most) return (left + 1) / 2;
+  return most;
+}
+
+}  // namespace
+
+void nchwc_conv(const NchwcConvArgs& a, int64_t block0, int64_t block1, int64_t row0, int64_t row1,
+                int64_t col0, int64_t col1) {
+  const int64_t in_blocks = (a.in_channels + kB - 1) / kB;
+  const int64_t taps = a.kernel_h * a.kernel_w;
+  const int64_t w_block = in_blocks * taps * kB * kB;
+  for (int64_t ob = block0; ob < block1;) {
+    const int blocks = int(std::min<int64_t>(kMaxTileBlocks, block1 - ob));
+    const int64_t most = blocks == kMaxTileBlocks ? 6 : kMaxTilePositions;
+    const int64_t per_pass = std::max<int64_t>(1, kPassWeightsKiB / (blocks * taps));
+    auto pass = [&](int64_t oh, int64_t ib) {
+      const int64_t chunk = std::min(per_pass, in_blocks - ib);
+      ConvTile t;
+      t.blocks = chunk;
+      t.last_lanes = std::min(kB, a.in_channels - (ib + chunk - 1) * kB);
+      t.w = a.w + ob * w_block + ib * taps * kB * kB;
+      t.bias = a.epilogue.bias + ob * kB;
+      t.first = ib == 0;
+      t.last = ib + chunk == in_blocks;
+      for (int64_t ow = col0; ow < col1;) {
+        const int64_t positions = next_tile(col1 - ow, most);
+        t.x = a.x + ib * a.x_block_stride + oh * a.stride_h * a.x_row_stride +
+              ow * a.stride_w * a.x_col_stride;
+        const int64_t y_offset = ((ob * a.out_h + oh) * a.out_w + ow) * kB;
+        t.y = a.y + y_offset;
+        t.z = a.epilogue.z ? a.epilogue.z + y_offset : nullptr;
+        conv_tile_for(blocks, int(positions))(a, t);
+        ow += positions;
+      }
+    };
+    for (int64_t oh = row0; oh < row1; ++oh)
+      for (int64_t ib = 0; ib < in_blocks; ib += per_pass) pass(oh, ib);
+    ob += blocks;
+  }
+}
+
+namespace {
+
+// One output row of a window op over one block: `interior` positions [lo, hi) whose
+// windows lie inside the row's columns run `Positions` at a time with every column tap;
+// the rest one by one over their clipped windows. body(ow, count, k_lo, k_hi, acc) gets
+// output positions ow..ow+count-1 (count <= 8) and fills acc[0..count).
+struct RowWindow {
+  int64_t kh_lo, kh_hi;  // the kernel rows inside the input for this output row
+  int64_t ih0;           // input row of kernel row 0
+};
+
+inline RowWindow row_window(const NchwcWindowArgs& a, int64_t oh) {
+  RowWindow r;
+  r.ih0 = oh * a.stride_h - a.pad_top;
+  r.kh_lo = 0;
+  r.kh_hi = a.kernel_h;
+  while (r.kh_lo < r.kh_hi && r.ih0 + r.kh_lo * a.dilation_h < 0) ++r.kh_lo;
+  while (r.kh_hi > r.kh_lo && r.ih0 + (r.kh_hi - 1) * a.dilation_h >= a.in_h) --r.kh_hi;
+  return r;
+}
+
+// The output columns whose whole window lies inside the input's columns.
+inline void interior_columns(const NchwcWindowArgs& a, int64_t& lo, int64_t& hi) {
+  lo = 0;
+  while (lo < a.out_w && lo * a.stride_w - a.pad_left < 0) ++lo;
+  const int64_t span = (a.kernel_w - 1) * a.dilation_w;
+  hi = a.out_w;
+  while (hi > lo && (hi - 1) * a.stride_w - a.pad_left + span >= a.in_w) --hi;
+}
+
+inline void column_taps(const NchwcWindowArgs& a, int64_t ow, int64_t& iw0, int64_t& kw_lo,
+                        int64_t& kw_hi) {
+  iw0 = ow * a.stride_w - a.pad_left;
+  kw_lo = 0;
+  kw_hi = a.kernel_w;
+  while (kw_lo < kw_hi && iw0 + kw_lo * a.dilation_w < 0) ++kw_lo;
+  while (kw_hi > kw_lo && iw0 + (kw_hi - 1) * a.dilation_w >= a.in_w) --kw_hi;
+}
+
+// Runs op.template positions<P>(ow, kw_lo, kw_hi) over one output row: interior columns
+// 8 at a time, the rest (borders, the interior's remainder) one at a time.
+template <typename Op>
+void for_row(const NchwcWindowArgs& a, Op& op) {
+  int64_t lo, hi;
+  interior_columns(a, lo, hi);
+  int64_t ow = 0;
+  for (; ow < lo; ++ow) op.template positions<1>(ow);
+  for (; ow + 8 <= hi; ow += 8) op.template positions<8>(ow);
+  for (; ow < a.out_w; ++ow) op.template positions<1>(ow);
+}
+
+// Depthwise sums of Positions outputs of one row and block.
+struct DepthwiseRow {
+  const NchwcWindowArgs& a;
+  const NchwcEpilogue& e;
+  const float* x;  // the block's input plane
+  const float* w;  // the block's taps
+  const float* bias;
+  const float* z;  // the block's sum plane, or null
+  float* y;        // the block's output row
+  const float* zrow;
+  RowWindow r;
+
+  template <int Positions>
+  void positions(int64_t ow) {
+    int64_t iw0, kw_lo, kw_hi;
+    column_taps(a, ow, iw0, kw_lo, kw_hi);
+    __m512 acc[Positions];
+    const __m512 b = _mm512_loadu_ps(bias);
+    for (int p = 0; p < Positions; ++p) acc[p] = b;
+    const int64_t step = a.stride_w * kB;
+    for (int64_t kh = r.kh_lo; kh < r.kh_hi; ++kh) {
+      const float* xr = x + (r.ih0 + kh * a.dilation_h) * a.in_w * kB;
+      for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
+        const __m512 wv = _mm512_loadu_ps(w + (kh * a.kernel_w + kw) * kB);
+        const float* xs = xr + (iw0 + kw * a.dilation_w) * kB;
+#pragma GCC unroll 8
+        for (int p = 0; p < Positions; ++p)
+          acc[p] = _mm512_fmadd_ps(_mm512_loadu_ps(xs + p * step), wv, acc[p]);
+      }
+    }
+    const bool relu = e.has_activation && e.activation == Unary::kRelu;
+    const bool in_registers = relu || !e.has_activation;
+    const __m512 zero = _mm512_setzero_ps(), scale = _mm512_set1_ps(e.post_scale),
+                 shift = _mm512_set1_ps(e.post_shift);
+#pragma GCC unroll 8
+    for (int p = 0; p < Positions; ++p) {
+      __m512 v = acc[p];
+      if (zrow) v = _mm512_add_ps(v, _mm512_loadu_ps(zrow + (ow + p) * kB));
+      if (relu) v = _mm512_max_ps(zero, v);
+      if (in_registers) v = _mm512_fmadd_ps(v, scale, shift);
+      _mm512_storeu_ps(y + (ow + p) * kB, v);
+    }
+    if (!in_registers) finish(e, y + ow * kB, Positions * kB);
+  }
+};
+
+// Max or sum (divided per position) of Positions outputs of one row and block.
+struct PoolRow {
+  const NchwcWindowArgs& a;
+  NchwcPool kind;
+  const float* x;
+  float* y;
+  RowWindow r;
+  int64_t row_taps;  // kernel rows counted in the divisor (AverageIncludePad: padded rows)
+
+  template <int Positions>
+  void positions(int64_t ow) {
+    int64_t iw0, kw_lo, kw_hi;
+    column_taps(a, ow, iw0, kw_lo, kw_hi);
+    const bool max = kind == NchwcPool::kMax;
+    __m512 acc[Positions];
+    for (int p = 0; p < Positions; ++p)
+      acc[p] = max ? _mm512_set1_ps(-__builtin_inff()) : _mm512_setzero_ps();
+    const int64_t step = a.stride_w * kB;
+    for (int64_t kh = r.kh_lo; kh < r.kh_hi; ++kh) {
+      const float* xr = x + (r.ih0 + kh * a.dilation_h) * a.in_w * kB;
+      for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
+        const float* xs = xr + (iw0 + kw * a.dilation_w) * kB;
+#pragma GCC unroll 8
+        for (int p = 0; p < Positions; ++p) {
+          const __m512 v = _mm512_loadu_ps(xs + p * step);
+          // max(v, acc) keeps a NaN input: the pools propagate NaN.
+          acc[p] = max ? _mm512_max_ps(v, acc[p]) : _mm512_add_ps(acc[p], v);
+        }
+      }
+    }
+    for (int p = 0; p < Positions; ++p) {
+      __m512 v = acc[p];
+      if (!max) {
+        int64_t cols = kw_hi - kw_lo;
+        if (kind == NchwcPool::kAverageIncludePad) {
+          // Taps inside the padded input [-pad_left, in_w + pad_right).
+          cols = 0;
+          const int64_t start = (ow + p) * a.stride_w - a.pad_left;
+          for (int64_t k = 0; k < a.kernel_w; ++k) {
+            const int64_t i = start + k * a.dilation_w;
+            cols += i >= -a.pad_left && i < a.in_w + a.pad_right;
+          }
+        }
+        const int64_t count = cols * row_taps;
+        v = count > 0 ? _mm512_div_ps(v, _mm512_set1_ps(float(count))) : _mm512_setzero_ps();
+      }
+      _mm512_storeu_ps(y + (ow + p) * kB, v);
+    }
+  }
+};
+
+}  // namespace
+
+void nchwc_depthwise(const NchwcWindowArgs& a, const float* w, const NchwcEpilogue& e,
+                     int64_t block0, int64_t block1, int64_t row0, int64_t row1) {
+  const int64_t in_plane = a.in_h * a.in_w * kB, out_plane = a.out_h * a.out_w * kB;
+  for (int64_t b = block0; b < block1; ++b)
+    for (int64_t oh = row0; oh < row1; ++oh) {
+      const int64_t row = b * out_plane + oh * a.out_w * kB;
+      DepthwiseRow op{a,
+                      e,
+                      a.x + b * in_plane,
+                      w + b * a.kernel_h * a.kernel_w * kB,
+                      e.bias + b * kB,
+                      e.z,
+                      a.y + row,
+                      e.z ? e.z + row : nullptr,
+                      row_window(a, oh)};
+      for_row(a, op);
+    }
+}
+
+void nchwc_pool(const NchwcWindowArgs& a, NchwcPool kind, int64_t block0, int64_t block1,
+                int64_t row0, int64_t row1) {
+  const int64_t in_plane = a.in_h * a.in_w * kB, out_plane = a.out_h * a.out_w * kB;
+  for (int64_t b = block0; b < block1; ++b)
+    for (int64_t oh = row0; oh < row1; ++oh) {
+      PoolRow op{
+          a, kind, a.x + b * in_plane, a.y + b * out_plane + oh * a.out_w * kB, row_window(a, oh),
+          0};
+      op.row_taps = op.r.kh_hi - op.r.kh_lo;
+      if (kind == NchwcPool::kAverageIncludePad) {
+        op.row_taps = 0;
+        for (int64_t k = 0; k < a.kernel_h; ++k) {
+          const int64_t i = op.r.ih0 + k * a.dilation_h;
+          op.row_taps += i >= -a.pad_top && i < a.in_h + a.pad_bottom;
+        }
+      }
+      for_row(a, op);
+    }
+}
+
+namespace {
+
+// r[i] = column i of the 16 x 16 matrix whose row j is r[j] (lane k of r[j] is row j,
+// column k): four rounds of pairwise interleaves, 64 shuffles in all.
+inline void transpose16(__m512 (&r)[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]),
+                  c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  // Each r[i] now holds, per 128-bit lane q, column (i's position in its group) of rows
+  // 4q'..: exchange 128-bit lanes across groups of four registers.
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
+    r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xDD);
+  }
+}
+
+}  // namespace
+
+void nchwc_block_to_planes(const float* x, int64_t positions, int64_t lanes, float* y) {
+  int64_t p = 0;
+  for (; p + 16 <= positions; p += 16) {
+    __m512 r[16];
+    for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(x + (p + j) * kB);
+    transpose16(r);
+    for (int64_t l = 0; l < lanes; ++l) _mm512_storeu_ps(y + l * positions + p, r[l]);
+  }
+  for (; p < positions; ++p)
+    for (int64_t l = 0; l < lanes; ++l) y[l * positions + p] = x[p * kB + l];
+}
+
+}  // namespace nxrt::vmath
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
+
+#else  // not x86: the layout pass never runs there
+
+namespace nxrt::vmath {
+void nchwc_conv(const NchwcConvArgs&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t) {}
+void nchwc_depthwise(const NchwcWindowArgs&, const float*, const NchwcEpilogue&, int64_t, int64_t,
+                     int64_t, int64_t) {}
+void nchwc_pool(const NchwcWindowArgs&, NchwcPool, int64_t, int64_t, int64_t, int64_t) {}
+void nchwc_block_to_planes(const float*, int64_t, int64_t, float*) {}
+}  // namespace nxrt::vmath
+
+#endif

@@ -1,0 +1,235 @@
+// Float32 2-D convolutions to nxrt's channel-blocked ops (ep/cpu/vmath/nchwc.h), and the
+// ops between them that run on the blocked layout as they are, so that a chain of
+// convolutions reorders its data once at the end rather than per node:
+//   - Conv and FusedConv (not the runtime-BatchNormalization form) with constant float
+//     weights, 4-D, group 1 (any input) or depthwise (a blocked input), at least 16
+//     output channels (fewer would waste most of a 16-lane block): NchwcConv. A sum
+//     input Z must itself be blocked.
+//   - MaxPool / AveragePool (2-D, one output) and GlobalAveragePool / GlobalMaxPool of a
+//     blocked input: their Nchwc forms.
+//   - Concat on the channel axis of blocked inputs whose channels fill whole blocks, and
+//     elementwise Add / Sub / Mul / Max / Min of two blocked inputs with the same channels,
+//     and activations of a blocked input (Relu, Sigmoid, Clip, ...): the same ONNX ops on
+//     the 5-D blocked tensors (numpy broadcasting of [N, Cb, H, W, 16] against
+//     [N, Cb, 1, 1, 16] is the 4-D one).
+// A blocked value that anything else reads (another op, a graph output, a subgraph) gets
+// an NchwcToNchw node right after its producer, writing the original name. The padding
+// channels of a partial last block hold finite values that no result reads: blocked
+// convolutions weigh them with zeros, Concat takes only whole blocks and NchwcToNchw drops
+// them.
+#include <optional>
+#include <unordered_map>
+
+#include "ep/cpu/gemm/gemm.h"
+#include "optimizer/passes/activation.h"
+#include "optimizer/passes/passes.h"
+
+namespace nxrt::optimizer {
+namespace {
+
+constexpr int64_t kBlock = 16;
+
+struct BlockedValue {
+  std::string name;  // the blocked tensor's value
+  int64_t channels;  // channels of the original [N, C, H, W] value
+};
+
+ir::Attribute int_attribute(const std::string& name, int64_t v) {
+  ir::Attribute a;
+  a.name = name;
+  a.type = ir::Attribute::Type::kInt;
+  a.i = v;
+  return a;
+}
+
+int64_t int_attr(const ir::Node& node, const char* name, int64_t fallback) {
+  const ir::Attribute* a = node.find_attribute(name);
+  return a && a->type == ir::Attribute::Type::kInt ? a->i : fallback;
+}
+
+class NchwcRewriter {
+ public:
+  NchwcRewriter(ir::Graph& graph, PassContext& ctx)
+      : graph_(graph), ctx_(ctx), view_(graph, ctx), edit_(graph, view_) {}
+
+  Status run() {
+    const int64_t opset = ctx_.opset("");
+    std::vector<std::optional<ir::Node>> rewritten(graph_.nodes.size());
+    for (size_t n : producers_first()) {
+      const ir::Node& node = graph_.nodes[n];
+      std::optional<ir::Node> r = rewrite(node, opset);
+      if (!r) continue;
+      for (std::string& input : r->inputs)
+        if (auto it = blocked_.find(input); it != blocked_.end()) {
+          input = it->second.name;
+          ++blocked_reads_[it->first];
+        }
+      rewritten[n] = std::move(r);
+    }
+    if (blocked_.empty()) return Status();
+    if (!ctx_.import_domain("nxrt", 1)) return Status();
+    std::vector<ir::Node> nodes;
+    nodes.reserve(graph_.nodes.size() + blocked_.size());
+    for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+      if (!rewritten[n]) {
+        nodes.push_back(std::move(graph_.nodes[n]));
+        continue;
+      }
+      const std::string original = graph_.nodes[n].outputs[0];
+      nodes.push_back(std::move(*rewritten[n]));
+      // Readers of the original value that stay on the plain layout get it back.
+      if (view_.is_graph_output(original) || view_.use_count(original) > blocked_reads_[original]) {
+        ir::Node back;
+        back.name = nodes.back().name + "_to_nchw";
+        back.domain = "nxrt";
+        back.op_type = "NchwcToNchw";
+        back.inputs = {blocked_.at(original).name};
+        back.outputs = {original};
+        back.attributes.push_back(int_attribute("channels", blocked_.at(original).channels));
+        nodes.push_back(std::move(back));
+      }
+    }
+    graph_.nodes = std::move(nodes);
+    return Status();
+  }
+
+ private:
+  // The node indices with every node after the producers of its inputs (earlier passes
+  // may leave a fused node before the producer of an input it took over).
+  std::vector<size_t> producers_first() const {
+    const size_t count = graph_.nodes.size();
+    std::vector<size_t> order;
+    order.reserve(count);
+    std::vector<uint8_t> state(count, 0);          // 0 new, 1 on the stack, 2 placed
+    std::vector<std::pair<size_t, size_t>> stack;  // (node, next input to look at)
+    for (size_t root = 0; root < count; ++root) {
+      if (state[root]) continue;
+      stack.emplace_back(root, 0);
+      state[root] = 1;
+      while (!stack.empty()) {
+        auto& [n, i] = stack.back();
+        const ir::Node& node = graph_.nodes[n];
+        if (i < node.inputs.size()) {
+          const int p = node.inputs[i++].empty() ? -1 : view_.producer(node.inputs[i - 1]);
+          if (p >= 0 && state[size_t(p)] == 0) {
+            state[size_t(p)] = 1;
+            stack.emplace_back(size_t(p), 0);
+          }
+          continue;
+        }
+        state[n] = 2;
+        order.push_back(n);
+        stack.pop_back();
+      }
+    }
+    return order;
+  }
+
+  const BlockedValue* blocked(const std::string& value) const {
+    auto it = blocked_.find(value);
+    return it == blocked_.end() ? nullptr : &it->second;
+  }
+
+  // The blocked form of `node` (inputs still under their original names), recording its
+  // output as blocked; nullopt when it stays as it is.
+  std::optional<ir::Node> rewrite(const ir::Node& node, int64_t opset) {
+    if (node.outputs.size() != 1 || node.inputs.empty()) return std::nullopt;
+    if (auto channels = conv_channels(node)) return blocked_node(node, "NchwcConv", *channels);
+    const BlockedValue* x = blocked(node.inputs[0]);
+    if (!x) return std::nullopt;
+    const int64_t channels = x->channels;
+    if (is_onnx_op(node, {"MaxPool", "AveragePool"})) {
+      const ir::Attribute* k = node.find_attribute("kernel_shape");
+      if (!k || k->ints.size() != 2) return std::nullopt;
+      std::optional<ir::Node> r = blocked_node(node, "Nchwc" + node.op_type, channels);
+      std::erase_if(r->attributes,
+                    [](const ir::Attribute& a) { return a.name == "storage_order"; });
+      return r;
+    }
+    if (is_onnx_op(node, {"GlobalAveragePool", "GlobalMaxPool"}))
+      return blocked_node(node, "Nchwc" + node.op_type, channels);
+    if (is_onnx_op(node, "Concat")) {
+      const int64_t axis = int_attr(node, "axis", 0);
+      if (axis != 1 && axis != -3) return std::nullopt;
+      int64_t total = 0;
+      for (const std::string& input : node.inputs) {
+        const BlockedValue* b = blocked(input);
+        if (!b || b->channels % kBlock != 0) return std::nullopt;
+        total += b->channels;
+      }
+      ir::Node r = node;
+      for (ir::Attribute& a : r.attributes)
+        if (a.name == "axis") a.i = 1;
+      return same_op(std::move(r), total);
+    }
+    if (is_onnx_op(node, {"Add", "Sub", "Mul", "Max", "Min"})) {
+      if (node.inputs.size() != 2) return std::nullopt;
+      const BlockedValue* other = blocked(node.inputs[1]);
+      if (!other || other->channels != channels) return std::nullopt;
+      return same_op(node, channels);
+    }
+    // Activations map the padding lanes' finite values to finite values.
+    if (as_activation(node, view_, opset)) return same_op(node, channels);
+    return std::nullopt;
+  }
+
+  // The output channels of a convolution this pass blocks, or nullopt.
+  std::optional<int64_t> conv_channels(const ir::Node& node) const {
+    const bool fused =
+        node.op_type == "FusedConv" && (node.domain == "nxrt" || node.domain == "com.microsoft");
+    if (!is_onnx_op(node, "Conv") && !fused) return std::nullopt;
+    if (node.inputs.size() < 2 || (fused && node.inputs.size() > 4)) return std::nullopt;
+    const Tensor* w = view_.constant(node.inputs[1]);
+    if (!w || w->dtype() != DataType::kFloat || w->rank() != 4) return std::nullopt;
+    const int64_t M = w->shape()[0];
+    if (M < kBlock) return std::nullopt;
+    const int64_t group = int_attr(node, "group", 1);
+    const bool depthwise = group == M && w->shape()[1] == 1 && M > 1;
+    if (group != 1 && !depthwise) return std::nullopt;
+    if (depthwise && !blocked(node.inputs[0])) return std::nullopt;
+    const std::string& bias = input_or_empty(node, 2);
+    if (!bias.empty()) {
+      const Tensor* b = view_.constant(bias);
+      if (b && (b->dtype() != DataType::kFloat || b->numel() != M)) return std::nullopt;
+    }
+    const std::string& sum = input_or_empty(node, 3);
+    if (!sum.empty()) {
+      const BlockedValue* z = blocked(sum);
+      if (!z || z->channels != M) return std::nullopt;
+    }
+    return M;
+  }
+
+  std::optional<ir::Node> blocked_node(const ir::Node& node, const std::string& op_type,
+                                       int64_t channels) {
+    ir::Node r = node;
+    r.domain = "nxrt";
+    r.op_type = op_type;
+    return same_op(std::move(r), channels);
+  }
+
+  // `node` writing a fresh blocked value in place of its output.
+  std::optional<ir::Node> same_op(ir::Node node, int64_t channels) {
+    const std::string name = edit_.fresh_name(node.outputs[0] + "_nchwc");
+    blocked_[node.outputs[0]] = BlockedValue{name, channels};
+    node.outputs[0] = name;
+    return node;
+  }
+
+  ir::Graph& graph_;
+  PassContext& ctx_;
+  GraphView view_;
+  GraphEditor edit_;
+  std::unordered_map<std::string, BlockedValue> blocked_;
+  std::unordered_map<std::string, size_t> blocked_reads_;
+};
+
+}  // namespace
+
+Status layout_nchwc(ir::Graph& graph, PassContext& ctx) {
+  // The blocked kernels exist for AVX-512 only.
+  if (!gemm::has_avx512f()) return Status();
+  return NchwcRewriter(graph, ctx).run();
+}
+
+}  // namespace nxrt::optimizer
