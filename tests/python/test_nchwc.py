@@ -114,6 +114,16 @@ def test_conv_on_blocked_layout(c_in, c_out, h, w, k, attrs, threads):
     _check(g.model([y]), g.x_shape, ["NchwcConv", "NchwcToNchw"], threads)
 
 
+@pytest.mark.parametrize("c_in,c_out,h,w,k,attrs", CONV_CASES)
+def test_conv_of_a_blocked_input(c_in, c_out, h, w, k, attrs):
+    # The same convolutions reading the blocked output of another one: their windows
+    # then read the padding in place rather than from a zero-bordered copy.
+    g = _Graph(2, 4, h, w)
+    first = g.op("Relu", [g.conv("x", 4, c_in, 1)])
+    y = g.conv(first, c_in, c_out, k, **attrs)
+    _check(g.model([y]), g.x_shape, ["NchwcConv", "NchwcToNchw"])
+
+
 @pytest.mark.parametrize("activation", ["Relu", "Sigmoid", "LeakyRelu", "HardSigmoid"])
 def test_conv_activation_fused_on_blocked_layout(activation):
     g = _Graph(1, 8, 12, 12)

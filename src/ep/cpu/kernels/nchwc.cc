@@ -115,19 +115,21 @@ class NchwcConvKernel final : public Kernel {
                     });
       return Status();
     }
-    // Dense: windows read a zero-bordered copy of the input when there is padding.
+    // Dense. A blocked input is read in place (the tiles read zeros for taps in the
+    // padding); a plain one, with padding, through a zero-bordered copy.
     const int64_t PT = win.pad_begin[0], PL = win.pad_begin[1];
-    const int64_t HP =
-        std::max(H + PT + win.pad_end[0],
-                 (OH - 1) * win.stride[0] + (win.kernel[0] - 1) * win.dilation[0] + 1);
-    const int64_t WP =
-        std::max(W + PL + win.pad_end[1],
-                 (OW - 1) * win.stride[1] + (win.kernel[1] - 1) * win.dilation[1] + 1);
-    const bool padded = HP != H || WP != W || PT != 0 || PL != 0;
+    int64_t HP = H, WP = W;
+    if (!blocked) {
+      HP = std::max(H + PT + win.pad_end[0],
+                    (OH - 1) * win.stride[0] + (win.kernel[0] - 1) * win.dilation[0] + 1);
+      WP = std::max(W + PL + win.pad_end[1],
+                    (OW - 1) * win.stride[1] + (win.kernel[1] - 1) * win.dilation[1] + 1);
+    }
+    const bool copied = HP != H || WP != W || (!blocked && (PT != 0 || PL != 0));
     const int64_t planes = blocked ? x.shape()[1] : C;  // planes of (16 or 1) lanes
     const int64_t lanes = blocked ? kB : 1;
     const float* source = x.data<float>();
-    if (padded) {
+    if (copied) {
       float* copy = thread_scratch<float>(size_t(N * planes * HP * WP * lanes), 0);
       parallel_rows(N * planes, 1, double(N * planes * HP * WP * lanes) * 8,
                     [&](int64_t plane, int64_t, int64_t) {
@@ -142,6 +144,10 @@ class NchwcConvKernel final : public Kernel {
     a.x_col_stride = lanes;
     a.x_row_stride = WP * lanes;
     a.in_channels = in_channels_;
+    a.in_h = HP;
+    a.in_w = WP;
+    a.pad_top = copied ? 0 : PT;
+    a.pad_left = copied ? 0 : PL;
     a.kernel_h = win.kernel[0];
     a.kernel_w = win.kernel[1];
     a.stride_h = win.stride[0];
@@ -152,17 +158,9 @@ class NchwcConvKernel final : public Kernel {
     a.out_w = OW;
     a.w = weights_.data<float>();
     a.epilogue = e;
-    // A pointwise convolution without padding or stride maps position p of the plane to
-    // position p: one row of OH * OW positions, cut into whole tiles, not rows of OW (a
-    // 7 x 7 map would leave the 6-position tiles a 1-position remainder per row).
-    const bool flat =
-        a.kernel_h == 1 && a.kernel_w == 1 && a.stride_h == 1 && a.stride_w == 1 && !padded;
-    if (flat) {
-      a.out_w = OH * OW;
-      a.out_h = 1;
-    }
-    constexpr int64_t kFlatUnit = 24;  // positions per task unit: whole tiles of 6 and 8
-    const int64_t units = flat ? (a.out_w + kFlatUnit - 1) / kFlatUnit : OH;
+    // Tasks take whole tiles of output positions (6 or 8, rows run together).
+    constexpr int64_t kUnit = 24;
+    const int64_t units = (OH * OW + kUnit - 1) / kUnit;
     const int64_t groups = (Mb + 3) / 4;  // the micro-kernel's 4 output blocks at a time
     const double macs =
         double(N) * double(out_channels_) * double(C) * double(OH * OW) * double(win.kernel_size());
@@ -173,10 +171,7 @@ class NchwcConvKernel final : public Kernel {
       ai.y = y->data<float>() + n * out_image;
       ai.epilogue.z = z ? z->data<float>() + n * out_image : nullptr;
       const int64_t b0 = 4 * g, b1 = std::min(Mb, 4 * g + 4);
-      if (flat)
-        vmath::nchwc_conv(ai, b0, b1, 0, 1, u0 * kFlatUnit, std::min(a.out_w, u1 * kFlatUnit));
-      else
-        vmath::nchwc_conv(ai, b0, b1, u0, u1, 0, OW);
+      vmath::nchwc_conv(ai, b0, b1, u0 * kUnit, std::min(OH * OW, u1 * kUnit));
     });
     return Status();
   }

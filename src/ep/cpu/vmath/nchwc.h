@@ -28,14 +28,16 @@ struct NchwcEpilogue {
   float post_scale = 1.0f, post_shift = 0.0f;
 };
 
-// A dense 2-D convolution of one image whose input is already padded: every window lies
-// inside it. The input is either blocked (x_lane_stride 1, x_col_stride 16) or plain NCHW
-// planes (x_lane_stride = plane size, x_col_stride 1), read as blocks of 16 channels, the
-// last one partial when in_channels is not a multiple of 16.
+// A dense 2-D convolution of one image. The input is either blocked (x_lane_stride 1,
+// x_col_stride 16) or plain NCHW planes (x_lane_stride = plane size, x_col_stride 1), read
+// as blocks of 16 channels, the last one partial when in_channels is not a multiple of
+// 16. Window taps in the padding read zeros; only a blocked input may have padding (a
+// plain one must come padded: pad_top = pad_left = 0 and every window inside).
 struct NchwcConvArgs {
   const float* x = nullptr;
   int64_t x_block_stride = 0, x_lane_stride = 0, x_col_stride = 0, x_row_stride = 0;
   int64_t in_channels = 0;
+  int64_t in_h = 0, in_w = 0, pad_top = 0, pad_left = 0;
   int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   int64_t out_h = 0, out_w = 0;
   // [ceil(M/16)][ceil(C/16)][kernel_h][kernel_w][16 inputs][16 outputs], zero-padded.
@@ -44,10 +46,10 @@ struct NchwcConvArgs {
   NchwcEpilogue epilogue;
 };
 
-// Output blocks [block0, block1), rows [row0, row1) and columns [col0, col1) of the
-// convolution.
-void nchwc_conv(const NchwcConvArgs& a, int64_t block0, int64_t block1, int64_t row0, int64_t row1,
-                int64_t col0, int64_t col1);
+// Output blocks [block0, block1) and positions [pos0, pos1) (of the out_h x out_w plane,
+// row by row) of the convolution.
+void nchwc_conv(const NchwcConvArgs& a, int64_t block0, int64_t block1, int64_t pos0,
+                int64_t pos1);
 
 // A depthwise 2-D convolution (one input channel per output) or a pool of one image, both
 // in the blocked layout, unpadded input: windows are clipped at the borders.

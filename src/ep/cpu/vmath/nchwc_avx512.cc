@@ -32,7 +32,11 @@ constexpr int kMaxTileBlocks = 4, kMaxTilePositions = 8;
 constexpr int64_t kPassWeightsKiB = 36;
 
 struct ConvTile {
-  const float* x;      // input at the chunk's first block and the first position's window
+  const float* x;      // input at the chunk's first block
+  int64_t offsets[kMaxTilePositions];  // where each position's window starts in it
+  // Checked tiles (some window crosses the border): each position's window origin (row,
+  // column, either may be negative), its taps outside the input read zeros.
+  int64_t row0[kMaxTilePositions], col0[kMaxTilePositions];
   int64_t blocks;      // input blocks in the chunk
   int64_t last_lanes;  // channels of the chunk's last block
   const float* w;      // weights at the first output block and the chunk's first input block
@@ -49,7 +53,10 @@ inline void finish(const NchwcEpilogue& e, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = y[i] * e.post_scale + e.post_shift;
 }
 
-template <int Blocks, int Positions>
+// Sixteen zeros: the lanes a checked tile reads for a tap in the padding.
+alignas(64) constexpr float kZeros[kB] = {};
+
+template <int Blocks, int Positions, bool Checked>
 void conv_tile(const NchwcConvArgs& a, const ConvTile& t) {
   __m512 acc[Blocks][Positions];
   const int64_t y_block = a.out_h * a.out_w * kB;
@@ -61,7 +68,7 @@ void conv_tile(const NchwcConvArgs& a, const ConvTile& t) {
     for (int p = 0; p < Positions; ++p)
       acc[j][p] = t.first ? b : _mm512_loadu_ps(t.y + j * y_block + p * kB);
   }
-  const int64_t col_step = a.stride_w * a.x_col_stride, lane = a.x_lane_stride;
+  const int64_t lane = a.x_lane_stride;
   const int64_t taps = a.kernel_h * a.kernel_w;
   for (int64_t ib = 0; ib < t.blocks; ++ib) {
     const int64_t lanes = ib + 1 == t.blocks ? t.last_lanes : kB;
@@ -69,16 +76,28 @@ void conv_tile(const NchwcConvArgs& a, const ConvTile& t) {
     const float* wb = t.w + ib * taps * kB * kB;
     for (int64_t kh = 0; kh < a.kernel_h; ++kh)
       for (int64_t kw = 0; kw < a.kernel_w; ++kw) {
-        const float* xs =
+        const float* tap =
             xb + kh * a.dilation_h * a.x_row_stride + kw * a.dilation_w * a.x_col_stride;
+        const float* xs[Positions];
+#pragma GCC unroll 8
+        for (int p = 0; p < Positions; ++p) {
+          if constexpr (Checked) {
+            const int64_t r = t.row0[p] + kh * a.dilation_h, c = t.col0[p] + kw * a.dilation_w;
+            const bool inside = uint64_t(r) < uint64_t(a.in_h) && uint64_t(c) < uint64_t(a.in_w);
+            xs[p] = inside ? xb + r * a.x_row_stride + c * a.x_col_stride : kZeros;
+          } else {
+            xs[p] = tap + t.offsets[p];
+          }
+        }
         const float* ws = wb + (kh * a.kernel_w + kw) * kB * kB;
+#pragma GCC unroll 4
         for (int64_t i = 0; i < lanes; ++i) {
           __m512 wv[Blocks];
 #pragma GCC unroll 4
           for (int j = 0; j < Blocks; ++j) wv[j] = _mm512_loadu_ps(ws + j * w_block + i * kB);
 #pragma GCC unroll 8
           for (int p = 0; p < Positions; ++p) {
-            const __m512 v = _mm512_set1_ps(xs[p * col_step + i * lane]);
+            const __m512 v = _mm512_set1_ps(xs[p][i * lane]);
 #pragma GCC unroll 4
             for (int j = 0; j < Blocks; ++j) acc[j][p] = _mm512_fmadd_ps(wv[j], v, acc[j][p]);
           }
@@ -109,24 +128,25 @@ void conv_tile(const NchwcConvArgs& a, const ConvTile& t) {
 
 using ConvTileFn = void (*)(const NchwcConvArgs&, const ConvTile&);
 
-template <int Blocks, int... P>
+template <int Blocks, bool Checked, int... P>
 constexpr ConvTileFn conv_tile_for(int positions, std::integer_sequence<int, P...>) {
   ConvTileFn fn = nullptr;
-  ((fn = positions == P + 1 ? conv_tile<Blocks, P + 1> : fn), ...);
+  ((fn = positions == P + 1 ? conv_tile<Blocks, P + 1, Checked> : fn), ...);
   return fn;
 }
 
+template <bool Checked>
 ConvTileFn conv_tile_for(int blocks, int positions) {
   const auto seq = std::make_integer_sequence<int, kMaxTilePositions>();
   switch (blocks) {
     case 1:
-      return conv_tile_for<1>(positions, seq);
+      return conv_tile_for<1, Checked>(positions, seq);
     case 2:
-      return conv_tile_for<2>(positions, seq);
+      return conv_tile_for<2, Checked>(positions, seq);
     case 3:
-      return conv_tile_for<3>(positions, seq);
+      return conv_tile_for<3, Checked>(positions, seq);
     default:
-      return conv_tile_for<4>(positions, seq);
+      return conv_tile_for<4, Checked>(positions, seq);
   }
 }
 
@@ -140,37 +160,60 @@ inline int64_t next_tile(int64_t left, int64_t most) {
 
 }  // namespace
 
-void nchwc_conv(const NchwcConvArgs& a, int64_t block0, int64_t block1, int64_t row0, int64_t row1,
-                int64_t col0, int64_t col1) {
+void nchwc_conv(const NchwcConvArgs& a, int64_t block0, int64_t block1, int64_t pos0,
+                int64_t pos1) {
   const int64_t in_blocks = (a.in_channels + kB - 1) / kB;
   const int64_t taps = a.kernel_h * a.kernel_w;
   const int64_t w_block = in_blocks * taps * kB * kB;
+  const int64_t plane = a.out_h * a.out_w;
+  // Positions run in the order of the output plane, tiles crossing row ends (a 7 x 7 map
+  // fills whole tiles; a 1-wide map, a 1-D convolution, still gets 6 positions a tile).
+  // A span of them goes through all input chunks before the next: its input rows stay
+  // in cache from chunk to chunk.
+  const int64_t span = std::max<int64_t>(a.out_w, 24);
+  // Extent of a window: positions whose window reaches past the input take checked tiles.
+  const int64_t row_span = (a.kernel_h - 1) * a.dilation_h + 1;
+  const int64_t col_span = (a.kernel_w - 1) * a.dilation_w + 1;
   for (int64_t ob = block0; ob < block1;) {
     const int blocks = int(std::min<int64_t>(kMaxTileBlocks, block1 - ob));
     const int64_t most = blocks == kMaxTileBlocks ? 6 : kMaxTilePositions;
     const int64_t per_pass = std::max<int64_t>(1, kPassWeightsKiB / (blocks * taps));
-    auto pass = [&](int64_t oh, int64_t ib) {
-      const int64_t chunk = std::min(per_pass, in_blocks - ib);
-      ConvTile t;
-      t.blocks = chunk;
-      t.last_lanes = std::min(kB, a.in_channels - (ib + chunk - 1) * kB);
-      t.w = a.w + ob * w_block + ib * taps * kB * kB;
-      t.bias = a.epilogue.bias + ob * kB;
-      t.first = ib == 0;
-      t.last = ib + chunk == in_blocks;
-      for (int64_t ow = col0; ow < col1;) {
-        const int64_t positions = next_tile(col1 - ow, most);
-        t.x = a.x + ib * a.x_block_stride + oh * a.stride_h * a.x_row_stride +
-              ow * a.stride_w * a.x_col_stride;
-        const int64_t y_offset = ((ob * a.out_h + oh) * a.out_w + ow) * kB;
-        t.y = a.y + y_offset;
-        t.z = a.epilogue.z ? a.epilogue.z + y_offset : nullptr;
-        conv_tile_for(blocks, int(positions))(a, t);
-        ow += positions;
+    for (int64_t s0 = pos0; s0 < pos1; s0 += span) {
+      const int64_t s1 = std::min(pos1, s0 + span);
+      for (int64_t ib = 0; ib < in_blocks; ib += per_pass) {
+        const int64_t chunk = std::min(per_pass, in_blocks - ib);
+        ConvTile t;
+        t.x = a.x + ib * a.x_block_stride;
+        t.blocks = chunk;
+        t.last_lanes = std::min(kB, a.in_channels - (ib + chunk - 1) * kB);
+        t.w = a.w + ob * w_block + ib * taps * kB * kB;
+        t.bias = a.epilogue.bias + ob * kB;
+        t.first = ib == 0;
+        t.last = ib + chunk == in_blocks;
+        int64_t oh = s0 / a.out_w, ow = s0 % a.out_w;
+        for (int64_t q = s0; q < s1;) {
+          const int64_t positions = next_tile(s1 - q, most);
+          bool checked = false;
+          for (int64_t p = 0; p < positions; ++p) {
+            const int64_t r = oh * a.stride_h - a.pad_top, c = ow * a.stride_w - a.pad_left;
+            t.row0[p] = r;
+            t.col0[p] = c;
+            t.offsets[p] = r * a.x_row_stride + c * a.x_col_stride;
+            checked |= r < 0 || r + row_span > a.in_h || c < 0 || c + col_span > a.in_w;
+            if (++ow == a.out_w) {
+              ow = 0;
+              ++oh;
+            }
+          }
+          const int64_t y_offset = (ob * plane + q) * kB;
+          t.y = a.y + y_offset;
+          t.z = a.epilogue.z ? a.epilogue.z + y_offset : nullptr;
+          (checked ? conv_tile_for<true>(blocks, int(positions))
+                   : conv_tile_for<false>(blocks, int(positions)))(a, t);
+          q += positions;
+        }
       }
-    };
-    for (int64_t oh = row0; oh < row1; ++oh)
-      for (int64_t ib = 0; ib < in_blocks; ib += per_pass) pass(oh, ib);
+    }
     ob += blocks;
   }
 }
@@ -424,7 +467,7 @@ void nchwc_block_to_planes(const float* x, int64_t positions, int64_t lanes, flo
 #else  // not x86: the layout pass never runs there
 
 namespace nxrt::vmath {
-void nchwc_conv(const NchwcConvArgs&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t) {}
+void nchwc_conv(const NchwcConvArgs&, int64_t, int64_t, int64_t, int64_t) {}
 void nchwc_depthwise(const NchwcWindowArgs&, const float*, const NchwcEpilogue&, int64_t, int64_t,
                      int64_t, int64_t) {}
 void nchwc_pool(const NchwcWindowArgs&, NchwcPool, int64_t, int64_t, int64_t, int64_t) {}
