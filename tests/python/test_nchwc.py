@@ -124,6 +124,37 @@ def test_conv_of_a_blocked_input(c_in, c_out, h, w, k, attrs):
     _check(g.model([y]), g.x_shape, ["NchwcConv", "NchwcToNchw"])
 
 
+WINOGRAD_CASES = [
+    # 3x3 stride-1 convolutions with at least 32 inputs and outputs take Winograd's
+    # F(2x2, 3x3): odd and even maps, asymmetric and no padding, a partial last block.
+    (32, 32, 7, 7, dict(pads=[1, 1, 1, 1])),
+    (48, 40, 9, 6, dict(pads=[0, 1, 2, 0])),
+    (64, 64, 5, 11, {}),
+    (40, 72, 14, 14, dict(auto_pad="SAME_UPPER")),
+]
+
+
+@pytest.mark.parametrize("c_in,c_out,h,w,attrs", WINOGRAD_CASES)
+@pytest.mark.parametrize("activation", [None, "Relu", "Sigmoid"])
+@pytest.mark.parametrize("plain_input", [False, True])
+def test_winograd_convolution(c_in, c_out, h, w, attrs, activation, plain_input):
+    g = _Graph(2, c_in if plain_input else 8, h, w)
+    x = "x" if plain_input else g.op("Relu", [g.conv("x", 8, c_in, 1)])
+    y = g.conv(x, c_in, c_out, 3, **attrs)
+    if activation:
+        y = g.op(activation, [y])
+    _check(g.model([y]), g.x_shape, ["NchwcConv"], threads=2)
+
+
+def test_winograd_convolution_with_residual_sum():
+    g = _Graph(1, 8, 10, 9)
+    a = g.op("Relu", [g.conv("x", 8, 48, 1)])
+    b = g.conv(g.op("Relu", [g.conv(a, 48, 48, 3, pads=[1, 1, 1, 1])]), 48, 48, 3,
+               pads=[1, 1, 1, 1])
+    y = g.op("Relu", [g.op("Add", [b, a])])
+    _check(g.model([y]), g.x_shape, ["NchwcConv"])
+
+
 @pytest.mark.parametrize("activation", ["Relu", "Sigmoid", "LeakyRelu", "HardSigmoid"])
 def test_conv_activation_fused_on_blocked_layout(activation):
     g = _Graph(1, 8, 12, 12)

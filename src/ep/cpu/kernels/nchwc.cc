@@ -9,12 +9,14 @@
 #include "ep/cpu/vmath/nchwc.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/parallel.h"
 #include "ep/cpu/kernels/common.h"
 #include "ep/cpu/kernels/conv_geometry.h"
 #include "ep/cpu/kernels/fused_activation.h"
+#include "ep/cpu/vmath/winograd.h"
 
 namespace nxrt::cpu {
 namespace {
@@ -22,6 +24,8 @@ namespace {
 constexpr int64_t kB = vmath::kNchwcBlock;
 // Multiply-adds (or window taps) below which a piece of work stays on one thread.
 constexpr double kMinWork = double(1 << 20);
+// Channels from which a 3x3 stride-1 convolution takes Winograd's F(2x2, 3x3).
+constexpr int64_t kWinogradMinInputs = 32, kWinogradMinOutputs = 32;
 
 int64_t blocks_of(int64_t channels) { return (channels + kB - 1) / kB; }
 
@@ -51,11 +55,13 @@ Status check_blocked(const Tensor& x, const char* what) {
 
 class NchwcConvKernel final : public Kernel {
  public:
-  NchwcConvKernel(WindowAttrs attrs, bool depthwise, int64_t out_channels, int64_t in_channels,
-                  std::vector<int64_t> kernel, Tensor weights, vmath::NchwcEpilogue epilogue,
-                  bool has_sum)
+  NchwcConvKernel(WindowAttrs attrs, bool depthwise, bool winograd, int64_t out_channels,
+                  int64_t in_channels, std::vector<int64_t> kernel, Tensor weights,
+                  vmath::NchwcEpilogue epilogue, bool has_sum)
       : attrs_(std::move(attrs)),
         depthwise_(depthwise),
+        winograd_(winograd),
+        zero_bias_(size_t(blocks_of(out_channels) * kB), 0.0f),
         out_channels_(out_channels),
         in_channels_(in_channels),
         kernel_(std::move(kernel)),
@@ -100,6 +106,10 @@ class NchwcConvKernel final : public Kernel {
     e.bias = bias;
     const int64_t H = in_spatial[0], W = in_spatial[1];
     const int64_t in_image = x.numel() / std::max<int64_t>(N, 1), out_image = Mb * OH * OW * kB;
+    if (winograd_) {
+      run_winograd(x, blocked, win, e, z, *y);
+      return Status();
+    }
     if (depthwise_) {
       if (!blocked) return invalid_argument("a depthwise NchwcConv needs a blocked input X");
       vmath::NchwcWindowArgs a = window_args(win);
@@ -177,6 +187,82 @@ class NchwcConvKernel final : public Kernel {
   }
 
  private:
+  // The 3x3 stride-1 convolution by Winograd F(2x2, 3x3) (vmath/nchwc.h): per chunk of
+  // tiles, on the thread that takes it, the input tiles transformed into 16 matrices
+  // [C][tiles] (blocked), 16 blocked 1x1 products with the transformed weights, and the
+  // products transformed back into Y through the epilogue. 16 multiply-adds per 4
+  // outputs per channel pair instead of 36.
+  void run_winograd(const Tensor& x, bool blocked, const Window& win, const vmath::NchwcEpilogue& e,
+                    const Tensor* z, Tensor& y) const {
+    const int64_t N = x.shape()[0], H = win.in[0], W = win.in[1];
+    const int64_t Cb = blocks_of(in_channels_), Mb = blocks_of(out_channels_);
+    const float* source = x.data<float>();
+    if (!blocked) {  // a plain input (no blocked producer): blocked once into scratch
+      float* copy = thread_scratch<float>(size_t(N * Cb * H * W * kB), 0);
+      to_blocked(x.data<float>(), N, in_channels_, H * W, copy);
+      source = copy;
+    }
+    vmath::NchwcWinogradTiles g;
+    g.in_h = H;
+    g.in_w = W;
+    g.pad_top = win.pad_begin[0];
+    g.pad_left = win.pad_begin[1];
+    g.out_h = win.out[0];
+    g.out_w = win.out[1];
+    g.tiles_w = (g.out_w + 1) / 2;
+    const int64_t tiles = (g.out_h + 1) / 2 * g.tiles_w;
+    // Chunks whose transformed tiles and products stay within about 1 MiB (16 values of
+    // 16 lanes per tile and channel block), cut finer when there are threads to feed.
+    int64_t chunk = std::max<int64_t>(8, (int64_t(1) << 20) / ((Cb + Mb) * 16 * kB * 4));
+    const int64_t width = int64_t(
+        parallel_pieces(double(N * tiles) * double(in_channels_ * out_channels_) * 16, kMinWork));
+    if (width > 1) chunk = std::min(chunk, std::max<int64_t>(8, (N * tiles + width - 1) / width));
+    chunk = std::min(chunk, tiles);
+    const int64_t chunks = (tiles + chunk - 1) / chunk;
+    const int64_t in_image = Cb * H * W * kB, out_image = Mb * g.out_h * g.out_w * kB;
+    parallel_for(size_t(N * chunks), [&](size_t task) {
+      const int64_t n = int64_t(task) / chunks, c = int64_t(task) % chunks;
+      vmath::NchwcWinogradTiles gc = g;
+      gc.first = c * chunk;
+      gc.count = std::min(chunk, tiles - gc.first);
+      float* v = thread_scratch<float>(size_t(16 * Cb * gc.count * kB), 2);
+      float* m = thread_scratch<float>(size_t(16 * Mb * gc.count * kB), 3);
+      vmath::nchwc_winograd_input(source + n * in_image, Cb, gc, v);
+      vmath::NchwcConvArgs p;
+      p.x_block_stride = gc.count * kB;
+      p.x_lane_stride = 1;
+      p.x_col_stride = kB;
+      p.x_row_stride = gc.count * kB;
+      p.in_channels = in_channels_;
+      p.in_h = 1;
+      p.in_w = gc.count;
+      p.out_h = 1;
+      p.out_w = gc.count;
+      p.epilogue.bias = zero_bias_.data();
+      for (int64_t xi = 0; xi < 16; ++xi) {
+        p.x = v + xi * Cb * gc.count * kB;
+        p.w = weights_.data<float>() + xi * Mb * Cb * kB * kB;
+        p.y = m + xi * Mb * gc.count * kB;
+        vmath::nchwc_conv(p, 0, Mb, 0, gc.count);
+      }
+      vmath::NchwcEpilogue ei = e;
+      ei.z = z ? z->data<float>() + n * out_image : nullptr;
+      vmath::nchwc_winograd_output(m, Mb, gc, ei, y.data<float>() + n * out_image);
+    });
+  }
+
+  // Plain [N, C, positions] to blocked [N, ceil(C/16), positions, 16], padding lanes zero.
+  static void to_blocked(const float* x, int64_t N, int64_t C, int64_t positions, float* out) {
+    const int64_t Cb = blocks_of(C);
+    std::fill(out, out + N * Cb * positions * kB, 0.0f);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c) {
+        const float* src = x + (n * C + c) * positions;
+        float* dst = out + ((n * Cb + c / kB) * positions) * kB + c % kB;
+        for (int64_t p = 0; p < positions; ++p) dst[p * kB] = src[p];
+      }
+  }
+
   static void pad_plane(const float* src, float* dst, int64_t H, int64_t W, int64_t HP, int64_t WP,
                         int64_t PT, int64_t PL, int64_t lanes) {
     const int64_t row = WP * lanes;
@@ -211,12 +297,27 @@ class NchwcConvKernel final : public Kernel {
 
   WindowAttrs attrs_;
   bool depthwise_;
+  bool winograd_;                 // weights_ then holds the 16 transformed matrices
+  std::vector<float> zero_bias_;  // the Winograd products' bias
   int64_t out_channels_, in_channels_;
   std::vector<int64_t> kernel_;
   Tensor weights_;  // blocked (vmath/nchwc.h); 64-byte aligned, as the tiles' loads want
   vmath::NchwcEpilogue epilogue_;
   bool has_sum_;
 };
+
+// Winograd F(2x2, 3x3) for a dense 3x3 stride-1 convolution with enough channels that
+// the tile transforms cost less than the multiply-adds they save.
+// NXRT_NCHWC_NO_WINOGRAD=1 keeps the direct tiles (to compare).
+bool use_winograd(const WindowAttrs& w, bool depthwise, int64_t KH, int64_t KW, int64_t C,
+                  int64_t M) {
+  static const bool disabled = std::getenv("NXRT_NCHWC_NO_WINOGRAD") != nullptr;
+  auto ones = [](const std::vector<int64_t>& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t s) { return s == 1; });
+  };
+  return !disabled && !depthwise && KH == 3 && KW == 3 && ones(w.strides) && ones(w.dilations) &&
+         C >= kWinogradMinInputs && M >= kWinogradMinOutputs;
+}
 
 }  // namespace
 
@@ -256,14 +357,24 @@ Expected<KernelPtr> create_nchwc_conv(KernelInit& init) {
   NXRT_RETURN_IF_ERROR(attrs.status());
   const int64_t Mb = blocks_of(M), Cb = blocks_of(Cg), taps = KH * KW;
   const float* src = w->data<float>();
+  const bool winograd = use_winograd(window, depthwise, KH, KW, Cg, M);
   // Blocked weights, zero-padded: depthwise [Mb][kh][kw][16], dense
-  // [Mb][Cb][kh][kw][16 inputs][16 outputs].
-  const Shape blocked_shape{depthwise ? Mb * taps * kB : Mb * Cb * taps * kB * kB};
-  NXRT_ASSIGN_OR_RETURN(Tensor blocked, Tensor::allocate(DataType::kFloat, blocked_shape));
+  // [Mb][Cb][kh][kw][16 inputs][16 outputs], Winograd [16][Mb][Cb][16 inputs][16 outputs].
+  const int64_t count = depthwise ? Mb * taps * kB : (winograd ? 16 : taps) * Mb * Cb * kB * kB;
+  NXRT_ASSIGN_OR_RETURN(Tensor blocked, Tensor::allocate(DataType::kFloat, Shape{count}));
   float* dst = blocked.data<float>();
   if (depthwise) {
     for (int64_t m = 0; m < M; ++m)
       for (int64_t t = 0; t < taps; ++t) dst[(m / kB * taps + t) * kB + m % kB] = src[m * taps + t];
+  } else if (winograd) {
+    float u[16];
+    const int64_t matrix = Mb * Cb * kB * kB;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t c = 0; c < Cg; ++c) {
+        vmath::winograd_f23_filter(src + (m * Cg + c) * 9, u, 1);
+        for (int64_t xi = 0; xi < 16; ++xi)
+          dst[xi * matrix + ((m / kB * Cb + c / kB) * kB + c % kB) * kB + m % kB] = u[xi];
+      }
   } else {
     for (int64_t m = 0; m < M; ++m)
       for (int64_t c = 0; c < Cg; ++c)
@@ -273,7 +384,7 @@ Expected<KernelPtr> create_nchwc_conv(KernelInit& init) {
   }
   init.absorb_constant(1);
   init.set_all_outputs(DataType::kFloat);
-  return make_kernel<NchwcConvKernel>(std::move(window), depthwise, M, Cg,
+  return make_kernel<NchwcConvKernel>(std::move(window), depthwise, winograd, M, Cg,
                                       std::vector<int64_t>{KH, KW}, std::move(blocked), e,
                                       init.has_input(3));
 }

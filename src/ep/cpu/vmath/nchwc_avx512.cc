@@ -32,7 +32,7 @@ constexpr int kMaxTileBlocks = 4, kMaxTilePositions = 8;
 constexpr int64_t kPassWeightsKiB = 36;
 
 struct ConvTile {
-  const float* x;      // input at the chunk's first block
+  const float* x;                      // input at the chunk's first block
   int64_t offsets[kMaxTilePositions];  // where each position's window starts in it
   // Checked tiles (some window crosses the border): each position's window origin (row,
   // column, either may be negative), its taps outside the input read zeros.
@@ -443,6 +443,79 @@ inline void transpose16(__m512 (&r)[16]) {
 
 }  // namespace
 
+void nchwc_winograd_input(const float* x, int64_t blocks, const NchwcWinogradTiles& g, float* v) {
+  const int64_t plane = g.in_h * g.in_w * kB, xi_step = blocks * g.count * kB;
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t t = 0; t < g.count; ++t) {
+      const int64_t tile = g.first + t;
+      const int64_t r0 = 2 * (tile / g.tiles_w) - g.pad_top,
+                    c0 = 2 * (tile % g.tiles_w) - g.pad_left;
+      const float* xb = x + b * plane;
+      __m512 d[4][4];
+      for (int k = 0; k < 4; ++k)
+        for (int l = 0; l < 4; ++l) {
+          const int64_t r = r0 + k, c = c0 + l;
+          d[k][l] = uint64_t(r) < uint64_t(g.in_h) && uint64_t(c) < uint64_t(g.in_w)
+                        ? _mm512_loadu_ps(xb + (r * g.in_w + c) * kB)
+                        : zero;
+        }
+      // B^T d down the columns, then (B^T d) B along the rows.
+      __m512 u[4][4];
+      for (int l = 0; l < 4; ++l) {
+        u[0][l] = _mm512_sub_ps(d[0][l], d[2][l]);
+        u[1][l] = _mm512_add_ps(d[1][l], d[2][l]);
+        u[2][l] = _mm512_sub_ps(d[2][l], d[1][l]);
+        u[3][l] = _mm512_sub_ps(d[1][l], d[3][l]);
+      }
+      float* out = v + (b * g.count + t) * kB;
+      for (int k = 0; k < 4; ++k) {
+        _mm512_storeu_ps(out + (4 * k + 0) * xi_step, _mm512_sub_ps(u[k][0], u[k][2]));
+        _mm512_storeu_ps(out + (4 * k + 1) * xi_step, _mm512_add_ps(u[k][1], u[k][2]));
+        _mm512_storeu_ps(out + (4 * k + 2) * xi_step, _mm512_sub_ps(u[k][2], u[k][1]));
+        _mm512_storeu_ps(out + (4 * k + 3) * xi_step, _mm512_sub_ps(u[k][1], u[k][3]));
+      }
+    }
+}
+
+void nchwc_winograd_output(const float* m, int64_t blocks, const NchwcWinogradTiles& g,
+                           const NchwcEpilogue& e, float* y) {
+  const int64_t plane = g.out_h * g.out_w * kB, xi_step = blocks * g.count * kB;
+  const bool relu = e.has_activation && e.activation == Unary::kRelu;
+  const bool in_registers = relu || !e.has_activation;
+  const __m512 zero = _mm512_setzero_ps(), scale = _mm512_set1_ps(e.post_scale),
+               shift = _mm512_set1_ps(e.post_shift);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const __m512 bias = _mm512_loadu_ps(e.bias + b * kB);
+    for (int64_t t = 0; t < g.count; ++t) {
+      const float* in = m + (b * g.count + t) * kB;
+      __m512 p[16];
+      for (int xi = 0; xi < 16; ++xi) p[xi] = _mm512_loadu_ps(in + xi * xi_step);
+      // A^T p down the columns (rows 0-3 of the 4x4 products), then along the rows.
+      __m512 s[2][4];
+      for (int l = 0; l < 4; ++l) {
+        s[0][l] = _mm512_add_ps(_mm512_add_ps(p[l], p[4 + l]), p[8 + l]);
+        s[1][l] = _mm512_sub_ps(_mm512_sub_ps(p[4 + l], p[8 + l]), p[12 + l]);
+      }
+      const int64_t tile = g.first + t;
+      const int64_t r0 = 2 * (tile / g.tiles_w), c0 = 2 * (tile % g.tiles_w);
+      for (int r = 0; r < 2 && r0 + r < g.out_h; ++r) {
+        __m512 out[2] = {_mm512_add_ps(_mm512_add_ps(s[r][0], s[r][1]), s[r][2]),
+                         _mm512_sub_ps(_mm512_sub_ps(s[r][1], s[r][2]), s[r][3])};
+        for (int c = 0; c < 2 && c0 + c < g.out_w; ++c) {
+          const int64_t at = b * plane + ((r0 + r) * g.out_w + c0 + c) * kB;
+          __m512 v = _mm512_add_ps(out[c], bias);
+          if (e.z) v = _mm512_add_ps(v, _mm512_loadu_ps(e.z + at));
+          if (relu) v = _mm512_max_ps(zero, v);
+          if (in_registers) v = _mm512_fmadd_ps(v, scale, shift);
+          _mm512_storeu_ps(y + at, v);
+          if (!in_registers) finish(e, y + at, kB);
+        }
+      }
+    }
+  }
+}
+
 void nchwc_block_to_planes(const float* x, int64_t positions, int64_t lanes, float* y) {
   int64_t p = 0;
   for (; p + 16 <= positions; p += 16) {
@@ -472,6 +545,9 @@ void nchwc_depthwise(const NchwcWindowArgs&, const float*, const NchwcEpilogue&,
                      int64_t, int64_t) {}
 void nchwc_pool(const NchwcWindowArgs&, NchwcPool, int64_t, int64_t, int64_t, int64_t) {}
 void nchwc_block_to_planes(const float*, int64_t, int64_t, float*) {}
+void nchwc_winograd_input(const float*, int64_t, const NchwcWinogradTiles&, float*) {}
+void nchwc_winograd_output(const float*, int64_t, const NchwcWinogradTiles&, const NchwcEpilogue&,
+                           float*) {}
 }  // namespace nxrt::vmath
 
 #endif
