@@ -106,13 +106,14 @@ def _ort_session(path, threads):
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
-def _nxrt_session(path, threads, profile_prefix=None):
+def _nxrt_session(path, threads, profile_prefix=None, disabled=()):
     so = nxrt.SessionOptions()
     so.intra_op_num_threads = threads
     if profile_prefix:
         so.enable_profiling = True
         so.profile_file_prefix = profile_prefix
-    return nxrt.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return nxrt.InferenceSession(path, so, providers=["CPUExecutionProvider"],
+                                 disabled_optimizers=list(disabled))
 
 
 class Runner:
@@ -141,14 +142,19 @@ def plan(pair_us, quick):
     return {"rounds": rounds, "block": block, "warmup": warmup}
 
 
-def bench_one(entry, path, threads, quick):
-    """Returns a result dict: status 'ok' / 'mismatch' / 'not loadable' / 'error'."""
+def bench_one(entry, path, threads, quick, baseline_disabled=None):
+    """Returns a result dict: status 'ok' / 'mismatch' / 'not loadable' / 'error'.
+    BASELINE_DISABLED (graph pass names): the baseline is nxrt without those passes
+    instead of onnxruntime (what a pass is worth, measured the same way)."""
     try:
         nx = _nxrt_session(path, threads)
     except Exception as err:  # noqa: BLE001 - any load error is reported, not raised
         return {"status": "not loadable", "error": zoo.first_line(err)}
     try:
-        rt = _ort_session(path, threads)
+        if baseline_disabled:
+            rt = _nxrt_session(path, threads, disabled=baseline_disabled)
+        else:
+            rt = _ort_session(path, threads)
         feeds = zoo.make_feeds(entry, seed=0, session=rt)
         names = [o.name for o in rt.get_outputs()]
         expected = rt.run(None, feeds)
@@ -186,10 +192,10 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def markdown(entries, results, threads, missing):
+def markdown(entries, results, threads, missing, baseline="onnxruntime"):
     t0 = threads[0]
     unit = lambda t: f"{t} thread" + ("s" if t != 1 else "")  # noqa: E731
-    head = ["model", f"nxrt, {unit(t0)}", f"onnxruntime, {unit(t0)}", f"ratio, {unit(t0)}"]
+    head = ["model", f"nxrt, {unit(t0)}", f"{baseline}, {unit(t0)}", f"ratio, {unit(t0)}"]
     head += [f"ratio, {unit(t)}" for t in threads[1:]]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     unloadable, notes = [], []
@@ -221,8 +227,8 @@ def markdown(entries, results, threads, missing):
     for mid, status, err in unloadable:
         lines.append(f"| {mid} | {status}: {err.replace('|', '/')} |" + " |" * (len(head) - 2))
     text = "\n".join(lines) + "\n"
-    text += ("\nMedian per call, nxrt and onnxruntime in one process, interleaved blocks, "
-             "same inputs, state carried; ratio = nxrt / onnxruntime (below 1: nxrt is "
+    text += (f"\nMedian per call, nxrt and {baseline} in one process, interleaved blocks, "
+             f"same inputs, state carried; ratio = nxrt / {baseline} (below 1: nxrt is "
              "faster). The geometric mean leaves out models that could not be loaded"
              + (" and those whose outputs differ." if notes else ".") + "\n")
     return text
@@ -231,6 +237,12 @@ def markdown(entries, results, threads, missing):
 def ratios(results, threads):
     return [per[threads]["ratio"] for per in results.values()
             if threads in per and per[threads]["status"] == "ok"]
+
+
+def baseline_label(args):
+    if args.baseline_disabled:
+        return "nxrt without " + "+".join(args.baseline_disabled)
+    return "onnxruntime"
 
 
 def run_bench(entries, args, missing):
@@ -243,12 +255,12 @@ def run_bench(entries, args, missing):
         path = zoo.model_path(e)
         per = results.setdefault(mid, {})
         for threads in args.threads:
-            r = bench_one(e, path, threads, args.quick)
+            r = bench_one(e, path, threads, args.quick, args.baseline_disabled)
             per[threads] = r
             if r["status"] in ("not loadable", "error"):
                 print(f"{mid:<28} {r['status']}: {r['error']}", flush=True)
                 break
-            line = harness.format_row(mid, threads, r)
+            line = harness.format_row(mid, threads, r, baseline_label(args))
             line += f"  [{r['rounds']}x{r['block']}]"
             if r["status"] == "mismatch":
                 line += f"  OUTPUTS DIFFER: {r['error']}"
@@ -264,7 +276,7 @@ def run_bench(entries, args, missing):
         if (mid, r["status"]) not in seen:
             seen.add((mid, r["status"]))
             print(f"  {mid}: {r['status']}: {r['error']}")
-    table = markdown(entries, results, args.threads, missing)
+    table = markdown(entries, results, args.threads, missing, baseline_label(args))
     print("\n" + table)
     if args.markdown:
         with open(args.markdown, "w") as f:
@@ -368,6 +380,8 @@ def main(argv=None):
                     help="profile nxrt per op type instead of comparing with onnxruntime")
     ap.add_argument("--runs", type=int, default=10, help="profiled runs per model (--profile)")
     ap.add_argument("--top", type=int, default=8, help="op types to show (--profile)")
+    ap.add_argument("--baseline-disabled", nargs="+", metavar="PASS",
+                    help="compare with nxrt without these graph passes instead of onnxruntime")
     args = ap.parse_args(argv)
     entries = select(args.models)
     missing = fetch_missing(entries)

@@ -52,7 +52,7 @@ def settle_for(threads):
     return 0.06 if threads > 1 else 0.0
 
 
-def format_row(name, threads, r):
+def format_row(name, threads, r, baseline="onnxruntime"):
     return (f"{name:<28} threads={threads}  nxrt {r['nxrt_median_us']:>10.1f} us (p99 "
-            f"{r['nxrt_p99_us']:>10.1f})  onnxruntime {r['ort_median_us']:>10.1f} us (p99 "
+            f"{r['nxrt_p99_us']:>10.1f})  {baseline} {r['ort_median_us']:>10.1f} us (p99 "
             f"{r['ort_p99_us']:>10.1f})  ratio {r['ratio']:.2f}")
