@@ -23,6 +23,26 @@ void RunStateCache::release(std::unique_ptr<RunState> state) {
 
 namespace {
 
+// One value's profile entry: {"float":[1,3,224,224]}, or {} when it is no tensor.
+void append_type_shape(std::string& out, const Tensor* t) {
+  if (!t || !t->defined()) {
+    out += "{}";
+    return;
+  }
+  out += "{\"";
+  out += dtype_name(t->dtype());
+  out += "\":[";
+  for (size_t d = 0; d < t->rank(); ++d) {
+    if (d) out += ',';
+    out += std::to_string(t->shape()[d]);
+  }
+  out += "]}";
+}
+
+}  // namespace
+
+namespace {
+
 // Subgraphs keep their own RunState caches, created on first use and owned by the graph,
 // so runs of different sessions never contend for one lock and the states go away with
 // their session.
@@ -251,6 +271,22 @@ Status finish_sink_outputs(const ExecutableGraph& graph, RunState& state, Kernel
   return Status();
 }
 
+// The profile's "input_type_shape" and "output_type_shape" args of a step just run.
+std::string profile_type_shapes(const Step& step, const RunState& state) {
+  std::string out = "\"input_type_shape\":[";
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    if (i) out += ",";
+    append_type_shape(out, state.step_inputs[i]);
+  }
+  out += "],\"output_type_shape\":[";
+  for (size_t i = 0; i < step.outputs.size(); ++i) {
+    if (i) out += ",";
+    const int s = step.outputs[i];
+    append_type_shape(out, s >= 0 ? &state.values[size_t(s)] : nullptr);
+  }
+  return out + "]";
+}
+
 void release_all(RunState& state) {
   for (size_t s = 0; s < state.values.size(); ++s) {
     release_slot(state, s);
@@ -317,7 +353,8 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
       flags.timings->push_back(
           {&step,
            std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count(),
-           std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()});
+           std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count(),
+           profile_type_shapes(step, state)});
     } else {
       status = step.kernel->compute(ctx);
     }

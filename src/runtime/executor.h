@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/buffer_pool.h"
@@ -19,6 +20,9 @@ struct NodeTiming {
   const Step* step = nullptr;
   int64_t start_ns = 0;  // steady clock
   int64_t duration_ns = 0;
+  // onnxruntime's profile args: "input_type_shape":[{"float":[1,3,224,224]},...],
+  // "output_type_shape":[...] (tensor inputs and outputs; {} for the others).
+  std::string type_shapes;
 };
 
 // The bytes one run holds at once (pooled intermediates in use, in subgraphs too, and the
@@ -38,7 +42,7 @@ struct MemoryMeter {
 
 struct RunFlags {
   const std::atomic<bool>* terminate = nullptr;
-  MemoryMeter* meter = nullptr;  // null: no memory limit
+  MemoryMeter* meter = nullptr;                // null: no memory limit
   std::vector<NodeTiming>* timings = nullptr;  // non-null: record every step, subgraphs too
   // Caller memory for graph outputs (IoBinding), aligned with the graph's outputs; an
   // undefined tensor leaves that output to the runtime. A bound output must match the

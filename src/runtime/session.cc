@@ -167,7 +167,8 @@ void Session::record_profile(const std::vector<NodeTiming>& timings) const {
                       "\"tid\":0,\"name\":\"", json_escape(name),
                       "_kernel_time\",\"ts\":", (t.start_ns - profile_origin_ns_) / 1000,
                       ",\"dur\":", t.duration_ns / 1000, ",\"args\":{\"op_name\":\"",
-                      json_escape(node.op_type), "\",\"provider\":\"CPUExecutionProvider\"}}");
+                      json_escape(node.op_type), "\",\"provider\":\"CPUExecutionProvider\"",
+                      t.type_shapes.empty() ? "" : ",", t.type_shapes, "}}");
   }
   std::lock_guard<std::mutex> lock(profile_mutex_);
   if (!events.empty()) profile_events_ += (profile_events_.empty() ? "" : ",") + events;

@@ -178,8 +178,12 @@ void nchwc_conv(const NchwcConvArgs& a, int64_t block0, int64_t block1, int64_t 
     const int blocks = int(std::min<int64_t>(kMaxTileBlocks, block1 - ob));
     const int64_t most = blocks == kMaxTileBlocks ? 6 : kMaxTilePositions;
     const int64_t per_pass = std::max<int64_t>(1, kPassWeightsKiB / (blocks * taps));
-    for (int64_t s0 = pos0; s0 < pos1; s0 += span) {
-      const int64_t s1 = std::min(pos1, s0 + span);
+    // Spans of equal length: a remainder span of a few positions would run as sliver
+    // tiles that load every weight for one or two positions.
+    const int64_t spans = (pos1 - pos0 + span - 1) / span;
+    const int64_t span_len = (pos1 - pos0 + spans - 1) / spans;
+    for (int64_t s0 = pos0; s0 < pos1; s0 += span_len) {
+      const int64_t s1 = std::min(pos1, s0 + span_len);
       for (int64_t ib = 0; ib < in_blocks; ib += per_pass) {
         const int64_t chunk = std::min(per_pass, in_blocks - ib);
         ConvTile t;
