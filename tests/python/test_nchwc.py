@@ -204,6 +204,26 @@ def test_residual_concat_and_elementwise_stay_blocked():
     _check(g.model([y, a]), g.x_shape, ["NchwcConv", "NchwcMaxPool", "Concat", "Mul"])
 
 
+@pytest.mark.parametrize("activation", ["Relu", "Sigmoid"])
+def test_batchnorm_between_blocked_ops(activation):
+    # DenseNet's block: Concat -> BatchNormalization -> activation -> Conv. The BN no
+    # convolution can absorb becomes nxrt ChannelAffine, which stays blocked.
+    g = _Graph(1, 8, 9, 9)
+    a = g.op("Relu", [g.conv("x", 8, 32, 3, pads=[1, 1, 1, 1])])
+    b = g.op("Relu", [g.conv("x", 8, 16, 1)])
+    cat = g.op("Concat", [a, b], axis=1)
+    params = []
+    for name, scale in (("s", 1.0), ("bb", 1.0), ("m", 1.0)):
+        params.append(g.fresh(name))
+        g.inits.append(_weights(params[-1], (48,), scale))
+    params.append(g.fresh("v"))
+    g.inits.append(numpy_helper.from_array(RNG.uniform(0.5, 2.0, 48).astype(np.float32),
+                                           params[-1]))
+    bn = g.op("BatchNormalization", [cat] + params)
+    y = g.conv(g.op(activation, [bn]), 48, 32, 1)
+    _check(g.model([y]), g.x_shape, ["NchwcChannelAffine", "NchwcConv"])
+
+
 def test_small_output_channels_stay_plain():
     # Fewer than 16 output channels would waste most of a block: the pass leaves them.
     g = _Graph(1, 32, 8, 8)

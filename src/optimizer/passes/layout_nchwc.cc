@@ -5,8 +5,8 @@
 //     weights, 4-D, group 1 (any input) or depthwise (a blocked input), at least 16
 //     output channels (fewer would waste most of a 16-lane block): NchwcConv. A sum
 //     input Z must itself be blocked.
-//   - MaxPool / AveragePool (2-D, one output) and GlobalAveragePool / GlobalMaxPool of a
-//     blocked input: their Nchwc forms.
+//   - MaxPool / AveragePool (2-D, one output), GlobalAveragePool / GlobalMaxPool and nxrt
+//     ChannelAffine (constant scale and shift) of a blocked input: their Nchwc forms.
 //   - Concat on the channel axis of blocked inputs whose channels fill whole blocks, and
 //     elementwise Add / Sub / Mul / Max / Min of two blocked inputs with the same channels,
 //     and activations of a blocked input (Relu, Sigmoid, Clip, ...): the same ONNX ops on
@@ -145,6 +145,15 @@ class NchwcRewriter {
       std::erase_if(r->attributes,
                     [](const ir::Attribute& a) { return a.name == "storage_order"; });
       return r;
+    }
+    if (node.domain == "nxrt" && node.op_type == "ChannelAffine" && node.inputs.size() == 3) {
+      const Tensor* scale = view_.constant(node.inputs[1]);
+      const Tensor* shift = view_.constant(node.inputs[2]);
+      if (!scale || !shift || scale->dtype() != DataType::kFloat ||
+          shift->dtype() != DataType::kFloat || scale->numel() != channels ||
+          shift->numel() != channels)
+        return std::nullopt;
+      return blocked_node(node, "NchwcChannelAffine", channels);
     }
     if (is_onnx_op(node, {"GlobalAveragePool", "GlobalMaxPool"}))
       return blocked_node(node, "Nchwc" + node.op_type, channels);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "core/parallel.h"
 #include "ep/cpu/kernels/common.h"
@@ -467,6 +468,42 @@ class NchwcGlobalPoolKernel final : public Kernel {
   bool max_;
 };
 
+// y = act(x * scale[c] + shift[c]) on the blocked layout: nxrt ChannelAffine (a
+// BatchNormalization no convolution took, with its Mul/Add/activation) between blocked
+// ops. The per-channel constants are padded to whole blocks once.
+class NchwcChannelAffineKernel final : public Kernel {
+ public:
+  NchwcChannelAffineKernel(std::vector<float> scale, std::vector<float> shift,
+                           std::optional<FusedActivation> activation)
+      : scale_(std::move(scale)), shift_(std::move(shift)), activation_(activation) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    NXRT_RETURN_IF_ERROR(check_blocked(x, "input X"));
+    const Shape& s = x.shape();
+    if (s[1] * kB != int64_t(scale_.size()))
+      return invalid_argument("input X ", s.to_string(), " does not hold the ", scale_.size(),
+                              " padded channels of the scale");
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, s));
+    const int64_t planes = s[0] * s[1], positions = s[2] * s[3];
+    const float* px = x.data<float>();
+    float* py = y->data<float>();
+    const bool act = activation_.has_value();
+    const vmath::Unary fn = act ? activation_->fn : vmath::Unary::kIdentity;
+    const vmath::UnaryParams params = act ? activation_->params : vmath::UnaryParams{};
+    parallel_rows(planes, 1, double(x.numel()) * 2, [&](int64_t plane, int64_t, int64_t) {
+      const int64_t b = plane % s[1];
+      vmath::nchwc_affine(px + plane * positions * kB, positions, scale_.data() + b * kB,
+                          shift_.data() + b * kB, act, fn, params, py + plane * positions * kB);
+    });
+    return Status();
+  }
+
+ private:
+  std::vector<float> scale_, shift_;
+  std::optional<FusedActivation> activation_;
+};
+
 class NchwcToNchwKernel final : public Kernel {
  public:
   explicit NchwcToNchwKernel(int64_t channels) : channels_(channels) {}
@@ -533,6 +570,25 @@ Expected<KernelPtr> create_nchwc_global_max_pool(KernelInit& init) {
   if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
   init.set_all_outputs(DataType::kFloat);
   return make_kernel<NchwcGlobalPoolKernel>(true);
+}
+
+Expected<KernelPtr> create_nchwc_channel_affine(KernelInit& init) {
+  if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
+  const Tensor* scale = init.constant_input(1);
+  const Tensor* shift = init.constant_input(2);
+  if (!scale || !shift || scale->dtype() != DataType::kFloat ||
+      shift->dtype() != DataType::kFloat || scale->numel() != shift->numel())
+    return init.error(StatusCode::kInvalidGraph,
+                      "NchwcChannelAffine needs constant float scale and shift of one length");
+  AttrReader attrs(init.node);
+  NXRT_ASSIGN_OR_RETURN(std::optional<FusedActivation> activation,
+                        read_fused_activation(init, attrs, "NchwcChannelAffine"));
+  const int64_t C = scale->numel();
+  std::vector<float> a(size_t(blocks_of(C) * kB), 0.0f), b(a.size(), 0.0f);
+  std::copy(scale->data<float>(), scale->data<float>() + C, a.begin());
+  std::copy(shift->data<float>(), shift->data<float>() + C, b.begin());
+  init.set_all_outputs(DataType::kFloat);
+  return make_kernel<NchwcChannelAffineKernel>(std::move(a), std::move(b), activation);
 }
 
 Expected<KernelPtr> create_nchwc_to_nchw(KernelInit& init) {

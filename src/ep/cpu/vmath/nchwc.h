@@ -91,6 +91,11 @@ void nchwc_winograd_input(const float* x, int64_t blocks, const NchwcWinogradTil
 void nchwc_winograd_output(const float* m, int64_t blocks, const NchwcWinogradTiles& g,
                            const NchwcEpilogue& e, float* y);
 
+// y = act(x * scale[lane] + shift[lane]) over one block [positions][16] (act: Relu in
+// registers, others through unary()); x and y may be the same.
+void nchwc_affine(const float* x, int64_t positions, const float* scale, const float* shift,
+                  bool has_activation, Unary activation, const UnaryParams& params, float* y);
+
 // One block [positions][16] of a blocked tensor to its first `lanes` channel planes:
 // y[l * positions + p] = x[p * 16 + l].
 void nchwc_block_to_planes(const float* x, int64_t positions, int64_t lanes, float* y);

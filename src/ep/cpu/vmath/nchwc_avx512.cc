@@ -520,6 +520,18 @@ void nchwc_winograd_output(const float* m, int64_t blocks, const NchwcWinogradTi
   }
 }
 
+void nchwc_affine(const float* x, int64_t positions, const float* scale, const float* shift,
+                  bool has_activation, Unary activation, const UnaryParams& params, float* y) {
+  const __m512 a = _mm512_loadu_ps(scale), b = _mm512_loadu_ps(shift), zero = _mm512_setzero_ps();
+  const bool relu = has_activation && activation == Unary::kRelu;
+  for (int64_t p = 0; p < positions; ++p) {
+    __m512 v = _mm512_fmadd_ps(_mm512_loadu_ps(x + p * kB), a, b);
+    if (relu) v = _mm512_max_ps(zero, v);
+    _mm512_storeu_ps(y + p * kB, v);
+  }
+  if (has_activation && !relu) unary(activation, params, y, y, size_t(positions * kB));
+}
+
 void nchwc_block_to_planes(const float* x, int64_t positions, int64_t lanes, float* y) {
   int64_t p = 0;
   for (; p + 16 <= positions; p += 16) {
@@ -549,6 +561,8 @@ void nchwc_depthwise(const NchwcWindowArgs&, const float*, const NchwcEpilogue&,
                      int64_t, int64_t) {}
 void nchwc_pool(const NchwcWindowArgs&, NchwcPool, int64_t, int64_t, int64_t, int64_t) {}
 void nchwc_block_to_planes(const float*, int64_t, int64_t, float*) {}
+void nchwc_affine(const float*, int64_t, const float*, const float*, bool, Unary,
+                  const UnaryParams&, float*) {}
 void nchwc_winograd_input(const float*, int64_t, const NchwcWinogradTiles&, float*) {}
 void nchwc_winograd_output(const float*, int64_t, const NchwcWinogradTiles&, const NchwcEpilogue&,
                            float*) {}
