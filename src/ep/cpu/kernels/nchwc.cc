@@ -222,8 +222,53 @@ class NchwcConvKernel final : public Kernel {
         parallel_pieces(double(N * tiles) * double(in_channels_ * out_channels_) * 16, kMinWork));
     if (width > 1) chunk = std::min(chunk, std::max<int64_t>(8, (N * tiles + width - 1) / width));
     chunk = std::min(chunk, tiles);
-    const int64_t chunks = (tiles + chunk - 1) / chunk;
     const int64_t in_image = Cb * H * W * kB, out_image = Mb * g.out_h * g.out_w * kB;
+    // The 16 products of a chunk, blocks [b0, b1) of the outputs, as blocked 1x1
+    // convolutions over its tiles.
+    auto products = [&](const float* v, float* m, int64_t count, int64_t xi, int64_t b0,
+                        int64_t b1) {
+      vmath::NchwcConvArgs p;
+      p.x = v + xi * Cb * count * kB;
+      p.x_block_stride = count * kB;
+      p.x_lane_stride = 1;
+      p.x_col_stride = kB;
+      p.x_row_stride = count * kB;
+      p.in_channels = in_channels_;
+      p.in_h = 1;
+      p.in_w = count;
+      p.out_h = 1;
+      p.out_w = count;
+      p.w = weights_.data<float>() + xi * Mb * Cb * kB * kB;
+      p.y = m + xi * Mb * count * kB;
+      p.epilogue.bias = zero_bias_.data();
+      vmath::nchwc_conv(p, b0, b1, 0, count);
+    };
+    if (width > 1 && N * tiles < 128 * width) {
+      // Few tiles (deep layers on small maps): the transformed weights outweigh them, so
+      // the threads split the products by output blocks (each reads its share of the
+      // weights) rather than the tiles (each would read all of them).
+      g.count = tiles;
+      float* v = thread_scratch<float>(size_t(16 * Cb * tiles * kB), 2);
+      float* m = thread_scratch<float>(size_t(16 * Mb * tiles * kB), 3);
+      const int64_t groups = (Mb + 3) / 4;
+      for (int64_t n = 0; n < N; ++n) {
+        parallel_for(size_t(Cb), [&](size_t b) {
+          vmath::nchwc_winograd_input(source + n * in_image, Cb, int64_t(b), int64_t(b) + 1, g, v);
+        });
+        parallel_for(size_t(16 * groups), [&](size_t task) {
+          const int64_t xi = int64_t(task) / groups, b0 = int64_t(task) % groups * 4;
+          products(v, m, tiles, xi, b0, std::min(Mb, b0 + 4));
+        });
+        vmath::NchwcEpilogue en = e;
+        en.z = z ? z->data<float>() + n * out_image : nullptr;
+        parallel_for(size_t(Mb), [&](size_t b) {
+          vmath::nchwc_winograd_output(m, Mb, int64_t(b), int64_t(b) + 1, g, en,
+                                       y.data<float>() + n * out_image);
+        });
+      }
+      return;
+    }
+    const int64_t chunks = (tiles + chunk - 1) / chunk;
     parallel_for(size_t(N * chunks), [&](size_t task) {
       const int64_t n = int64_t(task) / chunks, c = int64_t(task) % chunks;
       vmath::NchwcWinogradTiles gc = g;
@@ -231,27 +276,11 @@ class NchwcConvKernel final : public Kernel {
       gc.count = std::min(chunk, tiles - gc.first);
       float* v = thread_scratch<float>(size_t(16 * Cb * gc.count * kB), 2);
       float* m = thread_scratch<float>(size_t(16 * Mb * gc.count * kB), 3);
-      vmath::nchwc_winograd_input(source + n * in_image, Cb, gc, v);
-      vmath::NchwcConvArgs p;
-      p.x_block_stride = gc.count * kB;
-      p.x_lane_stride = 1;
-      p.x_col_stride = kB;
-      p.x_row_stride = gc.count * kB;
-      p.in_channels = in_channels_;
-      p.in_h = 1;
-      p.in_w = gc.count;
-      p.out_h = 1;
-      p.out_w = gc.count;
-      p.epilogue.bias = zero_bias_.data();
-      for (int64_t xi = 0; xi < 16; ++xi) {
-        p.x = v + xi * Cb * gc.count * kB;
-        p.w = weights_.data<float>() + xi * Mb * Cb * kB * kB;
-        p.y = m + xi * Mb * gc.count * kB;
-        vmath::nchwc_conv(p, 0, Mb, 0, gc.count);
-      }
+      vmath::nchwc_winograd_input(source + n * in_image, Cb, 0, Cb, gc, v);
+      for (int64_t xi = 0; xi < 16; ++xi) products(v, m, gc.count, xi, 0, Mb);
       vmath::NchwcEpilogue ei = e;
       ei.z = z ? z->data<float>() + n * out_image : nullptr;
-      vmath::nchwc_winograd_output(m, Mb, gc, ei, y.data<float>() + n * out_image);
+      vmath::nchwc_winograd_output(m, Mb, 0, Mb, gc, ei, y.data<float>() + n * out_image);
     });
   }
 

@@ -82,14 +82,16 @@ struct NchwcWinogradTiles {
   int64_t count = 0;    // tiles in the chunk
 };
 
-// Input tiles of blocks [0, blocks) of x ([blocks][in_h][in_w][16]) to
+// Input tiles of blocks [block0, block1) of x ([blocks][in_h][in_w][16]) to
 // v[((xi * blocks + b) * count + t) * 16 + lane], xi the 16 transformed values.
-void nchwc_winograd_input(const float* x, int64_t blocks, const NchwcWinogradTiles& g, float* v);
+void nchwc_winograd_input(const float* x, int64_t blocks, int64_t block0, int64_t block1,
+                          const NchwcWinogradTiles& g, float* v);
 
-// The products m[((xi * blocks + b) * count + t) * 16 + lane] back to the 2x2 outputs of
-// y ([blocks][out_h][out_w][16]), through the epilogue (e.bias, e.z at y's layout).
-void nchwc_winograd_output(const float* m, int64_t blocks, const NchwcWinogradTiles& g,
-                           const NchwcEpilogue& e, float* y);
+// The products m[((xi * blocks + b) * count + t) * 16 + lane] of blocks [block0, block1)
+// back to the 2x2 outputs of y ([blocks][out_h][out_w][16]), through the epilogue
+// (e.bias, e.z at y's layout).
+void nchwc_winograd_output(const float* m, int64_t blocks, int64_t block0, int64_t block1,
+                           const NchwcWinogradTiles& g, const NchwcEpilogue& e, float* y);
 
 // y = act(x * scale[lane] + shift[lane]) over one block [positions][16] (act: Relu in
 // registers, others through unary()); x and y may be the same.

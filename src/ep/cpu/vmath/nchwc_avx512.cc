@@ -447,10 +447,11 @@ inline void transpose16(__m512 (&r)[16]) {
 
 }  // namespace
 
-void nchwc_winograd_input(const float* x, int64_t blocks, const NchwcWinogradTiles& g, float* v) {
+void nchwc_winograd_input(const float* x, int64_t blocks, int64_t block0, int64_t block1,
+                          const NchwcWinogradTiles& g, float* v) {
   const int64_t plane = g.in_h * g.in_w * kB, xi_step = blocks * g.count * kB;
   const __m512 zero = _mm512_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b)
+  for (int64_t b = block0; b < block1; ++b)
     for (int64_t t = 0; t < g.count; ++t) {
       const int64_t tile = g.first + t;
       const int64_t r0 = 2 * (tile / g.tiles_w) - g.pad_top,
@@ -482,14 +483,14 @@ void nchwc_winograd_input(const float* x, int64_t blocks, const NchwcWinogradTil
     }
 }
 
-void nchwc_winograd_output(const float* m, int64_t blocks, const NchwcWinogradTiles& g,
-                           const NchwcEpilogue& e, float* y) {
+void nchwc_winograd_output(const float* m, int64_t blocks, int64_t block0, int64_t block1,
+                           const NchwcWinogradTiles& g, const NchwcEpilogue& e, float* y) {
   const int64_t plane = g.out_h * g.out_w * kB, xi_step = blocks * g.count * kB;
   const bool relu = e.has_activation && e.activation == Unary::kRelu;
   const bool in_registers = relu || !e.has_activation;
   const __m512 zero = _mm512_setzero_ps(), scale = _mm512_set1_ps(e.post_scale),
                shift = _mm512_set1_ps(e.post_shift);
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t b = block0; b < block1; ++b) {
     const __m512 bias = _mm512_loadu_ps(e.bias + b * kB);
     for (int64_t t = 0; t < g.count; ++t) {
       const float* in = m + (b * g.count + t) * kB;
@@ -563,9 +564,10 @@ void nchwc_pool(const NchwcWindowArgs&, NchwcPool, int64_t, int64_t, int64_t, in
 void nchwc_block_to_planes(const float*, int64_t, int64_t, float*) {}
 void nchwc_affine(const float*, int64_t, const float*, const float*, bool, Unary,
                   const UnaryParams&, float*) {}
-void nchwc_winograd_input(const float*, int64_t, const NchwcWinogradTiles&, float*) {}
-void nchwc_winograd_output(const float*, int64_t, const NchwcWinogradTiles&, const NchwcEpilogue&,
-                           float*) {}
+void nchwc_winograd_input(const float*, int64_t, int64_t, int64_t, const NchwcWinogradTiles&,
+                          float*) {}
+void nchwc_winograd_output(const float*, int64_t, int64_t, int64_t, const NchwcWinogradTiles&,
+                           const NchwcEpilogue&, float*) {}
 }  // namespace nxrt::vmath
 
 #endif
