@@ -56,6 +56,26 @@ Status check_blocked(const Tensor& x, const char* what) {
   return Status();
 }
 
+// A resolved 2-D window as the blocked depthwise and pool kernels take it.
+vmath::NchwcWindowArgs window_args(const Window& win) {
+  vmath::NchwcWindowArgs a;
+  a.in_h = win.in[0];
+  a.in_w = win.in[1];
+  a.kernel_h = win.kernel[0];
+  a.kernel_w = win.kernel[1];
+  a.stride_h = win.stride[0];
+  a.stride_w = win.stride[1];
+  a.dilation_h = win.dilation[0];
+  a.dilation_w = win.dilation[1];
+  a.pad_top = win.pad_begin[0];
+  a.pad_left = win.pad_begin[1];
+  a.pad_bottom = win.pad_end[0];
+  a.pad_right = win.pad_end[1];
+  a.out_h = win.out[0];
+  a.out_w = win.out[1];
+  return a;
+}
+
 class NchwcConvKernel final : public Kernel {
  public:
   NchwcConvKernel(WindowAttrs attrs, bool depthwise, bool winograd, int64_t out_channels,
@@ -309,25 +329,6 @@ class NchwcConvKernel final : public Kernel {
     std::fill(dst + (PT + H) * row, dst + HP * row, 0.0f);
   }
 
-  vmath::NchwcWindowArgs window_args(const Window& win) const {
-    vmath::NchwcWindowArgs a;
-    a.in_h = win.in[0];
-    a.in_w = win.in[1];
-    a.kernel_h = win.kernel[0];
-    a.kernel_w = win.kernel[1];
-    a.stride_h = win.stride[0];
-    a.stride_w = win.stride[1];
-    a.dilation_h = win.dilation[0];
-    a.dilation_w = win.dilation[1];
-    a.pad_top = win.pad_begin[0];
-    a.pad_left = win.pad_begin[1];
-    a.pad_bottom = win.pad_end[0];
-    a.pad_right = win.pad_end[1];
-    a.out_h = win.out[0];
-    a.out_w = win.out[1];
-    return a;
-  }
-
   WindowAttrs attrs_;
   bool depthwise_;
   bool winograd_;                 // weights_ then holds the 16 transformed matrices
@@ -438,23 +439,9 @@ class NchwcPoolKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(resolve_window(attrs_, in_spatial, attrs_.kernel_shape, win));
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, Shape{N, Cb, win.out[0], win.out[1], kB}));
     if (y->numel() == 0) return Status();
-    vmath::NchwcWindowArgs a;
+    vmath::NchwcWindowArgs a = window_args(win);
     a.x = x.data<float>();
     a.y = y->data<float>();
-    a.in_h = win.in[0];
-    a.in_w = win.in[1];
-    a.kernel_h = win.kernel[0];
-    a.kernel_w = win.kernel[1];
-    a.stride_h = win.stride[0];
-    a.stride_w = win.stride[1];
-    a.dilation_h = win.dilation[0];
-    a.dilation_w = win.dilation[1];
-    a.pad_top = win.pad_begin[0];
-    a.pad_left = win.pad_begin[1];
-    a.pad_bottom = win.pad_end[0];
-    a.pad_right = win.pad_end[1];
-    a.out_h = win.out[0];
-    a.out_w = win.out[1];
     // Images and blocks are one run of planes: plane p is block p of the first image.
     parallel_rows(N * Cb, a.out_h, double(y->numel() * win.kernel_size()),
                   [&](int64_t plane, int64_t r0, int64_t r1) {
