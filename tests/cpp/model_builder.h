@@ -13,6 +13,7 @@ struct NodeSpec {
   std::vector<std::string> outputs = {};
   std::string name = {};
   std::vector<std::pair<std::string, int64_t>> int_attrs = {};
+  std::vector<std::pair<std::string, std::vector<int64_t>>> ints_attrs = {};
 };
 
 struct InitSpec {
@@ -46,6 +47,14 @@ inline std::string build_model(const std::vector<NodeSpec>& nodes,
         a.add_string(1, key);
         a.add_int64(3, value);
         a.add_int32(20, 2);  // INT
+        w.add_message(5, attr);
+      }
+      for (const auto& [key, values] : n.ints_attrs) {
+        std::string attr;
+        protozero::pbf_writer a(attr);
+        a.add_string(1, key);
+        for (int64_t v : values) a.add_int64(8, v);
+        a.add_int32(20, 7);  // INTS
         w.add_message(5, attr);
       }
       g.add_message(1, node);

@@ -2,8 +2,10 @@
 // model computes what the original does.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "ep/cpu/gemm/gemm.h"
 #include "model_builder.h"
 #include "onnx/decoder.h"
 #include "optimizer/pass.h"
@@ -82,6 +84,49 @@ TEST(Optimizer, FoldsBatchNormIntoConvAndFusesTheActivation) {
   EXPECT_EQ(model->opset_imports.at("com.microsoft"), 1);
   const std::vector<float> x = ramp(75, 0.11f, 0.2f);
   expect_close(run_at(bytes, 99, x, Shape{1, 3, 5, 5}), run_at(bytes, 0, x, Shape{1, 3, 5, 5}));
+}
+
+// x [2, 8, 9, 11] through the ops the layout pass blocks: a stem convolution on the plain
+// input, a Winograd one with asymmetric padding, a ceil-mode max pool, a strided
+// depthwise convolution, a 1x1 with a partial last block, a global average pool.
+std::string blocked_chain() {
+  std::vector<InitSpec> inits = {{"w1", {32, 8, 3, 3}, ramp(32 * 8 * 9, 0.37f, 0.0f)},
+                                 {"b1", {32}, ramp(32, 0.5f, 0.1f)},
+                                 {"w2", {64, 32, 3, 3}, ramp(64 * 32 * 9, 0.13f, -0.01f)},
+                                 {"w3", {64, 1, 3, 3}, ramp(64 * 9, 0.71f, 0.05f)},
+                                 {"w4", {40, 64, 1, 1}, ramp(40 * 64, 0.29f, 0.0f)},
+                                 {"b4", {40}, ramp(40, 0.3f, -0.2f)}};
+  return build_model({{"Conv", {"x", "w1", "b1"}, {"c1"}, "c1", {}, {{"pads", {1, 1, 1, 1}}}},
+                      {"Relu", {"c1"}, {"r1"}, "r1"},
+                      {"Conv", {"r1", "w2"}, {"c2"}, "c2", {}, {{"pads", {1, 0, 1, 2}}}},
+                      {"Relu", {"c2"}, {"r2"}, "r2"},
+                      {"MaxPool",
+                       {"r2"},
+                       {"p"},
+                       "p",
+                       {{"ceil_mode", 1}},
+                       {{"kernel_shape", {3, 3}}, {"strides", {2, 2}}}},
+                      {"Conv",
+                       {"p", "w3"},
+                       {"c3"},
+                       "c3",
+                       {{"group", 64}},
+                       {{"pads", {1, 1, 1, 1}}, {"strides", {2, 2}}}},
+                      {"Conv", {"c3", "w4", "b4"}, {"y"}, "c4"},
+                      {"GlobalAveragePool", {"y"}, {"g"}, "g"}},
+                     {"x"}, {"y", "g"}, inits);
+}
+
+TEST(Optimizer, BlockedLayoutComputesWhatThePlainOneDoes) {
+  const std::string bytes = blocked_chain();
+  auto model = optimized(bytes);
+  const std::vector<std::string> ops = op_types(*model);
+  if (gemm::has_avx512f()) {
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "NchwcConv"), 4);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "NchwcToNchw"), 2);  // y and g
+  }
+  const std::vector<float> x = ramp(2 * 8 * 9 * 11, 0.11f, 0.2f);
+  expect_close(run_at(bytes, 99, x, Shape{2, 8, 9, 11}), run_at(bytes, 0, x, Shape{2, 8, 9, 11}));
 }
 
 TEST(Optimizer, LevelsAndDisabledPassesChooseWhatRuns) {
