@@ -254,3 +254,24 @@ def test_wrong_channel_count_is_a_clear_error():
     session = nxrt.InferenceSession(model)
     with pytest.raises(nxrt.InvalidArgument, match="channels"):
         session.run(None, {"x": np.zeros((1, 9, 8, 8), np.float32)})
+
+
+def _direct_nchwc_conv_model(w_shape, x_type=TensorProto.FLOAT):
+    # An nxrt NchwcConv written into the model itself, as a saved optimized model would.
+    node = helper.make_node("NchwcConv", ["x", "w"], ["y"], domain="nxrt")
+    graph = helper.make_graph(
+        [node], "direct", [helper.make_tensor_value_info("x", x_type, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.zeros(w_shape, np.float32), "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                   helper.make_opsetid("nxrt", 1)]).SerializeToString()
+
+
+def test_bad_nchwc_conv_nodes_are_clear_errors():
+    with pytest.raises(nxrt.InvalidGraph, match=r"W \[16,0,3,3\] are empty"):
+        nxrt.InferenceSession(_direct_nchwc_conv_model((16, 0, 3, 3)))
+    with pytest.raises(nxrt.NotImplemented, match=r"input 0 has type tensor\(int64\)"):
+        nxrt.InferenceSession(_direct_nchwc_conv_model((16, 4, 3, 3), TensorProto.INT64))
+    session = nxrt.InferenceSession(_direct_nchwc_conv_model((16, 4, 3, 3)))
+    with pytest.raises(nxrt.InvalidArgument, match="channels the weights expect"):
+        session.run(None, {"x": np.zeros((1, 5, 8, 8), np.float32)})

@@ -189,7 +189,8 @@ class NchwcRewriter {
     if (!is_onnx_op(node, "Conv") && !fused) return std::nullopt;
     if (node.inputs.size() < 2 || (fused && node.inputs.size() > 4)) return std::nullopt;
     const Tensor* w = view_.constant(node.inputs[1]);
-    if (!w || w->dtype() != DataType::kFloat || w->rank() != 4) return std::nullopt;
+    if (!w || w->dtype() != DataType::kFloat || w->rank() != 4 || w->numel() == 0)
+      return std::nullopt;
     const int64_t M = w->shape()[0];
     if (M < kBlock) return std::nullopt;
     const int64_t group = int_attr(node, "group", 1);

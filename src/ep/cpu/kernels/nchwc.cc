@@ -56,6 +56,17 @@ Status check_blocked(const Tensor& x, const char* what) {
   return Status();
 }
 
+// Bias B (null: none) of `channels` floats into `out`, zero-padded to whole blocks.
+Status padded_bias(const Tensor* b, int64_t channels, float* out) {
+  std::fill(out, out + blocks_of(channels) * kB, 0.0f);
+  if (!b) return Status();
+  if (b->dtype() != DataType::kFloat || b->numel() != channels)
+    return invalid_argument("bias B must hold ", channels, " float values, got ",
+                            tensor_type_name(b->dtype()), " ", b->shape().to_string());
+  std::copy(b->data<float>(), b->data<float>() + channels, out);
+  return Status();
+}
+
 // A resolved 2-D window as the blocked depthwise and pool kernels take it.
 vmath::NchwcWindowArgs window_args(const Window& win) {
   vmath::NchwcWindowArgs a;
@@ -80,7 +91,7 @@ class NchwcConvKernel final : public Kernel {
  public:
   NchwcConvKernel(WindowAttrs attrs, bool depthwise, bool winograd, int64_t out_channels,
                   int64_t in_channels, std::vector<int64_t> kernel, Tensor weights,
-                  vmath::NchwcEpilogue epilogue, bool has_sum)
+                  vmath::NchwcEpilogue epilogue, bool has_sum, std::vector<float> constant_bias)
       : attrs_(std::move(attrs)),
         depthwise_(depthwise),
         winograd_(winograd),
@@ -90,7 +101,8 @@ class NchwcConvKernel final : public Kernel {
         kernel_(std::move(kernel)),
         weights_(std::move(weights)),
         epilogue_(epilogue),
-        has_sum_(has_sum) {}
+        has_sum_(has_sum),
+        constant_bias_(std::move(constant_bias)) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
@@ -117,16 +129,14 @@ class NchwcConvKernel final : public Kernel {
                               z->shape().to_string(), "; it must be float ",
                               y->shape().to_string());
     if (y->numel() == 0) return Status();
-    // Bias in blocks of 16, zero-padded (thread scratch: a warm run does not allocate).
-    float* bias = thread_scratch<float>(size_t(Mb * kB), 1);
-    std::fill(bias, bias + Mb * kB, 0.0f);
-    if (const Tensor* b = ctx.input(2)) {
-      if (b->dtype() != DataType::kFloat || b->numel() != out_channels_)
-        return invalid_argument("bias B must hold ", out_channels_, " float values, got ",
-                                tensor_type_name(b->dtype()), " ", b->shape().to_string());
-      std::copy(b->data<float>(), b->data<float>() + out_channels_, bias);
+    // Bias in blocks of 16, zero-padded: a constant one once at creation, one fed per run
+    // into thread scratch (a warm run does not allocate).
+    e.bias = constant_bias_.data();
+    if (constant_bias_.empty()) {
+      float* bias = thread_scratch<float>(size_t(Mb * kB), 1);
+      NXRT_RETURN_IF_ERROR(padded_bias(ctx.input(2), out_channels_, bias));
+      e.bias = bias;
     }
-    e.bias = bias;
     const int64_t H = in_spatial[0], W = in_spatial[1];
     const int64_t in_image = x.numel() / std::max<int64_t>(N, 1), out_image = Mb * OH * OW * kB;
     if (winograd_) {
@@ -338,6 +348,7 @@ class NchwcConvKernel final : public Kernel {
   Tensor weights_;  // blocked (vmath/nchwc.h); 64-byte aligned, as the tiles' loads want
   vmath::NchwcEpilogue epilogue_;
   bool has_sum_;
+  std::vector<float> constant_bias_;  // B padded to whole blocks when it is a constant
 };
 
 // Winograd F(2x2, 3x3) for a dense 3x3 stride-1 convolution with enough channels that
@@ -368,6 +379,9 @@ Expected<KernelPtr> create_nchwc_conv(KernelInit& init) {
     return init.error(StatusCode::kInvalidGraph,
                       "NchwcConv needs constant float weights W [M, C, kh, kw]");
   const int64_t M = w->shape()[0], Cg = w->shape()[1], KH = w->shape()[2], KW = w->shape()[3];
+  if (w->numel() == 0)
+    return init.error(StatusCode::kInvalidGraph, "NchwcConv weights W ", w->shape().to_string(),
+                      " are empty");
   const bool depthwise = group > 1;
   if (depthwise && (Cg != 1 || group != M))
     return init.error(StatusCode::kInvalidGraph, "NchwcConv takes group 1 or depthwise (group ",
@@ -418,9 +432,15 @@ Expected<KernelPtr> create_nchwc_conv(KernelInit& init) {
   }
   init.absorb_constant(1);
   init.set_all_outputs(DataType::kFloat);
+  std::vector<float> constant_bias;
+  if (const Tensor* b = init.constant_input(2)) {
+    constant_bias.resize(size_t(Mb * kB));
+    Status st = padded_bias(b, M, constant_bias.data());
+    if (!st.ok()) return init.error(st.code(), st.message());
+  }
   return make_kernel<NchwcConvKernel>(std::move(window), depthwise, winograd, M, Cg,
                                       std::vector<int64_t>{KH, KW}, std::move(blocked), e,
-                                      init.has_input(3));
+                                      init.has_input(3), std::move(constant_bias));
 }
 
 namespace {
