@@ -581,3 +581,56 @@ def test_batchnorm_chain_keeps_mul_it_cannot_prove_per_channel(rank_known, mul_s
     got = _nxrt(data).run(None, feeds)[0]
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _one_hot_matmul_model(a_shape, r_values, w, index_type=TensorProto.INT32, classes_first=False):
+    """Equal(A, R) -> Cast(float) -> MatMul(W): a one-hot embedding as jax2tf writes it."""
+    np_type = np.int32 if index_type == TensorProto.INT32 else np.int64
+    r = numpy_helper.from_array(np.asarray(r_values, dtype=np_type).reshape(1, 1, -1), "r")
+    equal_inputs = ["r", "a"] if classes_first else ["a", "r"]
+    nodes = [helper.make_node("Equal", equal_inputs, ["hot"]),
+             helper.make_node("Cast", ["hot"], ["hot_f"], to=TensorProto.FLOAT),
+             helper.make_node("MatMul", ["hot_f", "w"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "one_hot", [helper.make_tensor_value_info("a", index_type, a_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [r, numpy_helper.from_array(w, "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+
+
+@pytest.mark.parametrize("index_type", [TensorProto.INT32, TensorProto.INT64])
+@pytest.mark.parametrize("classes", ["counting", "shuffled"])
+@pytest.mark.parametrize("a_last", [1, 9])
+@pytest.mark.parametrize("classes_first", [False, True])
+def test_one_hot_matmul_fuses_and_matches_onnxruntime(index_type, classes, a_last, classes_first):
+    K, N = 9, 5
+    r = np.arange(K) if classes == "counting" else RNG.permutation(K)
+    w = RNG.standard_normal((K, N)).astype(np.float32)
+    model = _one_hot_matmul_model([2, 6, a_last], r, w, index_type, classes_first)
+    np_type = np.int32 if index_type == TensorProto.INT32 else np.int64
+    # Indices in range, out of it on both sides, and far outside.
+    a = RNG.integers(-2, K + 2, size=(2, 6, a_last)).astype(np_type)
+    a.flat[0] = np.iinfo(np_type).max
+    for threads in (1, 2):
+        got = _nxrt(model, threads).run(None, {"a": a})[0]
+        np.testing.assert_allclose(got, _ort(model).run(None, {"a": a})[0], rtol=1e-6, atol=1e-7)
+    assert _profiled_ops(model, {"a": a}) == ["OneHotMatMul"]
+    assert _profiled_ops(model, {"a": a}, disabled_optimizers=["fuse_one_hot_matmul"]) == [
+        "Cast", "Equal", "MatMul"]
+
+
+def test_one_hot_matmul_keeps_the_product_for_infinite_weights():
+    # 0 * inf is NaN: the product spreads an infinity over every row, a lookup would not.
+    w = RNG.standard_normal((4, 3)).astype(np.float32)
+    w[2, 1] = np.inf
+    model = _one_hot_matmul_model([5, 1], np.arange(4), w)
+    a = np.array([[0], [1], [2], [3], [7]], dtype=np.int32)
+    assert "OneHotMatMul" not in _profiled_ops(model, {"a": a})
+    np.testing.assert_array_equal(_nxrt(model).run(None, {"a": a})[0],
+                                  _ort(model).run(None, {"a": a})[0])
+
+
+def test_one_hot_matmul_rejects_indices_that_do_not_broadcast():
+    model = _one_hot_matmul_model([2, None], np.arange(4), np.ones((4, 3), np.float32))
+    with pytest.raises(nxrt.InvalidArgument, match="OneHotMatMul.*do not broadcast"):
+        _nxrt(model).run(None, {"a": np.zeros((2, 3), np.int32)})

@@ -159,7 +159,9 @@ class NchwcConvKernel final : public Kernel {
       return Status();
     }
     // Dense. A blocked input is read in place (the tiles read zeros for taps in the
-    // padding); a plain one, with padding, through a zero-bordered copy.
+    // padding); a plain one, with padding, through a zero-bordered copy. (Blocking a plain
+    // input of 16 or more channels first measured no faster on Magika's and ddddocr's.)
+    const float* source = x.data<float>();
     const int64_t PT = win.pad_begin[0], PL = win.pad_begin[1];
     int64_t HP = H, WP = W;
     if (!blocked) {
@@ -171,13 +173,12 @@ class NchwcConvKernel final : public Kernel {
     const bool copied = HP != H || WP != W || (!blocked && (PT != 0 || PL != 0));
     const int64_t planes = blocked ? x.shape()[1] : C;  // planes of (16 or 1) lanes
     const int64_t lanes = blocked ? kB : 1;
-    const float* source = x.data<float>();
     if (copied) {
       float* copy = thread_scratch<float>(size_t(N * planes * HP * WP * lanes), 0);
       parallel_rows(N * planes, 1, double(N * planes * HP * WP * lanes) * 8,
                     [&](int64_t plane, int64_t, int64_t) {
-                      pad_plane(x.data<float>() + plane * H * W * lanes,
-                                copy + plane * HP * WP * lanes, H, W, HP, WP, PT, PL, lanes);
+                      pad_plane(source + plane * H * W * lanes, copy + plane * HP * WP * lanes, H,
+                                W, HP, WP, PT, PL, lanes);
                     });
       source = copy;
     }
@@ -314,16 +315,15 @@ class NchwcConvKernel final : public Kernel {
     });
   }
 
-  // Plain [N, C, positions] to blocked [N, ceil(C/16), positions, 16], padding lanes zero.
+  // Plain [N, C, positions] to blocked [N, ceil(C/16), positions, 16], padding lanes zero,
+  // a block per task.
   static void to_blocked(const float* x, int64_t N, int64_t C, int64_t positions, float* out) {
     const int64_t Cb = blocks_of(C);
-    std::fill(out, out + N * Cb * positions * kB, 0.0f);
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t c = 0; c < C; ++c) {
-        const float* src = x + (n * C + c) * positions;
-        float* dst = out + ((n * Cb + c / kB) * positions) * kB + c % kB;
-        for (int64_t p = 0; p < positions; ++p) dst[p * kB] = src[p];
-      }
+    parallel_for(size_t(N * Cb), [&](size_t task) {
+      const int64_t n = int64_t(task) / Cb, b = int64_t(task) % Cb;
+      vmath::nchwc_planes_to_block(x + (n * C + b * kB) * positions, positions, positions,
+                                   std::min(kB, C - b * kB), out + int64_t(task) * positions * kB);
+    });
   }
 
   static void pad_plane(const float* src, float* dst, int64_t H, int64_t W, int64_t HP, int64_t WP,

@@ -102,4 +102,9 @@ void nchwc_affine(const float* x, int64_t positions, const float* scale, const f
 // y[l * positions + p] = x[p * 16 + l].
 void nchwc_block_to_planes(const float* x, int64_t positions, int64_t lanes, float* y);
 
+// The other way: `lanes` (<= 16) channel planes, plane_stride apart, to one block
+// [positions][16], the lanes past them zero: y[p * 16 + l] = x[l * plane_stride + p].
+void nchwc_planes_to_block(const float* x, int64_t positions, int64_t plane_stride, int64_t lanes,
+                           float* y);
+
 }  // namespace nxrt::vmath

@@ -545,6 +545,20 @@ void nchwc_block_to_planes(const float* x, int64_t positions, int64_t lanes, flo
     for (int64_t l = 0; l < lanes; ++l) y[l * positions + p] = x[p * kB + l];
 }
 
+void nchwc_planes_to_block(const float* x, int64_t positions, int64_t plane_stride, int64_t lanes,
+                           float* y) {
+  int64_t p = 0;
+  for (; p + 16 <= positions; p += 16) {
+    __m512 r[16];
+    for (int64_t l = 0; l < 16; ++l)
+      r[l] = l < lanes ? _mm512_loadu_ps(x + l * plane_stride + p) : _mm512_setzero_ps();
+    transpose16(r);
+    for (int j = 0; j < 16; ++j) _mm512_storeu_ps(y + (p + j) * kB, r[j]);
+  }
+  for (; p < positions; ++p)
+    for (int64_t l = 0; l < kB; ++l) y[p * kB + l] = l < lanes ? x[l * plane_stride + p] : 0.0f;
+}
+
 }  // namespace nxrt::vmath
 
 #if defined(__clang__)
@@ -562,6 +576,7 @@ void nchwc_depthwise(const NchwcWindowArgs&, const float*, const NchwcEpilogue&,
                      int64_t, int64_t) {}
 void nchwc_pool(const NchwcWindowArgs&, NchwcPool, int64_t, int64_t, int64_t, int64_t) {}
 void nchwc_block_to_planes(const float*, int64_t, int64_t, float*) {}
+void nchwc_planes_to_block(const float*, int64_t, int64_t, int64_t, float*) {}
 void nchwc_affine(const float*, int64_t, const float*, const float*, bool, Unary,
                   const UnaryParams&, float*) {}
 void nchwc_winograd_input(const float*, int64_t, int64_t, int64_t, const NchwcWinogradTiles&,
