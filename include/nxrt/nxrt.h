@@ -267,6 +267,14 @@ NXRT_API nxrt_code nxrt_session_options_set_inter_op_threads(nxrt_session_option
  * NXRT_INVALID_ARGUMENT. */
 NXRT_API nxrt_code nxrt_session_options_set_graph_optimization_level(
     nxrt_session_options* options, nxrt_graph_optimization_level level, nxrt_error* err);
+/* Writes the model as the graph passes leave it to `path` (an ONNX file, replaced if it
+ * exists) when a session is created with these options; onnxruntime's
+ * optimized_model_filepath. At NXRT_OPT_BASIC the file holds only ONNX ops (and the
+ * com.microsoft ops the model had) and other runtimes load it; at higher levels it may
+ * hold ops of nxrt's own domain. An empty `path` turns writing off; NULL fails with
+ * NXRT_INVALID_ARGUMENT. Creating the session fails when the file cannot be written. */
+NXRT_API nxrt_code nxrt_session_options_set_optimized_model_filepath(
+    nxrt_session_options* options, const char* path, nxrt_error* err);
 /* Uses the caller's thread pool (copied; its struct_size must be at least the size of
  * the API version 1 struct and parallel_for must not be NULL), or none when `pool` is
  * NULL. See nxrt_thread_pool. */

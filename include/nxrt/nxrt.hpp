@@ -218,6 +218,11 @@ class SessionOptions : public detail::Handle<nxrt_session_options, nxrt_session_
   Status set_graph_optimization_level(nxrt_graph_optimization_level level) {
     return detail::check(nxrt_session_options_set_graph_optimization_level(get(), level, nullptr));
   }
+  // Writes the optimized graph to `path` when a session is created (see the C function).
+  Status set_optimized_model_filepath(const std::string& path) {
+    return detail::check(
+        nxrt_session_options_set_optimized_model_filepath(get(), path.c_str(), nullptr));
+  }
   // `pool` is copied; nullptr removes it. See nxrt_thread_pool for the current status.
   Status set_thread_pool(const nxrt_thread_pool* pool) {
     return detail::check(nxrt_session_options_set_thread_pool(get(), pool, nullptr));

@@ -271,10 +271,8 @@ class InferenceSession:
         if disabled:
             options["disabled_optimizers"] = set(map(str, disabled))
         if self._sess_options.optimized_model_filepath:
-            import warnings
-
-            warnings.warn("SessionOptions.optimized_model_filepath is not supported by nxrt yet; "
-                          "no optimized model file is written", RuntimeWarning, stacklevel=2)
+            options["optimized_model_filepath"] = os.fspath(
+                self._sess_options.optimized_model_filepath)
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             self._model_path = None
             self._sess = _nxrt.Session.from_bytes(bytes(path_or_bytes), options)
@@ -285,6 +283,17 @@ class InferenceSession:
             raise TypeError(
                 f"Unable to load from type '{type(path_or_bytes).__name__}': pass a file "
                 f"path (str or os.PathLike) or the serialized model as bytes")
+        private_ops = self._sess.optimized_model_nxrt_ops()
+        if private_ops:
+            import warnings
+
+            # As onnxruntime warns when its file holds NCHWc ops: the file is for nxrt only.
+            warnings.warn(
+                f"the optimized model written to "
+                f"{self._sess_options.optimized_model_filepath!r} holds nxrt's own ops "
+                f"({', '.join(private_ops)}), which only nxrt runs; for a file other runtimes "
+                f"load, use graph_optimization_level ORT_ENABLE_BASIC (or disable those "
+                f"passes)", RuntimeWarning, stacklevel=2)
         self._inputs = [NodeArg(n, *t) for n, t in self._sess.inputs()]
         self._outputs = [NodeArg(n, *t) for n, t in self._sess.outputs()]
         self._overridable = [NodeArg(n, *t) for n, t in self._sess.overridable_initializers()]

@@ -204,6 +204,8 @@ class PySession {
       config.graph_optimization_level = nb::cast<int>(options["graph_optimization_level"]);
     if (options.contains("disabled_optimizers"))
       config.disabled_optimizers = nb::cast<std::set<std::string>>(options["disabled_optimizers"]);
+    if (options.contains("optimized_model_filepath"))
+      config.optimized_model_filepath = nb::cast<std::string>(options["optimized_model_filepath"]);
     if (options.contains("config_entries"))
       config.config_entries =
           nb::cast<std::map<std::string, std::string>>(options["config_entries"]);
@@ -226,6 +228,9 @@ class PySession {
   }
 
   std::string take_profile() { return session_->take_profile_json(); }
+  std::vector<std::string> optimized_model_nxrt_ops() const {
+    return session_->optimized_model_nxrt_ops();
+  }
   nb::list inputs() const { return describe_values(session_->inputs()); }
   nb::list outputs() const { return describe_values(session_->outputs()); }
   nb::list overridable_initializers() const {
@@ -327,6 +332,7 @@ void bind_session(nb::module_& m) {
       .def("overridable_initializers", &PySession::overridable_initializers)
       .def("metadata", &PySession::metadata)
       .def("take_profile", &PySession::take_profile)
+      .def("optimized_model_nxrt_ops", &PySession::optimized_model_nxrt_ops)
       .def("run", &PySession::run, nb::arg("output_names"), nb::arg("feeds"),
            nb::arg("terminate").none() = nb::none(), nb::arg("bound").none() = nb::none(),
            nb::arg("as_values") = false);

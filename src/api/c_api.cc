@@ -1,7 +1,5 @@
 // The C API (include/nxrt/nxrt.h) over nxrt::Session. Nothing C++ escapes: every entry
 // point catches exceptions (in practice std::bad_alloc) and turns them into NXRT_FAIL.
-#include "nxrt/nxrt.h"
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -16,6 +14,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "core/value.h"
+#include "nxrt/nxrt.h"
 #include "runtime/session.h"
 
 #ifndef NXRT_VERSION_STRING
@@ -27,7 +26,8 @@ namespace {
 using nxrt::DataType;
 using nxrt::StatusCode;
 
-#define NXRT_SAME_CODE(C, S) static_assert(int(C) == int(StatusCode::S), #C " drifted from StatusCode")
+#define NXRT_SAME_CODE(C, S) \
+  static_assert(int(C) == int(StatusCode::S), #C " drifted from StatusCode")
 NXRT_SAME_CODE(NXRT_OK, kOk);
 NXRT_SAME_CODE(NXRT_FAIL, kFail);
 NXRT_SAME_CODE(NXRT_INVALID_ARGUMENT, kInvalidArgument);
@@ -42,10 +42,10 @@ NXRT_SAME_CODE(NXRT_INVALID_GRAPH, kInvalidGraph);
 NXRT_SAME_CODE(NXRT_EP_FAIL, kEPFail);
 #undef NXRT_SAME_CODE
 static_assert(int(NXRT_DTYPE_FLOAT) == int(DataType::kFloat) &&
-              int(NXRT_DTYPE_INT64) == int(DataType::kInt64) &&
-              int(NXRT_DTYPE_STRING) == int(DataType::kString) &&
-              int(NXRT_DTYPE_BFLOAT16) == int(DataType::kBFloat16) &&
-              int(NXRT_DTYPE_INT2) == int(DataType::kInt2),
+                  int(NXRT_DTYPE_INT64) == int(DataType::kInt64) &&
+                  int(NXRT_DTYPE_STRING) == int(DataType::kString) &&
+                  int(NXRT_DTYPE_BFLOAT16) == int(DataType::kBFloat16) &&
+                  int(NXRT_DTYPE_INT2) == int(DataType::kInt2),
               "nxrt_dtype must keep ONNX numbering like nxrt::DataType");
 
 constexpr size_t kMaxRank = 64;
@@ -147,9 +147,7 @@ nxrt_code guarded(nxrt_error* err, F&& body) noexcept {
   }
 }
 
-bool valid_dtype(int32_t raw) {
-  return raw != 0 && nxrt::dtype_is_known(raw);
-}
+bool valid_dtype(int32_t raw) { return raw != 0 && nxrt::dtype_is_known(raw); }
 
 // Element alignment the kernels may rely on (complex numbers align like their parts).
 size_t dtype_alignment(DataType dtype) {
@@ -204,8 +202,10 @@ nxrt_code finish_session(nxrt_env* env, nxrt::Expected<std::unique_ptr<nxrt::Ses
   if (!created) return fail(err, created.status());
   auto wrapper = std::make_unique<nxrt_session>();
   wrapper->session = std::move(created).value();
-  for (const auto& v : wrapper->session->inputs()) wrapper->io[NXRT_IO_INPUT].push_back(describe(v));
-  for (const auto& v : wrapper->session->outputs()) wrapper->io[NXRT_IO_OUTPUT].push_back(describe(v));
+  for (const auto& v : wrapper->session->inputs())
+    wrapper->io[NXRT_IO_INPUT].push_back(describe(v));
+  for (const auto& v : wrapper->session->outputs())
+    wrapper->io[NXRT_IO_OUTPUT].push_back(describe(v));
   env->refs.fetch_add(1, std::memory_order_relaxed);
   wrapper->env = env;
   *out = wrapper.release();
@@ -343,8 +343,18 @@ NXRT_API nxrt_code nxrt_session_options_set_graph_optimization_level(
   if (!options) return fail(err, NXRT_INVALID_ARGUMENT, "options is NULL");
   if (level != NXRT_OPT_DISABLE && level != NXRT_OPT_BASIC && level != NXRT_OPT_EXTENDED &&
       level != NXRT_OPT_ALL)
-    return guarded(err, [&] { return fail_arg(err, "unknown graph optimization level ", int(level)); });
+    return guarded(err,
+                   [&] { return fail_arg(err, "unknown graph optimization level ", int(level)); });
   options->config.graph_optimization_level = int(level);
+  return NXRT_OK;
+}
+
+NXRT_API nxrt_code nxrt_session_options_set_optimized_model_filepath(nxrt_session_options* options,
+                                                                     const char* path,
+                                                                     nxrt_error* err) {
+  if (!options) return fail(err, NXRT_INVALID_ARGUMENT, "options is NULL");
+  if (!path) return fail(err, NXRT_INVALID_ARGUMENT, "path is NULL");
+  options->config.optimized_model_filepath = path;
   return NXRT_OK;
 }
 
@@ -359,7 +369,8 @@ NXRT_API nxrt_code nxrt_session_options_set_thread_pool(nxrt_session_options* op
   }
   if (pool->struct_size < sizeof(nxrt_thread_pool))
     return fail(err, NXRT_INVALID_ARGUMENT, "thread pool struct_size is smaller than version 1's");
-  if (!pool->parallel_for) return fail(err, NXRT_INVALID_ARGUMENT, "thread pool parallel_for is NULL");
+  if (!pool->parallel_for)
+    return fail(err, NXRT_INVALID_ARGUMENT, "thread pool parallel_for is NULL");
   // Copy only the members this version knows; a newer caller's extra members are ignored.
   options->pool = nxrt_thread_pool{};
   std::memcpy(&options->pool, pool, sizeof(nxrt_thread_pool));
@@ -440,7 +451,8 @@ NXRT_API nxrt_code nxrt_tensor_get_string(const nxrt_tensor* tensor, int64_t ind
   return guarded(err, [&]() -> nxrt_code {
     if (!tensor || !data || !length) return fail_arg(err, "nxrt_tensor_get_string: NULL argument");
     if (tensor->tensor.dtype() != DataType::kString)
-      return fail_arg(err, "tensor holds ", nxrt::dtype_name(tensor->tensor.dtype()), ", not strings");
+      return fail_arg(err, "tensor holds ", nxrt::dtype_name(tensor->tensor.dtype()),
+                      ", not strings");
     if (index < 0 || index >= tensor->tensor.numel())
       return fail_arg(err, "string index ", index, " is out of range for ", tensor->tensor.numel(),
                       " elements");
@@ -473,7 +485,8 @@ NXRT_API nxrt_code nxrt_session_create_from_memory(nxrt_env* env, const void* da
     if (options && options->memory_limit && size > options->memory_limit)
       return fail(err, NXRT_FAIL,
                   nxrt::str_cat("the model is ", size, " bytes, above the memory limit of ",
-                                options->memory_limit, " bytes").c_str());
+                                options->memory_limit, " bytes")
+                      .c_str());
     auto created = nxrt::Session::create_from_bytes(data, size, config_of(options));
     return finish_session(env, std::move(created), out, err);
   });
@@ -547,7 +560,8 @@ NXRT_API nxrt_code nxrt_session_run(const nxrt_session* session,
   return guarded(err, [&]() -> nxrt_code {
     if (!session) return fail_arg(err, "nxrt_session_run: session is NULL");
     if (input_count && (!input_names || !inputs))
-      return fail_arg(err, "nxrt_session_run: input_names or inputs is NULL for ", input_count, " inputs");
+      return fail_arg(err, "nxrt_session_run: input_names or inputs is NULL for ", input_count,
+                      " inputs");
     if (output_count && !outputs)
       return fail_arg(err, "nxrt_session_run: outputs is NULL for ", output_count, " outputs");
     const std::vector<IoInfo>& declared = session->io[NXRT_IO_OUTPUT];
@@ -574,14 +588,17 @@ NXRT_API nxrt_code nxrt_session_run(const nxrt_session* session,
         index = declared.size();
         for (size_t k = 0; k < declared.size(); ++k)
           if (declared[k].name == output_names[i]) index = k;
-        if (index == declared.size()) return fail_arg(err, "Invalid output name: ", output_names[i]);
+        if (index == declared.size())
+          return fail_arg(err, "Invalid output name: ", output_names[i]);
         for (size_t prev : s.selected)
-          if (prev == index) return fail_arg(err, "output '", output_names[i], "' is requested twice");
+          if (prev == index)
+            return fail_arg(err, "output '", output_names[i], "' is requested twice");
       }
       if (declared[index].is_sequence)
         return fail(err, NXRT_NOT_IMPLEMENTED,
                     nxrt::str_cat("output '", declared[index].name,
-                                  "' is a sequence; the C API returns tensors only").c_str());
+                                  "' is a sequence; the C API returns tensors only")
+                        .c_str());
       if (outputs[i]) s.bound[index] = outputs[i]->tensor;
       s.selected.push_back(index);
     }
@@ -589,7 +606,8 @@ NXRT_API nxrt_code nxrt_session_run(const nxrt_session* session,
     nxrt::RunFlags flags;
     if (run_options) flags.terminate = &run_options->terminate;
     flags.bound_outputs = s.bound;
-    nxrt::Status status = session->session->run(s.input_names, s.input_values, {}, s.results, flags);
+    nxrt::Status status =
+        session->session->run(s.input_names, s.input_values, {}, s.results, flags);
     // Drop the references to caller tensors now, so scratch never keeps memory alive.
     for (nxrt::Value& v : s.input_values) v = nxrt::Value();
     for (nxrt::Tensor& t : s.bound) t = nxrt::Tensor();

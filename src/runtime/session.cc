@@ -6,12 +6,29 @@
 #include <malloc.h>
 #endif
 
+#include <set>
+
 #include "onnx/decoder.h"
+#include "onnx/encoder.h"
 #include "optimizer/pass.h"
 
 namespace nxrt {
 
 namespace {
+
+void collect_nxrt_ops(const ir::Graph& graph, std::set<std::string>& ops) {
+  for (const ir::Node& node : graph.nodes) {
+    if (node.domain == "nxrt") ops.insert(node.op_type);
+    for (const ir::Graph* g : ir::subgraphs_of(node)) collect_nxrt_ops(*g, ops);
+  }
+}
+
+// The ops of nxrt's own domain in a graph and its subgraphs, sorted.
+std::vector<std::string> nxrt_domain_ops(const ir::Graph& graph) {
+  std::set<std::string> ops;
+  collect_nxrt_ops(graph, ops);
+  return {ops.begin(), ops.end()};
+}
 
 // After planning, the plan holds every tensor it needs (shared, not copied); the IR's own
 // references to initializers and Constant/attribute tensors only keep dead data alive,
@@ -74,6 +91,11 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   passes.level = config.graph_optimization_level;
   passes.disabled = config.disabled_optimizers;
   NXRT_RETURN_IF_ERROR(optimizer::optimize(*model, passes, limits));
+  std::vector<std::string> written_nxrt_ops;
+  if (!config.optimized_model_filepath.empty()) {
+    NXRT_RETURN_IF_ERROR(onnx::write_model_file(*model, config.optimized_model_filepath));
+    written_nxrt_ops = nxrt_domain_ops(model->graph);
+  }
   // Decoding touched every page of the file; planning reads back only the weights, so
   // dropping the pages now lowers the peak as well as the steady state.
   if (model->mapped_file) model->mapped_file->release_resident_pages();
@@ -85,6 +107,7 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   auto session = std::unique_ptr<Session>(new Session());
   session->model_ = model;
   session->config_ = config;
+  session->written_nxrt_ops_ = std::move(written_nxrt_ops);
   session->limits_ = limits;
   if (config.parallel)
     session->parallel_ = config.parallel;

@@ -3,9 +3,9 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
-#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,6 +28,9 @@ struct SessionConfig {
   int graph_optimization_level = 99;
   // Graph passes switched off by name (onnxruntime's disabled_optimizers).
   std::set<std::string> disabled_optimizers;
+  // When set, the graph as the passes left it is written there as an ONNX file
+  // (onnxruntime's SessionOptions.optimized_model_filepath).
+  std::string optimized_model_filepath;
   // onnxruntime-style key/value entries; "nxrt.limits.*" keys set the Limits (see
   // core/limits.h and docs/SECURITY.md), an unknown or malformed one fails creation.
   std::map<std::string, std::string> config_entries;
@@ -53,6 +56,9 @@ class Session {
   const std::vector<ir::ValueInfo>& outputs() const { return graph_->outputs; }
   const std::vector<ir::ValueInfo>& overridable_initializers() const { return overridable_; }
   const SessionConfig& config() const { return config_; }
+  // The nxrt-domain ops (sorted, once each) in the file optimized_model_filepath wrote:
+  // other runtimes cannot load it when this is not empty.
+  const std::vector<std::string>& optimized_model_nxrt_ops() const { return written_nxrt_ops_; }
   const Limits& limits() const { return limits_; }
 
   // Profiling (SessionConfig::enable_profiling): every run's per-node times, as a Chrome
@@ -75,6 +81,7 @@ class Session {
   std::shared_ptr<ExecutableGraph> graph_;
   std::vector<ir::ValueInfo> inputs_;
   std::vector<ir::ValueInfo> overridable_;
+  std::vector<std::string> written_nxrt_ops_;
   SessionConfig config_;
   uint64_t weight_bytes_ = 0;
   Limits limits_;

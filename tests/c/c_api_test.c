@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <threads.h>
+#include <unistd.h>
 
 #include "nxrt/nxrt.h"
 #include "read_file.h"
@@ -515,6 +516,24 @@ int main(void) {
   nxrt_session_options_destroy(o2);
   test_metadata(s2);
   test_run(s2);
+
+  /* The optimized graph written as an ONNX file runs alike. */
+  char optimized[64];
+  snprintf(optimized, sizeof optimized, "/tmp/nxrt_c_api_test_%d.onnx", (int)getpid());
+  nxrt_session_options* o3 = NULL;
+  CHECK_OK(nxrt_session_options_create(&o3, g_err));
+  EXPECT_ERROR(nxrt_session_options_set_optimized_model_filepath(o3, NULL, g_err), g_err,
+               NXRT_INVALID_ARGUMENT, "path");
+  CHECK_OK(nxrt_session_options_set_optimized_model_filepath(o3, optimized, g_err));
+  nxrt_session* s3 = NULL;
+  CHECK_OK(nxrt_session_create_from_file(g_env, SILERO, o3, &s3, g_err));
+  nxrt_session_options_destroy(o3);
+  nxrt_session_destroy(s3);
+  CHECK_OK(nxrt_session_create_from_file(g_env, optimized, NULL, &s3, g_err));
+  test_metadata(s3);
+  test_run(s3);
+  nxrt_session_destroy(s3);
+  CHECK(remove(optimized) == 0);
 
   test_concurrency(s, s2);
   test_tensor_errors();
