@@ -15,7 +15,7 @@ void bind_value(nb::module_& m);
 
 NB_MODULE(_nxrt, m) {
   m.doc() = "nxrt native core (use the nxrt package, not this module)";
-  m.attr("__version__") = "0.1.0";
+  m.attr("__version__") = NXRT_VERSION_STRING;  // the CMake project version
   m.def("_register_errors", &nxrt::py::register_error_classes,
         "Registers the Python exception class for each status code name.");
   m.def(

@@ -25,7 +25,7 @@ void add_input_options(CLI::App* cmd, nxrt::cli::InputOptions& options) {
 int main(int argc, char** argv) {
   CLI::App app{"nxrt: run, benchmark and inspect ONNX models with the nxrt runtime"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "nxrt 0.1.0");
+  app.set_version_flag("--version", "nxrt " NXRT_VERSION_STRING);
 
   nxrt::cli::RunArgs run;
   CLI::App* run_cmd = app.add_subcommand("run", "Run a model once and print its outputs");
