@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "ep/cpu/cpu_provider.h"
+
 namespace nxrt::eager {
 namespace {
 
@@ -44,7 +46,8 @@ Expected<std::shared_ptr<PreparedOp>> PreparedOp::create(OpSpec spec) {
   node.attributes = std::move(spec.attributes);
   size_t used_inputs = spec.input_types.size();
   // Trailing omitted inputs are left off the node, as ONNX writers do.
-  while (used_inputs > 0 && spec.input_types[used_inputs - 1] == DataType::kUndefined) --used_inputs;
+  while (used_inputs > 0 && spec.input_types[used_inputs - 1] == DataType::kUndefined)
+    --used_inputs;
   op->input_index_.assign(spec.input_types.size(), -1);
   std::vector<DataType> input_types;
   for (size_t i = 0; i < used_inputs; ++i) {
@@ -86,6 +89,7 @@ Expected<std::shared_ptr<PreparedOp>> PreparedOp::create(OpSpec spec) {
   options.opset_imports[spec.domain] = spec.opset;
   options.inputs_override_initializers = false;
   options.fold_constants = false;  // nothing may run at prepare time
+  options.providers = {cpu::cpu_provider()};
   auto plan = plan_graph(graph, options, {}, {}, input_types);
   if (!plan) {
     Status status = std::move(plan).status();
@@ -193,10 +197,18 @@ void append_key(std::string& key, const OpSpec& spec, std::span<const int> input
     append_bytes(key, a.name);
     append_pod(key, uint8_t(a.type));
     switch (a.type) {
-      case ir::Attribute::Type::kFloat: append_pod(key, a.f); break;
-      case ir::Attribute::Type::kInt: append_pod(key, a.i); break;
-      case ir::Attribute::Type::kString: append_bytes(key, a.s); break;
-      case ir::Attribute::Type::kTensor: append_tensor(key, a.t); break;
+      case ir::Attribute::Type::kFloat:
+        append_pod(key, a.f);
+        break;
+      case ir::Attribute::Type::kInt:
+        append_pod(key, a.i);
+        break;
+      case ir::Attribute::Type::kString:
+        append_bytes(key, a.s);
+        break;
+      case ir::Attribute::Type::kTensor:
+        append_tensor(key, a.t);
+        break;
       case ir::Attribute::Type::kFloats:
         append_pod(key, uint64_t(a.floats.size()));
         for (float f : a.floats) append_pod(key, f);
@@ -222,14 +234,16 @@ void append_key(std::string& key, const OpSpec& spec, std::span<const int> input
   append_pod(key, uint64_t(spec.input_types.size()));
   for (size_t i = 0; i < spec.input_types.size(); ++i) {
     append_pod(key, uint8_t(spec.input_types[i]));
-    append_pod(key, uint8_t(i < spec.input_kinds.size() ? spec.input_kinds[i] : ValueKind::kTensor));
+    append_pod(key,
+               uint8_t(i < spec.input_kinds.size() ? spec.input_kinds[i] : ValueKind::kTensor));
     append_pod(key, int32_t(i < input_ranks.size() ? input_ranks[i] : -1));
   }
 }
 
 Status run(const OpSpec& spec, std::span<const Value> inputs, std::vector<Value>& outputs) {
   std::vector<int> ranks;
-  for (const Value& v : inputs) ranks.push_back(v.is_sequence() || v.is_none() ? -1 : int(v.tensor.rank()));
+  for (const Value& v : inputs)
+    ranks.push_back(v.is_sequence() || v.is_none() ? -1 : int(v.tensor.rank()));
   std::string key;
   append_key(key, spec, ranks);
   OpCache& cache = global_cache();

@@ -12,6 +12,7 @@
 
 #include "core/limits.h"
 #include "ep/kernel.h"
+#include "ep/provider.h"
 #include "ir/graph.h"
 
 namespace nxrt {
@@ -23,12 +24,16 @@ struct ValueSlot {
   DataType dtype = DataType::kUndefined;  // element type for sequences
   ValueKind kind = ValueKind::kTensor;
   bool is_graph_output = false;
+  // The device holding it: the host for inputs, initializers and outer values, else the
+  // device of the provider whose step writes it.
+  std::string device{kHostDevice};
 };
 
 struct Step {
   const ir::Node* node = nullptr;
   KernelPtr kernel;
-  std::vector<int> inputs;  // explicit inputs; -1 where omitted
+  const ExecutionProvider* provider = nullptr;  // the one that made the kernel
+  std::vector<int> inputs;                      // explicit inputs; -1 where omitted
   std::vector<int> implicit_inputs;
   std::vector<int> outputs;  // scratch slots stand in for omitted outputs
   std::vector<int> release_after;
@@ -50,6 +55,11 @@ class ExecutableGraph {
   std::vector<int> output_index_of_slot;  // by slot: index into outputs, -1 if none
   std::vector<Step> steps;
   size_t max_step_inputs = 0;
+  // The providers its steps use (kept alive with the plan), and the nodes of the copy
+  // steps the planner added between devices ("MemcpyFromHost" / "MemcpyToHost", as
+  // onnxruntime names them).
+  ProviderList providers;
+  std::vector<std::unique_ptr<ir::Node>> copy_nodes;
   // The session's limits: run-time allocations (tensor size, session memory) check them.
   Limits limits;
   // Run states for this graph when it runs as a subgraph (If branch, Loop body), made by
@@ -60,6 +70,9 @@ class ExecutableGraph {
 
 struct PlanOptions {
   std::map<std::string, int64_t> opset_imports;
+  // In order of preference: each node goes to the first that supports it. Required (a
+  // session lists the CPU provider last).
+  ProviderList providers;
   // Initializers that are also graph inputs may be fed (IR >= 4, top level only).
   bool inputs_override_initializers = true;
   // Run nodes whose inputs are all constant once at plan time.
@@ -75,6 +88,10 @@ Expected<std::shared_ptr<ExecutableGraph>> plan_graph(
     const std::vector<DataType>& outer_types, const std::vector<DataType>& input_types,
     const std::vector<const Tensor*>& outer_constants = {},
     const std::vector<ValueKind>& outer_kinds = {});
+
+// One line per step: its index, op, node name, provider, and its input and output values
+// ("x@device" names a copy on another device). What `nxrt info --plan` prints.
+std::string describe_plan(const ExecutableGraph& graph);
 
 // Constant folding of one node outside a plan (the optimizer's fold_constants pass): runs
 // `node` (opset `opset` of its domain) once on `inputs` (null where an optional input is

@@ -124,12 +124,73 @@ class Planner : public SubgraphCompiler {
   int add_slot(ExecutableGraph& g, const std::string& name, DataType dtype,
                ValueKind kind = ValueKind::kTensor) {
     assert(g.constants.size() < g.constants.capacity() && "slots must be reserved");
-    g.slots.push_back({name, dtype, kind, false});
+    g.slots.push_back({name, dtype, kind, false, std::string(kHostDevice)});
     g.constants.emplace_back();
     return int(g.slots.size()) - 1;
   }
 
+  // The first provider (in the session's order) that supports the node.
+  Expected<const ExecutionProvider*> choose_provider(const ir::Node& node, int64_t opset,
+                                                     std::span<const DataType> input_types,
+                                                     const std::string& context) const {
+    std::string reason;
+    for (const auto& p : options_.providers) {
+      if (p->supports(node, opset, input_types)) return p.get();
+      if (reason.empty()) reason = p->unsupported_reason(node, opset);
+    }
+    if (reason.empty())
+      reason = str_cat("no execution provider of this session runs op '", node.op_type, "'");
+    return not_implemented(context, reason);
+  }
+
+  const ExecutionProvider* provider_of_device(std::string_view device) const {
+    for (const auto& p : options_.providers)
+      if (p->device() == device) return p.get();
+    return nullptr;
+  }
+
+  // The slot holding `slot`'s value on `device`: itself, or a copy a new step makes
+  // (through the host when neither end is the host), made once per (value, device).
+  Expected<int> on_device(ExecutableGraph& g, int slot, const std::string& device) {
+    const std::string from = g.slots[size_t(slot)].device;
+    if (from == device) return slot;
+    if (auto it = copies_.find({slot, device}); it != copies_.end()) return it->second;
+    const std::string& name = g.slots[size_t(slot)].name;
+    if (g.slots[size_t(slot)].kind != ValueKind::kTensor)
+      return not_implemented("value '", name, "' is a sequence on device '", from, "', needed on '",
+                             device, "': only tensors are copied between devices");
+    int source = slot;
+    if (from != kHostDevice && device != kHostDevice) {
+      NXRT_ASSIGN_OR_RETURN(source, on_device(g, slot, std::string(kHostDevice)));
+    }
+    const bool to_host = device == kHostDevice;
+    const ExecutionProvider* copier = provider_of_device(to_host ? from : device);
+    if (!copier)
+      return make_error(StatusCode::kEngineError, "no provider of device '",
+                        to_host ? from : device, "' to copy value '", name, "'");
+    auto node = std::make_unique<ir::Node>();
+    node->op_type = to_host ? "MemcpyToHost" : "MemcpyFromHost";
+    node->name = name + (to_host ? "_to_host" : "_to_" + device);
+    node->inputs = {g.slots[size_t(source)].name};
+    node->outputs = {name + "@" + device};
+    Step step;
+    step.context = node_context(*node);
+    NXRT_ASSIGN_OR_RETURN(step.kernel, copier->create_copy_kernel(to_host));
+    step.provider = copier;
+    step.node = node.get();
+    step.inputs = {source};
+    const int copy = add_slot(g, node->outputs[0], g.slots[size_t(slot)].dtype);
+    g.slots[size_t(copy)].device = device;
+    step.outputs = {copy};
+    g.copy_nodes.push_back(std::move(node));
+    g.steps.push_back(std::move(step));
+    copies_[{slot, device}] = copy;
+    return copy;
+  }
+
   PlanOptions options_;
+  // Copies made so far: (slot, device) -> the slot holding it there.
+  std::map<std::pair<int, std::string>, int> copies_;
   // Constant implicit inputs of the node being prepared, by name (for compile()).
   std::unordered_map<std::string, const Tensor*> outer_constants_;
   std::unordered_map<std::string, ValueKind> outer_kinds_;
@@ -277,6 +338,18 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
                              " depends (indirectly) on its own output");
   }
 
+  // Room for copy steps between devices (one per input read, one per graph output): no
+  // kernel holds a pointer into the slots yet, so growing them now is safe.
+  if (options_.providers.empty())
+    return invalid_argument(graph_label, ": no execution provider to plan it for");
+  g.providers = options_.providers;
+  size_t copy_room = graph.outputs.size();
+  for (size_t n = 0; n < graph.nodes.size(); ++n)
+    copy_room += graph.nodes[n].inputs.size() + implicit[n].size();
+  g.slots.reserve(g.slots.capacity() + copy_room);
+  g.constants.reserve(g.constants.capacity() + copy_room);
+  data_read.resize(g.constants.capacity(), false);
+
   // Kernels, in order; output dtypes flow forward.
   for (size_t n : order) {
     const ir::Node& node = graph.nodes[n];
@@ -329,17 +402,22 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     init.output_types.assign(node.outputs.size(), DataType::kUndefined);
     init.output_kinds.assign(node.outputs.size(), ValueKind::kTensor);
 
-    const cpu::KernelEntry* entry = cpu::find_kernel(node.domain, node.op_type, init.opset);
-    if (!entry) {
-      const std::string domain = node.domain.empty() ? "ai.onnx" : node.domain;
-      if (cpu::has_op(node.domain, node.op_type))
-        return not_implemented(step.context, "nxrt implements op '", node.op_type,
-                               "' but not for opset ", init.opset, " of domain '", domain, "'");
-      return not_implemented(step.context, "op '", node.op_type, "' (domain '", domain, "', opset ",
-                             init.opset, ") is not implemented by nxrt");
-    }
+    NXRT_ASSIGN_OR_RETURN(step.provider,
+                          choose_provider(node, init.opset, init.input_types, step.context));
     NXRT_RETURN_IF_ERROR(check_arity(node, init.opset, step.context));
-    auto kernel = entry->factory(init);
+    // Inputs on another device come through copy steps (placed before this one); the
+    // kernel then sees them as run-time values, not constants.
+    const std::string device(step.provider->device());
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      if (step.inputs[i] < 0 || g.slots[size_t(step.inputs[i])].device == device) continue;
+      NXRT_ASSIGN_OR_RETURN(step.inputs[i], on_device(g, step.inputs[i], device));
+      init.constant_inputs[i] = nullptr;
+    }
+    for (int& s : step.implicit_inputs) {
+      if (g.slots[size_t(s)].device == device) continue;
+      NXRT_ASSIGN_OR_RETURN(s, on_device(g, s, device));
+    }
+    auto kernel = step.provider->create_kernel(init);
     if (!kernel) return std::move(kernel).status();
     step.kernel = std::move(kernel).value();
 
@@ -348,6 +426,7 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
         return make_error(StatusCode::kEngineError, step.context, "output ", o,
                           " has no type after prepare (kernel bug)");
       const int s = add_slot(g, node.outputs[o], init.output_types[o], init.output_kinds[o]);
+      g.slots[size_t(s)].device = device;
       if (!node.outputs[o].empty()) slot_of[node.outputs[o]] = s;
       step.outputs.push_back(s);
     }
@@ -365,8 +444,8 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     // Constant folding: a deterministic node whose inputs are all constants runs now,
     // once, and its outputs become constants (Constant nodes, shape arithmetic on
     // initializers, weight transposes). A failure here is left for run time to report.
-    bool foldable =
-        options_.fold_constants && step.implicit_inputs.empty() && !is_nondeterministic(node);
+    bool foldable = options_.fold_constants && device == kHostDevice &&
+                    step.implicit_inputs.empty() && !is_nondeterministic(node);
     for (ValueKind k : init.output_kinds) foldable &= k == ValueKind::kTensor;
     std::vector<const Tensor*> fold_inputs;
     for (size_t i = 0; foldable && i < step.inputs.size(); ++i) {
@@ -399,9 +478,13 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     auto it = slot_of.find(out.name);
     if (it == slot_of.end())
       return invalid_graph(graph_label, ": output '", out.name, "' is never produced");
+    int s = it->second;
+    if (g.slots[size_t(s)].device != kHostDevice) {  // callers get host tensors
+      NXRT_ASSIGN_OR_RETURN(s, on_device(g, s, std::string(kHostDevice)));
+    }
     g.outputs.push_back(out);
-    g.output_slots.push_back(it->second);
-    g.slots[size_t(it->second)].is_graph_output = true;
+    g.output_slots.push_back(s);
+    g.slots[size_t(s)].is_graph_output = true;
   }
   // Constants that only fed folded nodes are dead now: drop them so a session holds one
   // copy of its weights, not every intermediate of their folding.
@@ -483,6 +566,25 @@ Expected<std::vector<Tensor>> fold_node(const ir::Node& node, int64_t opset,
   for (const Tensor& t : fold.results())
     if (!t.defined()) return invalid_argument(context, "left an output unset");
   return std::move(fold.results());
+}
+
+std::string describe_plan(const ExecutableGraph& graph) {
+  std::string out;
+  auto names = [&](const std::vector<int>& slots) {
+    std::string list;
+    for (int s : slots)
+      list += str_cat(list.empty() ? "" : ", ", s < 0 ? "(none)" : graph.slots[size_t(s)].name);
+    return list;
+  };
+  for (size_t i = 0; i < graph.steps.size(); ++i) {
+    const Step& step = graph.steps[i];
+    const ir::Node& node = *step.node;
+    const std::string op = node.domain.empty() ? node.op_type : node.domain + ":" + node.op_type;
+    out +=
+        str_cat(i, "  ", op, " '", node.name, "'  [", step.provider ? step.provider->name() : "?",
+                "]  ", names(step.inputs), " -> ", names(step.outputs), "\n");
+  }
+  return out;
 }
 
 Expected<std::shared_ptr<ExecutableGraph>> plan_graph(

@@ -8,6 +8,7 @@
 
 #include <set>
 
+#include "ep/cpu/cpu_provider.h"
 #include "onnx/decoder.h"
 #include "onnx/encoder.h"
 #include "optimizer/pass.h"
@@ -118,6 +119,8 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
                                     .count();
   PlanOptions options;
   options.opset_imports = model->opset_imports;
+  options.providers = config.providers;
+  options.providers.push_back(cpu::cpu_provider());  // takes whatever the others leave
   options.inputs_override_initializers = model->ir_version >= 4;
   options.fold_constants = config.graph_optimization_level > 0;
   options.limits = limits;
@@ -190,7 +193,8 @@ void Session::record_profile(const std::vector<NodeTiming>& timings) const {
                       "\"tid\":0,\"name\":\"", json_escape(name),
                       "_kernel_time\",\"ts\":", (t.start_ns - profile_origin_ns_) / 1000,
                       ",\"dur\":", t.duration_ns / 1000, ",\"args\":{\"op_name\":\"",
-                      json_escape(node.op_type), "\",\"provider\":\"CPUExecutionProvider\"",
+                      json_escape(node.op_type), "\",\"provider\":\"",
+                      t.step->provider ? t.step->provider->name() : "", "\"",
                       t.type_shapes.empty() ? "" : ",", t.type_shapes, "}}");
   }
   std::lock_guard<std::mutex> lock(profile_mutex_);

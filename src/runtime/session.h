@@ -34,6 +34,9 @@ struct SessionConfig {
   // onnxruntime-style key/value entries; "nxrt.limits.*" keys set the Limits (see
   // core/limits.h and docs/SECURITY.md), an unknown or malformed one fails creation.
   std::map<std::string, std::string> config_entries;
+  // Execution providers preferred to the CPU one, in order: each node runs on the first
+  // that supports it, the CPU provider (always appended) takes the rest.
+  ProviderList providers;
   // A caller's pool (C API nxrt_thread_pool) to use instead of starting threads.
   std::shared_ptr<Parallel> parallel;
 };
@@ -56,6 +59,8 @@ class Session {
   const std::vector<ir::ValueInfo>& outputs() const { return graph_->outputs; }
   const std::vector<ir::ValueInfo>& overridable_initializers() const { return overridable_; }
   const SessionConfig& config() const { return config_; }
+  // The plan: steps in run order, each with its kernel's provider (describe_plan()).
+  const ExecutableGraph& plan() const { return *graph_; }
   // The nxrt-domain ops (sorted, once each) in the file optimized_model_filepath wrote:
   // other runtimes cannot load it when this is not empty.
   const std::vector<std::string>& optimized_model_nxrt_ops() const { return written_nxrt_ops_; }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "ep/cpu/cpu_provider.h"
 #include "model_builder.h"
 #include "onnx/decoder.h"
 #include "planner/plan.h"
@@ -15,6 +16,7 @@ Expected<std::shared_ptr<ExecutableGraph>> plan(const std::string& bytes) {
   if (!model) return model.status();
   PlanOptions options;
   options.opset_imports = (*model)->opset_imports;
+  options.providers = {cpu::cpu_provider()};
   // The plan keeps pointers into the model's nodes; keep the model alive for the test.
   static std::vector<std::shared_ptr<ir::Model>> keep;
   keep.push_back(*model);
@@ -22,8 +24,8 @@ Expected<std::shared_ptr<ExecutableGraph>> plan(const std::string& bytes) {
 }
 
 TEST(Planner, OrdersNodesTopologicallyWhateverTheFileOrder) {
-  const std::string bytes = build_model(
-      {{"Relu", {"a"}, {"y"}, "second"}, {"Neg", {"x"}, {"a"}, "first"}}, {"x"}, {"y"});
+  const std::string bytes =
+      build_model({{"Relu", {"a"}, {"y"}, "second"}, {"Neg", {"x"}, {"a"}, "first"}}, {"x"}, {"y"});
   auto g = plan(bytes);
   ASSERT_TRUE(g.ok()) << g.status().message();
   ASSERT_EQ((*g)->steps.size(), 2u);
@@ -32,10 +34,9 @@ TEST(Planner, OrdersNodesTopologicallyWhateverTheFileOrder) {
 }
 
 TEST(Planner, ReleasesIntermediatesAfterLastUse) {
-  const std::string bytes = build_model({{"Neg", {"x"}, {"a"}, "n0"},
-                                         {"Relu", {"a"}, {"b"}, "n1"},
-                                         {"Add", {"a", "b"}, {"y"}, "n2"}},
-                                        {"x"}, {"y"});
+  const std::string bytes = build_model(
+      {{"Neg", {"x"}, {"a"}, "n0"}, {"Relu", {"a"}, {"b"}, "n1"}, {"Add", {"a", "b"}, {"y"}, "n2"}},
+      {"x"}, {"y"});
   auto g = plan(bytes);
   ASSERT_TRUE(g.ok()) << g.status().message();
   const auto& steps = (*g)->steps;
@@ -45,9 +46,9 @@ TEST(Planner, ReleasesIntermediatesAfterLastUse) {
 }
 
 TEST(Planner, FoldsConstantSubgraphs) {
-  const std::string bytes = build_model({{"Neg", {"w"}, {"nw"}, "fold_me"},
-                                         {"Add", {"x", "nw"}, {"y"}, "keep"}},
-                                        {"x"}, {"y"}, {{"w", {2}, {1.0f, 2.0f}}});
+  const std::string bytes =
+      build_model({{"Neg", {"w"}, {"nw"}, "fold_me"}, {"Add", {"x", "nw"}, {"y"}, "keep"}}, {"x"},
+                  {"y"}, {{"w", {2}, {1.0f, 2.0f}}});
   auto g = plan(bytes);
   ASSERT_TRUE(g.ok()) << g.status().message();
   ASSERT_EQ((*g)->steps.size(), 1u);
@@ -55,8 +56,8 @@ TEST(Planner, FoldsConstantSubgraphs) {
 }
 
 TEST(Planner, ReportsCyclesMissingInputsAndUnknownOps) {
-  auto cycle = plan(build_model({{"Add", {"x", "b"}, {"a"}, "n1"}, {"Relu", {"a"}, {"b"}, "n2"}},
-                                {"x"}, {"b"}));
+  auto cycle = plan(
+      build_model({{"Add", {"x", "b"}, {"a"}, "n1"}, {"Relu", {"a"}, {"b"}, "n2"}}, {"x"}, {"b"}));
   ASSERT_FALSE(cycle.ok());
   EXPECT_NE(cycle.status().message().find("cycle"), std::string::npos);
   auto missing = plan(build_model({{"Add", {"x", "ghost"}, {"y"}, "adder"}}, {"x"}, {"y"}));
@@ -70,10 +71,9 @@ TEST(Planner, ReportsCyclesMissingInputsAndUnknownOps) {
 }
 
 TEST(Executor, WarmRunsReuseThePool) {
-  const std::string bytes = build_model({{"Neg", {"x"}, {"a"}, "n0"},
-                                         {"Relu", {"a"}, {"b"}, "n1"},
-                                         {"Neg", {"b"}, {"y"}, "n2"}},
-                                        {"x"}, {"y"});
+  const std::string bytes = build_model(
+      {{"Neg", {"x"}, {"a"}, "n0"}, {"Relu", {"a"}, {"b"}, "n1"}, {"Neg", {"b"}, {"y"}, "n2"}},
+      {"x"}, {"y"});
   auto session = Session::create_from_bytes(bytes.data(), bytes.size(), {});
   ASSERT_TRUE(session.ok()) << session.status().message();
   std::vector<float> x(1000, -1.0f);
@@ -131,8 +131,8 @@ TEST(Planner, FreesTheDataOfConstantsAKernelPacked) {
   for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * float(i % 7) - 0.1f;
   for (size_t i = 0; i < r.size(); ++i) r[i] = 0.03f * float(i % 5) - 0.05f;
   const testing::NodeSpec lstm{"LSTM", {"x", "W", "R"}, {"", "y_h"}, "cell", {{"hidden_size", 2}}};
-  const std::string packed = testing::build_model({lstm}, {"x"}, {"y_h"},
-                                                  {{"W", {1, 8, 3}, w}, {"R", {1, 8, 2}, r}});
+  const std::string packed =
+      testing::build_model({lstm}, {"x"}, {"y_h"}, {{"W", {1, 8, 3}, w}, {"R", {1, 8, 2}, r}});
   auto g = plan(packed);
   ASSERT_TRUE(g.ok()) << g.status().message();
   int constants_seen = 0;

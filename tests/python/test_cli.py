@@ -61,6 +61,14 @@ def test_info_silero():
     assert re.search(r"^\s+LSTM\s+4$", out, re.M)
 
 
+def test_info_plan_lists_steps_with_their_provider():
+    out = nxrt("info", "--plan", SILERO).stdout
+    plan = out[out.index("plan ("):]
+    # After the passes 4 steps remain at the top level (the If holds the network).
+    assert re.search(r"^plan \(4 steps, top level\):$", plan, re.M), plan
+    assert re.search(r"^1  If 'If_0'  \[CPUExecutionProvider\]  Equal_0_C -> ", plan, re.M), plan
+
+
 def test_info_symbolic_dims_and_metadata(tmp_path):
     onnx = pytest.importorskip("onnx")
     from onnx import helper, TensorProto

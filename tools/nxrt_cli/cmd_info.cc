@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "onnx/decoder.h"
+#include "runtime/session.h"
 
 namespace nxrt::cli {
 namespace {
@@ -18,8 +19,9 @@ struct OpCounts {
 
 void count_ops(const ir::Graph& graph, int depth, OpCounts& counts) {
   for (const ir::Node& node : graph.nodes) {
-    std::string key = node.domain.empty() || node.domain == "ai.onnx" ? node.op_type
-                                                                      : node.domain + ":" + node.op_type;
+    std::string key = node.domain.empty() || node.domain == "ai.onnx"
+                          ? node.op_type
+                          : node.domain + ":" + node.op_type;
     ++counts.by_op[key];
     ++(depth == 0 ? counts.top_level : counts.in_subgraphs);
     for (const ir::Attribute& a : node.attributes) {
@@ -65,12 +67,15 @@ Status info_command(const InfoArgs& args) {
   if (!model->producer_version.empty()) producer += " " + model->producer_version;
   std::printf("  producer: %s\n", producer.empty() ? "(none)" : producer.c_str());
   if (!model->domain.empty()) std::printf("  domain: %s\n", model->domain.c_str());
-  if (model->model_version) std::printf("  model_version: %lld\n", static_cast<long long>(model->model_version));
+  if (model->model_version)
+    std::printf("  model_version: %lld\n", static_cast<long long>(model->model_version));
   if (!g.name.empty()) std::printf("  graph: %s\n", g.name.c_str());
-  if (!model->doc_string.empty()) std::printf("  doc: %s\n", one_line(model->doc_string, 200).c_str());
+  if (!model->doc_string.empty())
+    std::printf("  doc: %s\n", one_line(model->doc_string, 200).c_str());
   std::printf("opset imports:\n");
   for (const auto& [domain, version] : model->opset_imports)
-    std::printf("  %-20s %lld\n", domain.empty() ? "ai.onnx" : domain.c_str(), static_cast<long long>(version));
+    std::printf("  %-20s %lld\n", domain.empty() ? "ai.onnx" : domain.c_str(),
+                static_cast<long long>(version));
   if (!model->metadata_props.empty()) {
     std::printf("metadata:\n");
     for (const auto& [key, value] : model->metadata_props)
@@ -92,12 +97,13 @@ Status info_command(const InfoArgs& args) {
   print_values("inputs", inputs);
   if (!overridable.empty()) print_values("overridable initializers", overridable);
   print_values("outputs", outputs);
-  std::printf("initializers: %zu (%s)\n", g.initializers.size(), bytes_text(double(init_bytes)).c_str());
+  std::printf("initializers: %zu (%s)\n", g.initializers.size(),
+              bytes_text(double(init_bytes)).c_str());
   if (!model->functions.empty()) {
     std::printf("functions (%zu):\n", model->functions.size());
     for (const auto& f : model->functions)
-      std::printf("  %s%s%s (%zu nodes)\n", f.domain.c_str(), f.domain.empty() ? "" : ":", f.name.c_str(),
-                  f.nodes.size());
+      std::printf("  %s%s%s (%zu nodes)\n", f.domain.c_str(), f.domain.empty() ? "" : ":",
+                  f.name.c_str(), f.nodes.size());
   }
 
   OpCounts counts;
@@ -107,8 +113,15 @@ Status info_command(const InfoArgs& args) {
               static_cast<long long>(counts.top_level), static_cast<long long>(counts.in_subgraphs),
               static_cast<long long>(counts.subgraphs), counts.by_op.size());
   std::vector<std::pair<std::string, int64_t>> sorted(counts.by_op.begin(), counts.by_op.end());
-  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  for (const auto& [op, n] : sorted) std::printf("  %-28s %lld\n", op.c_str(), static_cast<long long>(n));
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (const auto& [op, n] : sorted)
+    std::printf("  %-28s %lld\n", op.c_str(), static_cast<long long>(n));
+  if (args.plan) {
+    NXRT_ASSIGN_OR_RETURN(auto session, Session::create_from_file(args.model, SessionConfig{}));
+    std::printf("plan (%zu steps, top level):\n%s", session->plan().steps.size(),
+                describe_plan(session->plan()).c_str());
+  }
   return Status();
 }
 

@@ -27,6 +27,7 @@ struct BenchArgs {
 
 struct InfoArgs {
   std::string model;
+  bool plan = false;  // also plan it and print the steps with their providers
 };
 
 Status run_command(const RunArgs& args);

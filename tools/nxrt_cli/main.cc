@@ -1,7 +1,6 @@
 // nxrt: command line front end to the runtime (run a model, benchmark it, describe it).
-#include <cstdio>
-
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "commands.h"
 
@@ -11,12 +10,15 @@ void add_input_options(CLI::App* cmd, nxrt::cli::InputOptions& options) {
   cmd->add_option("-i,--input", options.inputs,
                   "Feed an input from a .npy file: NAME=FILE.npy (repeatable); inputs not given "
                   "get random values of the declared dtype and shape");
-  cmd->add_option("-d,--dim", options.dims,
-                  "Size of a symbolic dimension for random inputs: SYMBOL=SIZE (repeatable; default 1)");
-  cmd->add_option("-s,--shape", options.shapes,
-                  "Shape of a generated input: NAME=D0,D1,... (NAME=scalar for rank 0; repeatable)");
-  cmd->add_option("-f,--fill", options.fills,
-                  "Fill a generated input with one value instead of random ones: NAME=NUMBER (repeatable)");
+  cmd->add_option(
+      "-d,--dim", options.dims,
+      "Size of a symbolic dimension for random inputs: SYMBOL=SIZE (repeatable; default 1)");
+  cmd->add_option(
+      "-s,--shape", options.shapes,
+      "Shape of a generated input: NAME=D0,D1,... (NAME=scalar for rank 0; repeatable)");
+  cmd->add_option(
+      "-f,--fill", options.fills,
+      "Fill a generated input with one value instead of random ones: NAME=NUMBER (repeatable)");
   cmd->add_option("--seed", options.seed, "Seed for random inputs")->capture_default_str();
 }
 
@@ -40,26 +42,35 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("model", bench.model, "ONNX model file")->required();
   add_input_options(bench_cmd, bench.inputs);
   bench_cmd->add_option("-t,--threads", bench.threads, "Intra-op threads")
-      ->check(CLI::Range(1, 1024))->capture_default_str();
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   bench_cmd->add_option("-r,--runs", bench.runs, "Measured runs")
-      ->check(CLI::Range(1, 100000000))->capture_default_str();
+      ->check(CLI::Range(1, 100000000))
+      ->capture_default_str();
   bench_cmd->add_option("-w,--warmup", bench.warmup, "Warm-up runs before measuring")
-      ->check(CLI::Range(0, 100000000))->capture_default_str();
+      ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
   bench_cmd->add_flag("!--no-bind", bench.bind_outputs,
                       "Let the runtime allocate outputs instead of binding caller buffers");
   bench_cmd->add_flag("!--no-progress", bench.progress, "Never draw the progress bar");
 
   nxrt::cli::InfoArgs info;
-  CLI::App* info_cmd = app.add_subcommand(
-      "info", "Print inputs, outputs, opsets, producer, metadata and op counts");
+  CLI::App* info_cmd =
+      app.add_subcommand("info", "Print inputs, outputs, opsets, producer, metadata and op counts");
   info_cmd->add_option("model", info.model, "ONNX model file")->required();
+  info_cmd->add_flag("--plan", info.plan,
+                     "Also plan the model (all graph passes) and print its steps: op, node, "
+                     "execution provider, input and output values");
 
   CLI11_PARSE(app, argc, argv);
 
   nxrt::Status status;
-  if (run_cmd->parsed()) status = nxrt::cli::run_command(run);
-  else if (bench_cmd->parsed()) status = nxrt::cli::bench_command(bench);
-  else status = nxrt::cli::info_command(info);
+  if (run_cmd->parsed())
+    status = nxrt::cli::run_command(run);
+  else if (bench_cmd->parsed())
+    status = nxrt::cli::bench_command(bench);
+  else
+    status = nxrt::cli::info_command(info);
   if (!status.ok()) {
     std::fflush(stdout);
     std::fprintf(stderr, "nxrt: error: %s\n", status.message().c_str());
