@@ -13,10 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "nxrt/nxrt.h"
-
 #include "common/vad_segmenter.h"
 #include "common/wav_reader.h"
+#include "nxrt/nxrt.h"
 
 enum {
   kSampleRate = 16000,
@@ -32,7 +31,8 @@ static double now_seconds(void) {
 }
 
 static void print_segment(const vad_segment* seg) {
-  printf("segment: %.3f s -> %.3f s\n", (double)seg->start / kSampleRate, (double)seg->end / kSampleRate);
+  printf("segment: %.3f s -> %.3f s\n", (double)seg->start / kSampleRate,
+         (double)seg->end / kSampleRate);
   fflush(stdout);
 }
 
@@ -83,7 +83,10 @@ int main(int argc, char** argv) {
     goto done;
   }
   /* One thread each: the app owns its threads; nxrt runs on the caller's. */
-  if (nxrt_env_create(NXRT_API_VERSION, &env, err) != NXRT_OK) { fail("environment", err); goto done; }
+  if (nxrt_env_create(NXRT_API_VERSION, &env, err) != NXRT_OK) {
+    fail("environment", err);
+    goto done;
+  }
   if (nxrt_session_options_create(&options, err) != NXRT_OK ||
       nxrt_session_options_set_intra_op_threads(options, 1, err) != NXRT_OK ||
       nxrt_session_options_set_inter_op_threads(options, 1, err) != NXRT_OK) {
@@ -96,22 +99,29 @@ int main(int argc, char** argv) {
   }
   if (nxrt_session_io_index(session, NXRT_IO_INPUT, "state") < 0 ||
       nxrt_session_io_index(session, NXRT_IO_OUTPUT, "stateN") < 0) {
-    fprintf(stderr, "vad_stream_c: '%s' is not Silero VAD v5 (inputs input/state/sr, outputs output/stateN)\n",
-            argv[1]);
+    fprintf(
+        stderr,
+        "vad_stream_c: '%s' is not Silero VAD v5 (inputs input/state/sr, outputs output/stateN)\n",
+        argv[1]);
     goto done;
   }
-  if (nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, input_shape, 2, input, sizeof(input), &input_t, err) != NXRT_OK ||
+  if (nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, input_shape, 2, input, sizeof(input), &input_t,
+                              err) != NXRT_OK ||
       nxrt_tensor_create_view(NXRT_DTYPE_INT64, NULL, 0, &sr, sizeof(sr), &sr_t, err) != NXRT_OK ||
-      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, prob_shape, 2, prob, sizeof(prob), &prob_t, err) != NXRT_OK ||
-      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, state_shape, 3, state[0], sizeof(state[0]), &state_t[0], err) != NXRT_OK ||
-      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, state_shape, 3, state[1], sizeof(state[1]), &state_t[1], err) != NXRT_OK) {
+      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, prob_shape, 2, prob, sizeof(prob), &prob_t, err) !=
+          NXRT_OK ||
+      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, state_shape, 3, state[0], sizeof(state[0]),
+                              &state_t[0], err) != NXRT_OK ||
+      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, state_shape, 3, state[1], sizeof(state[1]),
+                              &state_t[1], err) != NXRT_OK) {
     fail("creating tensors", err);
     goto done;
   }
 
   vad_segmenter_init(&seg, kSampleRate);
   frames = (audio.count + kFrame - 1) / kFrame;
-  printf("audio: %s, %.3f s, %zu frames of %d samples\n", argv[2], (double)audio.count / kSampleRate, frames, kFrame);
+  printf("audio: %s, %.3f s, %zu frames of %d samples\n", argv[2],
+         (double)audio.count / kSampleRate, frames, kFrame);
   for (f = 0; f < frames; ++f) {
     /* state[f % 2] holds the state to feed; the model writes the next one into the other. */
     const nxrt_tensor* inputs[3];
@@ -127,7 +137,8 @@ int main(int argc, char** argv) {
     outputs[0] = prob_t;
     outputs[1] = state_t[(f + 1) % 2];
     start_time = now_seconds();
-    if (nxrt_session_run(session, NULL, input_names, inputs, 3, output_names, outputs, 2, err) != NXRT_OK) {
+    if (nxrt_session_run(session, NULL, input_names, inputs, 3, output_names, outputs, 2, err) !=
+        NXRT_OK) {
       fail("run", err);
       goto done;
     }

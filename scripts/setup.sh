@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 # clang and its runtimes: the sanitizer and libFuzzer builds of scripts/sanitize.sh.
 # libgl1, libglib2.0-0: OpenCV's runtime, for rapidocr in tests/python/test_libraries.py.
-for pkg in cmake ninja-build g++ libprotozero-dev libgtest-dev libbenchmark-dev pkg-config libcli11-dev espeak-ng sox \
+# clang-format: scripts/test.sh checks that the C and C++ sources are formatted.
+for pkg in cmake ninja-build g++ clang-format libprotozero-dev libgtest-dev libbenchmark-dev pkg-config libcli11-dev espeak-ng sox \
            clang libclang-rt-14-dev libgl1 libglib2.0-0; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done

@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
+echo "== Formatting (clang-format, .clang-format)"
+scripts/check_format.sh
 echo "== C++ unit tests (ctest)"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 echo "== Python tests (pytest)"

@@ -65,7 +65,8 @@ static int vad_segmenter_close(vad_segmenter* s, int64_t end, int64_t limit, vad
 /* Consumes one frame of `frame_samples` samples with speech probability `prob`.
  * Returns 1 and fills *out when a segment has just ended (its padded end lies within
  * the audio fed so far, since min_silence exceeds the padding). */
-static int vad_segmenter_push(vad_segmenter* s, float prob, int64_t frame_samples, vad_segment* out) {
+static int vad_segmenter_push(vad_segmenter* s, float prob, int64_t frame_samples,
+                              vad_segment* out) {
   const int64_t frame_start = s->position;
   s->position += frame_samples;
   if (prob >= s->threshold) {
@@ -87,7 +88,8 @@ static int vad_segmenter_push(vad_segmenter* s, float prob, int64_t frame_sample
 /* Ends the stream of `total_samples` samples: reports a segment still open. */
 static int vad_segmenter_finish(vad_segmenter* s, int64_t total_samples, vad_segment* out) {
   if (!s->triggered) return 0;
-  return vad_segmenter_close(s, s->silence_start >= 0 ? s->silence_start : s->position, total_samples, out);
+  return vad_segmenter_close(s, s->silence_start >= 0 ? s->silence_start : s->position,
+                             total_samples, out);
 }
 
 #endif /* NXRT_EXAMPLES_VAD_SEGMENTER_H_ */

@@ -48,7 +48,8 @@ static int wav_read_pcm16_mono(const char* path, uint32_t want_rate, wav_audio* 
   fseek(f, 0, SEEK_END);
   file_size = ftell(f);
   fseek(f, 0, SEEK_SET);
-  if (fread(head, 1, 12, f) != 12 || memcmp(head, "RIFF", 4) != 0 || memcmp(head + 8, "WAVE", 4) != 0) {
+  if (fread(head, 1, 12, f) != 12 || memcmp(head, "RIFF", 4) != 0 ||
+      memcmp(head + 8, "WAVE", 4) != 0) {
     snprintf(err, err_size, "'%s' is not a RIFF/WAVE file", path);
     fclose(f);
     return -1;
@@ -76,7 +77,8 @@ static int wav_read_pcm16_mono(const char* path, uint32_t want_rate, wav_audio* 
       /* WAVE_FORMAT_EXTENSIBLE: the real format is the first two bytes of the sub-format GUID. */
       if (tag == 0xFFFE && n >= 26) tag = wav_le16(fmt + 24);
       if (tag != 1) {
-        snprintf(err, err_size, "'%s' is not PCM (format tag %u); convert it with: sox IN -e signed -b 16 OUT.wav",
+        snprintf(err, err_size,
+                 "'%s' is not PCM (format tag %u); convert it with: sox IN -e signed -b 16 OUT.wav",
                  path, (unsigned)tag);
         break;
       }

@@ -57,13 +57,13 @@ extern "C" {
 
 /* Marks the exported functions. Only these symbols leave libnxrt.so. */
 #if defined(_WIN32)
-#  if defined(NXRT_BUILDING_LIBRARY)
-#    define NXRT_API __declspec(dllexport)
-#  else
-#    define NXRT_API __declspec(dllimport)
-#  endif
+#if defined(NXRT_BUILDING_LIBRARY)
+#define NXRT_API __declspec(dllexport)
 #else
-#  define NXRT_API __attribute__((visibility("default")))
+#define NXRT_API __declspec(dllimport)
+#endif
+#else
+#define NXRT_API __attribute__((visibility("default")))
 #endif
 
 /* ------------------------------------------------------------------------------------ */
@@ -97,16 +97,16 @@ NXRT_API uint32_t nxrt_get_api_version(void);
 /* Result codes. The values (and names) mirror onnxruntime's status codes. */
 typedef enum nxrt_code {
   NXRT_OK = 0,
-  NXRT_FAIL = 1,               /* generic failure, including out of memory */
-  NXRT_INVALID_ARGUMENT = 2,   /* bad argument: names, dtypes, shapes, NULL pointers */
-  NXRT_NO_SUCH_FILE = 3,       /* the model file (or its external data) is missing */
+  NXRT_FAIL = 1,             /* generic failure, including out of memory */
+  NXRT_INVALID_ARGUMENT = 2, /* bad argument: names, dtypes, shapes, NULL pointers */
+  NXRT_NO_SUCH_FILE = 3,     /* the model file (or its external data) is missing */
   NXRT_NO_MODEL = 4,
-  NXRT_ENGINE_ERROR = 5,       /* an internal inconsistency: please report it */
-  NXRT_RUNTIME_EXCEPTION = 6,  /* a kernel failed while running, or the run was terminated */
-  NXRT_INVALID_PROTOBUF = 7,   /* the model bytes are not a valid ONNX protobuf */
+  NXRT_ENGINE_ERROR = 5,      /* an internal inconsistency: please report it */
+  NXRT_RUNTIME_EXCEPTION = 6, /* a kernel failed while running, or the run was terminated */
+  NXRT_INVALID_PROTOBUF = 7,  /* the model bytes are not a valid ONNX protobuf */
   NXRT_MODEL_LOADED = 8,
-  NXRT_NOT_IMPLEMENTED = 9,    /* an operator, opset or type nxrt does not support */
-  NXRT_INVALID_GRAPH = 10,     /* the model decodes but its graph is inconsistent */
+  NXRT_NOT_IMPLEMENTED = 9, /* an operator, opset or type nxrt does not support */
+  NXRT_INVALID_GRAPH = 10,  /* the model decodes but its graph is inconsistent */
   NXRT_EP_FAIL = 11,
   /* Not a code: keeps the enum int-sized (see NXRT_DTYPE_FORCE_INT32_). */
   NXRT_CODE_FORCE_INT32_ = 0x7fffffff
@@ -239,8 +239,7 @@ typedef enum nxrt_graph_optimization_level {
 typedef struct nxrt_thread_pool {
   size_t struct_size;
   void* user_data;
-  void (*parallel_for)(void* user_data, void (*fn)(void* ctx, size_t index), void* ctx,
-                       size_t n);
+  void (*parallel_for)(void* user_data, void (*fn)(void* ctx, size_t index), void* ctx, size_t n);
 } nxrt_thread_pool;
 
 /* Creates options holding the defaults: 0 threads (all work on the calling thread), NXRT_OPT_ALL,
@@ -273,8 +272,9 @@ NXRT_API nxrt_code nxrt_session_options_set_graph_optimization_level(
  * com.microsoft ops the model had) and other runtimes load it; at higher levels it may
  * hold ops of nxrt's own domain. An empty `path` turns writing off; NULL fails with
  * NXRT_INVALID_ARGUMENT. Creating the session fails when the file cannot be written. */
-NXRT_API nxrt_code nxrt_session_options_set_optimized_model_filepath(
-    nxrt_session_options* options, const char* path, nxrt_error* err);
+NXRT_API nxrt_code nxrt_session_options_set_optimized_model_filepath(nxrt_session_options* options,
+                                                                     const char* path,
+                                                                     nxrt_error* err);
 /* Uses the caller's thread pool (copied; its struct_size must be at least the size of
  * the API version 1 struct and parallel_for must not be NULL), or none when `pool` is
  * NULL. See nxrt_thread_pool. */
@@ -388,8 +388,7 @@ NXRT_API nxrt_dtype nxrt_session_io_dtype(const nxrt_session* session, nxrt_io_k
                                           size_t index);
 /* Declared rank of input/output `index`; -1 when the model declares no shape, or when
  * out of range. */
-NXRT_API int64_t nxrt_session_io_rank(const nxrt_session* session, nxrt_io_kind kind,
-                                      size_t index);
+NXRT_API int64_t nxrt_session_io_rank(const nxrt_session* session, nxrt_io_kind kind, size_t index);
 /* Declared dimensions of input/output `index` (nxrt_session_io_rank entries, owned by
  * the session): a number for fixed dims, -1 for symbolic or unknown ones (see
  * nxrt_session_io_dim_name). NULL for rank 0, no shape, or out of range. */

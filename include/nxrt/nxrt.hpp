@@ -171,9 +171,13 @@ class Handle {
 }  // namespace detail
 
 // Element type of a C++ type, for Tensor::view.
-template <typename T> struct DTypeOf;
-#define NXRT_CPP_DTYPE(T, D) \
-  template <> struct DTypeOf<T> { static constexpr nxrt_dtype value = D; };
+template <typename T>
+struct DTypeOf;
+#define NXRT_CPP_DTYPE(T, D)               \
+  template <>                              \
+  struct DTypeOf<T> {                      \
+    static constexpr nxrt_dtype value = D; \
+  };
 NXRT_CPP_DTYPE(float, NXRT_DTYPE_FLOAT)
 NXRT_CPP_DTYPE(double, NXRT_DTYPE_DOUBLE)
 NXRT_CPP_DTYPE(int8_t, NXRT_DTYPE_INT8)
@@ -287,10 +291,12 @@ class Tensor : public detail::Handle<nxrt_tensor, nxrt_tensor_destroy> {
   void* raw() { return nxrt_tensor_data(get()); }
   const void* raw() const { return nxrt_tensor_data(get()); }
   // Typed data; nullptr when T does not match the element type.
-  template <typename T> T* data() {
+  template <typename T>
+  T* data() {
     return dtype() == DTypeOf<T>::value ? static_cast<T*>(raw()) : nullptr;
   }
-  template <typename T> const T* data() const {
+  template <typename T>
+  const T* data() const {
     return dtype() == DTypeOf<T>::value ? static_cast<const T*>(raw()) : nullptr;
   }
   // Element `index` of a string tensor.
@@ -314,8 +320,8 @@ struct IoInfo {
   std::string name;
   nxrt_dtype dtype = NXRT_DTYPE_UNDEFINED;
   bool has_shape = false;
-  std::vector<int64_t> shape;            // -1 for symbolic or unknown dims
-  std::vector<std::string> dim_names;    // "" for fixed dims
+  std::vector<int64_t> shape;          // -1 for symbolic or unknown dims
+  std::vector<std::string> dim_names;  // "" for fixed dims
 };
 
 class Session : public detail::Handle<nxrt_session, nxrt_session_destroy> {
@@ -365,10 +371,9 @@ class Session : public detail::Handle<nxrt_session, nxrt_session_destroy> {
       tensors.push_back(inputs[i].tensor ? inputs[i].tensor->get() : nullptr);
     }
     std::vector<nxrt_tensor*> outs(n_out, nullptr);
-    Status s = detail::check(nxrt_session_run(get(), options ? options->get() : nullptr,
-                                              names.data(), tensors.data(), input_count,
-                                              output_count ? output_names : nullptr, outs.data(),
-                                              n_out, nullptr));
+    Status s = detail::check(nxrt_session_run(
+        get(), options ? options->get() : nullptr, names.data(), tensors.data(), input_count,
+        output_count ? output_names : nullptr, outs.data(), n_out, nullptr));
     if (!s.ok()) return s;
     std::vector<Tensor> result;
     result.reserve(n_out);
@@ -409,7 +414,8 @@ class Session : public detail::Handle<nxrt_session, nxrt_session_destroy> {
     for (size_t i = 0; i < output_count; ++i) {
       outs[i] = outputs[i] ? outputs[i]->get() : nullptr;
       if (!outs[i]) {
-        Status s(NXRT_INVALID_ARGUMENT, "run_into: output tensor " + std::to_string(i) + " is empty");
+        Status s(NXRT_INVALID_ARGUMENT,
+                 "run_into: output tensor " + std::to_string(i) + " is empty");
 #ifdef NXRT_CPP_EXCEPTIONS
         throw Exception(s);
 #else
@@ -422,7 +428,8 @@ class Session : public detail::Handle<nxrt_session, nxrt_session_destroy> {
   }
   Status run_into(std::initializer_list<NamedInput> inputs,
                   std::initializer_list<const char*> output_names,
-                  std::initializer_list<Tensor*> outputs, const RunOptions* options = nullptr) const {
+                  std::initializer_list<Tensor*> outputs,
+                  const RunOptions* options = nullptr) const {
     if (output_names.size() && output_names.size() != outputs.size()) {
       Status s(NXRT_INVALID_ARGUMENT, "run_into: output_names and outputs differ in length");
 #ifdef NXRT_CPP_EXCEPTIONS
@@ -431,8 +438,9 @@ class Session : public detail::Handle<nxrt_session, nxrt_session_destroy> {
       return s;
 #endif
     }
-    return run_into(inputs.begin(), inputs.size(), output_names.size() ? output_names.begin() : nullptr,
-                    outputs.begin(), outputs.size(), options);
+    return run_into(inputs.begin(), inputs.size(),
+                    output_names.size() ? output_names.begin() : nullptr, outputs.begin(),
+                    outputs.size(), options);
   }
 
  private:

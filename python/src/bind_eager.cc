@@ -72,27 +72,48 @@ DataType dtype_of_format(const char* format, Py_ssize_t itemsize) {
     return DataType::kUndefined;  // '>' / '!' byte orders and structured types
   }
   switch (c) {
-    case 'f': return itemsize == 4 ? DataType::kFloat : DataType::kUndefined;
-    case 'd': return itemsize == 8 ? DataType::kDouble : DataType::kUndefined;
-    case 'e': return itemsize == 2 ? DataType::kFloat16 : DataType::kUndefined;
-    case '?': return itemsize == 1 ? DataType::kBool : DataType::kUndefined;
-    case 'b': case 'h': case 'i': case 'l': case 'q':
+    case 'f':
+      return itemsize == 4 ? DataType::kFloat : DataType::kUndefined;
+    case 'd':
+      return itemsize == 8 ? DataType::kDouble : DataType::kUndefined;
+    case 'e':
+      return itemsize == 2 ? DataType::kFloat16 : DataType::kUndefined;
+    case '?':
+      return itemsize == 1 ? DataType::kBool : DataType::kUndefined;
+    case 'b':
+    case 'h':
+    case 'i':
+    case 'l':
+    case 'q':
       switch (itemsize) {
-        case 1: return DataType::kInt8;
-        case 2: return DataType::kInt16;
-        case 4: return DataType::kInt32;
-        case 8: return DataType::kInt64;
+        case 1:
+          return DataType::kInt8;
+        case 2:
+          return DataType::kInt16;
+        case 4:
+          return DataType::kInt32;
+        case 8:
+          return DataType::kInt64;
       }
       return DataType::kUndefined;
-    case 'B': case 'H': case 'I': case 'L': case 'Q':
+    case 'B':
+    case 'H':
+    case 'I':
+    case 'L':
+    case 'Q':
       switch (itemsize) {
-        case 1: return DataType::kUint8;
-        case 2: return DataType::kUint16;
-        case 4: return DataType::kUint32;
-        case 8: return DataType::kUint64;
+        case 1:
+          return DataType::kUint8;
+        case 2:
+          return DataType::kUint16;
+        case 4:
+          return DataType::kUint32;
+        case 8:
+          return DataType::kUint64;
       }
       return DataType::kUndefined;
-    default: return DataType::kUndefined;
+    default:
+      return DataType::kUndefined;
   }
 }
 
@@ -116,7 +137,8 @@ bool array_tensor(PyObject* array, Buffers& buffers, Tensor& out,
     return false;
   }
   DataType dtype = dtype_of_format(view.format, view.itemsize);
-  const bool aligned = view.itemsize == 0 || reinterpret_cast<uintptr_t>(view.buf) % size_t(view.itemsize) == 0;
+  const bool aligned =
+      view.itemsize == 0 || reinterpret_cast<uintptr_t>(view.buf) % size_t(view.itemsize) == 0;
   if (dtype == DataType::kUndefined || !aligned || !PyBuffer_IsContiguous(&view, 'C') ||
       view.ndim > 32) {
     PyBuffer_Release(&view);
@@ -176,7 +198,7 @@ Kind kind_of(PyObject* o) {
   if (PyUnicode_Check(o) || PyBytes_Check(o)) return Kind::kString;
   if (is_array(o) || is_feed(o)) return Kind::kTensor;
   if (PyList_Check(o) || PyTuple_Check(o)) return Kind::kSequence;
-  if (PyIndex_Check(o)) return Kind::kInt;  // numpy integers
+  if (PyIndex_Check(o)) return Kind::kInt;                           // numpy integers
   if (PyType_GetSlot(Py_TYPE(o), Py_nb_float)) return Kind::kFloat;  // numpy floats
   return Kind::kOther;
 }
@@ -245,10 +267,18 @@ ir::Attribute::Type sequence_type(PyObject* seq, std::string_view name, std::str
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject* item = seq_item(seq, i);
     switch (kind_of(item)) {
-      case Kind::kInt: any_int = true; break;
-      case Kind::kFloat: any_float = true; break;
-      case Kind::kString: any_string = true; break;
-      case Kind::kTensor: any_tensor = true; break;
+      case Kind::kInt:
+        any_int = true;
+        break;
+      case Kind::kFloat:
+        any_float = true;
+        break;
+      case Kind::kString:
+        any_string = true;
+        break;
+      case Kind::kTensor:
+        any_tensor = true;
+        break;
       default:
         type_error(str_cat("[", op, "] attribute '", name, "': element ", i, " has type '",
                            type_name_of(item),
@@ -268,11 +298,16 @@ ir::Attribute::Type sequence_type(PyObject* seq, std::string_view name, std::str
 
 ir::Attribute::Type attribute_type(PyObject* value, std::string_view name, std::string_view op) {
   switch (kind_of(value)) {
-    case Kind::kInt: return ir::Attribute::Type::kInt;
-    case Kind::kFloat: return ir::Attribute::Type::kFloat;
-    case Kind::kString: return ir::Attribute::Type::kString;
-    case Kind::kTensor: return ir::Attribute::Type::kTensor;
-    case Kind::kSequence: return sequence_type(value, name, op);
+    case Kind::kInt:
+      return ir::Attribute::Type::kInt;
+    case Kind::kFloat:
+      return ir::Attribute::Type::kFloat;
+    case Kind::kString:
+      return ir::Attribute::Type::kString;
+    case Kind::kTensor:
+      return ir::Attribute::Type::kTensor;
+    case Kind::kSequence:
+      return sequence_type(value, name, op);
     default:
       type_error(str_cat("[", op, "] attribute '", name, "' has unsupported type '",
                          type_name_of(value),
@@ -285,7 +320,8 @@ ir::Attribute::Type attribute_type(PyObject* value, std::string_view name, std::
 void parse_attribute(std::string& key, PyObject* name_obj, PyObject* value, std::string_view op,
                      ir::Attribute* out) {
   if (!PyUnicode_Check(name_obj))
-    type_error(str_cat("[", op, "] attribute names must be str, got '", type_name_of(name_obj), "'"));
+    type_error(
+        str_cat("[", op, "] attribute names must be str, got '", type_name_of(name_obj), "'"));
   const std::string_view name = utf8(name_obj);
   const ir::Attribute::Type type = attribute_type(value, name, op);
   append_str(key, name.data(), Py_ssize_t(name.size()));
@@ -316,7 +352,8 @@ void parse_attribute(std::string& key, PyObject* name_obj, PyObject* value, std:
       append_tensor_key(key, value, name);
       if (out) out->t = attribute_tensor(value, std::string(name));
       return;
-    default: break;
+    default:
+      break;
   }
   const Py_ssize_t n = seq_size(value);
   append_pod(key, uint32_t(n));
@@ -349,31 +386,57 @@ void parse_attribute(std::string& key, PyObject* name_obj, PyObject* value, std:
 
 nb::dlpack::dtype dlpack_dtype(DataType type) {
   using nb::dlpack::dtype_code;
-  auto make = [](dtype_code code, int bits) { return nb::dlpack::dtype{uint8_t(code), uint8_t(bits), 1}; };
+  auto make = [](dtype_code code, int bits) {
+    return nb::dlpack::dtype{uint8_t(code), uint8_t(bits), 1};
+  };
   switch (type) {
-    case DataType::kFloat: return make(dtype_code::Float, 32);
-    case DataType::kDouble: return make(dtype_code::Float, 64);
-    case DataType::kFloat16: return make(dtype_code::Float, 16);
-    case DataType::kInt8: case DataType::kInt4: case DataType::kInt2: return make(dtype_code::Int, 8);
-    case DataType::kInt16: return make(dtype_code::Int, 16);
-    case DataType::kInt32: return make(dtype_code::Int, 32);
-    case DataType::kInt64: return make(dtype_code::Int, 64);
-    case DataType::kUint16: case DataType::kBFloat16: return make(dtype_code::UInt, 16);
-    case DataType::kUint32: return make(dtype_code::UInt, 32);
-    case DataType::kUint64: return make(dtype_code::UInt, 64);
-    case DataType::kBool: return make(dtype_code::Bool, 8);
-    default: return make(dtype_code::UInt, 8);  // uint8, float8 and float4 bits
+    case DataType::kFloat:
+      return make(dtype_code::Float, 32);
+    case DataType::kDouble:
+      return make(dtype_code::Float, 64);
+    case DataType::kFloat16:
+      return make(dtype_code::Float, 16);
+    case DataType::kInt8:
+    case DataType::kInt4:
+    case DataType::kInt2:
+      return make(dtype_code::Int, 8);
+    case DataType::kInt16:
+      return make(dtype_code::Int, 16);
+    case DataType::kInt32:
+      return make(dtype_code::Int, 32);
+    case DataType::kInt64:
+      return make(dtype_code::Int, 64);
+    case DataType::kUint16:
+    case DataType::kBFloat16:
+      return make(dtype_code::UInt, 16);
+    case DataType::kUint32:
+      return make(dtype_code::UInt, 32);
+    case DataType::kUint64:
+      return make(dtype_code::UInt, 64);
+    case DataType::kBool:
+      return make(dtype_code::Bool, 8);
+    default:
+      return make(dtype_code::UInt, 8);  // uint8, float8 and float4 bits
   }
 }
 
 bool is_plain(DataType t) {
   switch (t) {
-    case DataType::kFloat: case DataType::kDouble: case DataType::kFloat16:
-    case DataType::kInt8: case DataType::kInt16: case DataType::kInt32: case DataType::kInt64:
-    case DataType::kUint8: case DataType::kUint16: case DataType::kUint32: case DataType::kUint64:
+    case DataType::kFloat:
+    case DataType::kDouble:
+    case DataType::kFloat16:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kUint8:
+    case DataType::kUint16:
+    case DataType::kUint32:
+    case DataType::kUint64:
     case DataType::kBool:
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -384,7 +447,8 @@ nb::object numpy_array(Tensor&& tensor) {
   size_t shape[32];
   size_t ndim = 0;
   for (int64_t d : owned->shape()) shape[ndim++] = size_t(d);
-  nb::ndarray<nb::numpy> array(owned->raw(), ndim, shape, owner, nullptr, dlpack_dtype(owned->dtype()));
+  nb::ndarray<nb::numpy> array(owned->raw(), ndim, shape, owner, nullptr,
+                               dlpack_dtype(owned->dtype()));
   return array.cast();
 }
 
@@ -563,14 +627,15 @@ void bind_eager(nb::module_& m) {
     g_ndarray_type = ndarray_type.ptr();  // kept for the process's life
     g_feed_type = feed_type.ptr();
   });
-  m.def("eager_run", &eager_run, nb::arg("op_type"), nb::arg("inputs"), nb::arg("attributes").none(),
-        nb::arg("domain"), nb::arg("opset"), nb::arg("num_outputs"));
+  m.def("eager_run", &eager_run, nb::arg("op_type"), nb::arg("inputs"),
+        nb::arg("attributes").none(), nb::arg("domain"), nb::arg("opset"), nb::arg("num_outputs"));
   m.def("eager_cache_stats", [] {
     const eager::CacheStats s = eager::global_cache().stats();
     return nb::make_tuple(s.entries, s.hits, s.misses);
   });
   m.def("eager_cache_clear", [] { eager::global_cache().clear(); });
-  m.def("eager_cache_set_capacity", [](size_t capacity) { eager::global_cache().set_capacity(capacity); });
+  m.def("eager_cache_set_capacity",
+        [](size_t capacity) { eager::global_cache().set_capacity(capacity); });
 }
 
 }  // namespace nxrt::py

@@ -1,13 +1,13 @@
 // Zero-copy values: the native half of NxrtValue / OrtValue, DLPack export and import.
 // Python policy (argument checks, dtype views, protocol negotiation) is in nxrt/_value.py.
-#include <cstring>
-#include <string>
-#include <vector>
-
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "errors.h"
 #include "value.h"
@@ -66,27 +66,53 @@ constexpr const char* kVersionedName = "dltensor_versioned";
 // (core/dtype.h), so they export as the int8/uint8 holding the same numbers; float4 codes
 // in a byte have no such reading and are refused rather than exported as misleading uint8.
 bool export_dtype(DataType type, DLDataType& out) {
-  auto set = [&](uint8_t code, uint8_t bits) { out = DLDataType{code, bits, 1}; return true; };
+  auto set = [&](uint8_t code, uint8_t bits) {
+    out = DLDataType{code, bits, 1};
+    return true;
+  };
   switch (type) {
-    case DataType::kFloat: return set(kDLFloat, 32);
-    case DataType::kDouble: return set(kDLFloat, 64);
-    case DataType::kFloat16: return set(kDLFloat, 16);
-    case DataType::kBFloat16: return set(kDLBfloat, 16);
-    case DataType::kInt8: case DataType::kInt4: case DataType::kInt2: return set(kDLInt, 8);
-    case DataType::kInt16: return set(kDLInt, 16);
-    case DataType::kInt32: return set(kDLInt, 32);
-    case DataType::kInt64: return set(kDLInt, 64);
-    case DataType::kUint8: case DataType::kUint4: case DataType::kUint2: return set(kDLUInt, 8);
-    case DataType::kUint16: return set(kDLUInt, 16);
-    case DataType::kUint32: return set(kDLUInt, 32);
-    case DataType::kUint64: return set(kDLUInt, 64);
-    case DataType::kBool: return set(kDLBool, 8);
-    case DataType::kFloat8E4M3FN: return set(kDLFloat8_e4m3fn, 8);
-    case DataType::kFloat8E4M3FNUZ: return set(kDLFloat8_e4m3fnuz, 8);
-    case DataType::kFloat8E5M2: return set(kDLFloat8_e5m2, 8);
-    case DataType::kFloat8E5M2FNUZ: return set(kDLFloat8_e5m2fnuz, 8);
-    case DataType::kFloat8E8M0: return set(kDLFloat8_e8m0fnu, 8);
-    default: return false;
+    case DataType::kFloat:
+      return set(kDLFloat, 32);
+    case DataType::kDouble:
+      return set(kDLFloat, 64);
+    case DataType::kFloat16:
+      return set(kDLFloat, 16);
+    case DataType::kBFloat16:
+      return set(kDLBfloat, 16);
+    case DataType::kInt8:
+    case DataType::kInt4:
+    case DataType::kInt2:
+      return set(kDLInt, 8);
+    case DataType::kInt16:
+      return set(kDLInt, 16);
+    case DataType::kInt32:
+      return set(kDLInt, 32);
+    case DataType::kInt64:
+      return set(kDLInt, 64);
+    case DataType::kUint8:
+    case DataType::kUint4:
+    case DataType::kUint2:
+      return set(kDLUInt, 8);
+    case DataType::kUint16:
+      return set(kDLUInt, 16);
+    case DataType::kUint32:
+      return set(kDLUInt, 32);
+    case DataType::kUint64:
+      return set(kDLUInt, 64);
+    case DataType::kBool:
+      return set(kDLBool, 8);
+    case DataType::kFloat8E4M3FN:
+      return set(kDLFloat8_e4m3fn, 8);
+    case DataType::kFloat8E4M3FNUZ:
+      return set(kDLFloat8_e4m3fnuz, 8);
+    case DataType::kFloat8E5M2:
+      return set(kDLFloat8_e5m2, 8);
+    case DataType::kFloat8E5M2FNUZ:
+      return set(kDLFloat8_e5m2fnuz, 8);
+    case DataType::kFloat8E8M0:
+      return set(kDLFloat8_e8m0fnu, 8);
+    default:
+      return false;
   }
 }
 
@@ -94,26 +120,42 @@ DataType import_dtype(const DLDataType& t) {
   if (t.lanes != 1) return DataType::kUndefined;
   auto sized = [&](DataType b8, DataType b16, DataType b32, DataType b64) {
     switch (t.bits) {
-      case 8: return b8;
-      case 16: return b16;
-      case 32: return b32;
-      case 64: return b64;
-      default: return DataType::kUndefined;
+      case 8:
+        return b8;
+      case 16:
+        return b16;
+      case 32:
+        return b32;
+      case 64:
+        return b64;
+      default:
+        return DataType::kUndefined;
     }
   };
   constexpr DataType kNo = DataType::kUndefined;
   switch (t.code) {
-    case kDLInt: return sized(DataType::kInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64);
-    case kDLUInt: return sized(DataType::kUint8, DataType::kUint16, DataType::kUint32, DataType::kUint64);
-    case kDLFloat: return sized(kNo, DataType::kFloat16, DataType::kFloat, DataType::kDouble);
-    case kDLBfloat: return t.bits == 16 ? DataType::kBFloat16 : kNo;
-    case kDLBool: return t.bits == 8 ? DataType::kBool : kNo;
-    case kDLFloat8_e4m3fn: return t.bits == 8 ? DataType::kFloat8E4M3FN : kNo;
-    case kDLFloat8_e4m3fnuz: return t.bits == 8 ? DataType::kFloat8E4M3FNUZ : kNo;
-    case kDLFloat8_e5m2: return t.bits == 8 ? DataType::kFloat8E5M2 : kNo;
-    case kDLFloat8_e5m2fnuz: return t.bits == 8 ? DataType::kFloat8E5M2FNUZ : kNo;
-    case kDLFloat8_e8m0fnu: return t.bits == 8 ? DataType::kFloat8E8M0 : kNo;
-    default: return kNo;
+    case kDLInt:
+      return sized(DataType::kInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64);
+    case kDLUInt:
+      return sized(DataType::kUint8, DataType::kUint16, DataType::kUint32, DataType::kUint64);
+    case kDLFloat:
+      return sized(kNo, DataType::kFloat16, DataType::kFloat, DataType::kDouble);
+    case kDLBfloat:
+      return t.bits == 16 ? DataType::kBFloat16 : kNo;
+    case kDLBool:
+      return t.bits == 8 ? DataType::kBool : kNo;
+    case kDLFloat8_e4m3fn:
+      return t.bits == 8 ? DataType::kFloat8E4M3FN : kNo;
+    case kDLFloat8_e4m3fnuz:
+      return t.bits == 8 ? DataType::kFloat8E4M3FNUZ : kNo;
+    case kDLFloat8_e5m2:
+      return t.bits == 8 ? DataType::kFloat8E5M2 : kNo;
+    case kDLFloat8_e5m2fnuz:
+      return t.bits == 8 ? DataType::kFloat8E5M2FNUZ : kNo;
+    case kDLFloat8_e8m0fnu:
+      return t.bits == 8 ? DataType::kFloat8E8M0 : kNo;
+    default:
+      return kNo;
   }
 }
 
@@ -191,7 +233,8 @@ nb::object to_dlpack(nb::handle self, bool versioned, bool copy) {
   const Shape& shape = ctx->tensor.shape();
   ctx->shape.assign(shape.begin(), shape.end());
   ctx->strides.assign(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) ctx->strides[d - 1] = ctx->strides[d] * std::max<int64_t>(shape[d], 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    ctx->strides[d - 1] = ctx->strides[d] * std::max<int64_t>(shape[d], 1);
   // Some consumers reject null data even for empty tensors.
   static char empty_data[64] = {};
   DLTensor t{};
@@ -243,14 +286,17 @@ NativeValue import_managed(PyObject* capsule, Managed* m, const char* used_name,
                            DataType override_type, bool read_only) {
   DLTensor& t = m->dl_tensor;
   if (t.device.device_type != kDLCPU)
-    raise(PyExc_BufferError, "nxrt reads DLPack tensors on the CPU only (kDLCPU = 1); this one is "
-                             "on device type " + std::to_string(t.device.device_type) +
-                             ": move it to the CPU first (e.g. tensor.cpu())");
+    raise(PyExc_BufferError,
+          "nxrt reads DLPack tensors on the CPU only (kDLCPU = 1); this one is "
+          "on device type " +
+              std::to_string(t.device.device_type) +
+              ": move it to the CPU first (e.g. tensor.cpu())");
   DataType type = import_dtype(t.dtype);
   if (type == DataType::kUndefined)
     raise(PyExc_TypeError, "nxrt cannot read the DLPack element type (code " +
-                               std::to_string(t.dtype.code) + ", bits " + std::to_string(t.dtype.bits) +
-                               ", lanes " + std::to_string(t.dtype.lanes) + ")");
+                               std::to_string(t.dtype.code) + ", bits " +
+                               std::to_string(t.dtype.bits) + ", lanes " +
+                               std::to_string(t.dtype.lanes) + ")");
   if (override_type != DataType::kUndefined) {
     if (dtype_size(override_type) != dtype_size(type))
       raise(PyExc_TypeError, "element size mismatch reinterpreting a DLPack tensor as " +
@@ -317,8 +363,9 @@ NativeValue from_capsule(nb::handle capsule, int override_code) {
     auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(c, kLegacyName));
     return import_managed(c, m, "used_dltensor", override_type, false);
   }
-  raise(PyExc_TypeError, "expected an unconsumed DLPack capsule (\"dltensor\" or "
-                         "\"dltensor_versioned\"); capsules can be consumed only once");
+  raise(PyExc_TypeError,
+        "expected an unconsumed DLPack capsule (\"dltensor\" or "
+        "\"dltensor_versioned\"); capsules can be consumed only once");
 }
 
 Shape shape_from(const std::vector<int64_t>& dims) {
@@ -338,7 +385,8 @@ nb::object numpy_view(nb::handle self) {
   // views them as ml_dtypes; sub-byte values are int8/uint8 one per byte.
   const size_t size = dtype_size(t.dtype());
   uint8_t code = kDLUInt;
-  if (export_dtype(t.dtype(), dl) && (dl.code == kDLInt || dl.code == kDLFloat || dl.code == kDLBool))
+  if (export_dtype(t.dtype(), dl) &&
+      (dl.code == kDLInt || dl.code == kDLFloat || dl.code == kDLBool))
     code = dl.code;
   if (t.dtype() == DataType::kFloat4E2M1) code = kDLUInt;
   if (size == 0) raise(PyExc_TypeError, "tensor type has no numpy view");
@@ -349,7 +397,8 @@ nb::object numpy_view(nb::handle self) {
     nb::ndarray<nb::numpy, nb::ro> a(t.raw(), shape.size(), shape.data(), owner, nullptr, dt);
     return a.cast();
   }
-  nb::ndarray<nb::numpy> a(const_cast<void*>(t.raw()), shape.size(), shape.data(), owner, nullptr, dt);
+  nb::ndarray<nb::numpy> a(const_cast<void*>(t.raw()), shape.size(), shape.data(), owner, nullptr,
+                           dt);
   return a.cast();
 }
 
@@ -366,13 +415,15 @@ void bind_value(nb::module_& m) {
               raise(PyExc_TypeError, "unsupported element type " + std::to_string(code));
             Shape shape = shape_from(dims);
             if (ptr == 0 && shape.numel() > 0) raise(PyExc_ValueError, "buffer_ptr is null");
-            return NativeValue{Tensor(DataType(code), std::move(shape), reinterpret_cast<void*>(ptr)), false};
+            return NativeValue{
+                Tensor(DataType(code), std::move(shape), reinterpret_cast<void*>(ptr)), false};
           },
           nb::arg("code"), nb::arg("shape"), nb::arg("ptr"))
       .def_static(
           "allocate",
           [](int code, const std::vector<int64_t>& dims) {
-            if (!dtype_is_known(code) || (dtype_size(DataType(code)) == 0 && code != int(DataType::kString)))
+            if (!dtype_is_known(code) ||
+                (dtype_size(DataType(code)) == 0 && code != int(DataType::kString)))
               raise(PyExc_TypeError, "unsupported element type " + std::to_string(code));
             return NativeValue{unwrap(Tensor::allocate(DataType(code), shape_from(dims))), false};
           },
@@ -401,24 +452,30 @@ void bind_value(nb::module_& m) {
       .def("numpy_view", &numpy_view)
       .def("strings",
            [](const NativeValue& v) {
-             if (v.tensor.dtype() != DataType::kString) raise(PyExc_TypeError, "not a string tensor");
+             if (v.tensor.dtype() != DataType::kString)
+               raise(PyExc_TypeError, "not a string tensor");
              nb::list items;
              const auto* s = v.tensor.data<std::string>();
-             for (int64_t i = 0; i < v.tensor.numel(); ++i) items.append(nb::bytes(s[i].data(), s[i].size()));
+             for (int64_t i = 0; i < v.tensor.numel(); ++i)
+               items.append(nb::bytes(s[i].data(), s[i].size()));
              return items;
            })
-      .def("clone", [](const NativeValue& v) { return NativeValue{unwrap(v.tensor.clone()), false}; })
-      .def("copy_from",
-           [](NativeValue& v, const NativeValue& src) {
-             if (v.read_only) raise(PyExc_ValueError, "the value is read-only");
-             if (src.tensor.dtype() != v.tensor.dtype() || !(src.tensor.shape() == v.tensor.shape()))
-               raise(PyExc_ValueError, "copy_from needs the same element type and shape: got " +
-                                           tensor_type_name(src.tensor.dtype()) + " " +
-                                           src.tensor.shape().to_string() + " for " +
-                                           tensor_type_name(v.tensor.dtype()) + " " +
-                                           v.tensor.shape().to_string());
-             copy_elements(v.tensor.dtype(), src.tensor.raw(), v.tensor.raw(), v.tensor.numel());
+      .def("clone",
+           [](const NativeValue& v) {
+             return NativeValue{unwrap(v.tensor.clone()), false};
            })
+      .def(
+          "copy_from",
+          [](NativeValue& v, const NativeValue& src) {
+            if (v.read_only) raise(PyExc_ValueError, "the value is read-only");
+            if (src.tensor.dtype() != v.tensor.dtype() || !(src.tensor.shape() == v.tensor.shape()))
+              raise(PyExc_ValueError, "copy_from needs the same element type and shape: got " +
+                                          tensor_type_name(src.tensor.dtype()) + " " +
+                                          src.tensor.shape().to_string() + " for " +
+                                          tensor_type_name(v.tensor.dtype()) + " " +
+                                          v.tensor.shape().to_string());
+            copy_elements(v.tensor.dtype(), src.tensor.raw(), v.tensor.raw(), v.tensor.numel());
+          })
       .def("to_dlpack", &to_dlpack, nb::arg("versioned"), nb::arg("copy") = false,
            "A DLPack capsule over the value's memory (a copy when copy=True).");
 }

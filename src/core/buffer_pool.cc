@@ -14,8 +14,7 @@ void* BufferPool::acquire(size_t bytes, size_t* capacity) {
   // serving a tiny tensor would starve the next large request.
   Block* best = nullptr;
   for (Block& block : blocks_) {
-    if (block.in_use || block.capacity < rounded || block.capacity > rounded * 4 + 4096)
-      continue;
+    if (block.in_use || block.capacity < rounded || block.capacity > rounded * 4 + 4096) continue;
     if (!best || block.capacity < best->capacity) best = &block;
   }
   if (best) {

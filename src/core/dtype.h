@@ -64,9 +64,13 @@ bool is_integer_type(DataType type);  // signed or unsigned integers (not bool)
 bool is_signed_type(DataType type);   // signed integers and floats
 
 // C++ storage type for each DataType, and back.
-template <DataType T> struct DTypeTraits;
-#define NXRT_DTYPE_TRAIT(ENUM, CTYPE)                          \
-  template <> struct DTypeTraits<DataType::ENUM> { using type = CTYPE; }; \
+template <DataType T>
+struct DTypeTraits;
+#define NXRT_DTYPE_TRAIT(ENUM, CTYPE)  \
+  template <>                          \
+  struct DTypeTraits<DataType::ENUM> { \
+    using type = CTYPE;                \
+  };                                   \
   inline constexpr DataType dtype_of(const CTYPE*) { return DataType::ENUM; }
 NXRT_DTYPE_TRAIT(kFloat, float)
 NXRT_DTYPE_TRAIT(kDouble, double)
@@ -89,15 +93,27 @@ inline constexpr DataType kDTypeOf = dtype_of(static_cast<const T*>(nullptr));
 
 // The type arithmetic on T happens in: float for the 16-bit float storage types, T itself
 // otherwise. Kernels load as wide_t<T>, compute, and convert back on store.
-template <typename T> struct Wide { using type = T; };
-template <> struct Wide<Float16> { using type = float; };
-template <> struct Wide<BFloat16> { using type = float; };
-template <typename T> using wide_t = typename Wide<T>::type;
+template <typename T>
+struct Wide {
+  using type = T;
+};
+template <>
+struct Wide<Float16> {
+  using type = float;
+};
+template <>
+struct Wide<BFloat16> {
+  using type = float;
+};
+template <typename T>
+using wide_t = typename Wide<T>::type;
 
 }  // namespace nxrt
 
 // Dispatch helpers: call FN<T>(args) for the runtime dtype. Each expands a switch;
 // a dtype outside the listed set falls to the default branch (the caller's error).
+// (Unformatted: clang-format 14 does not settle on one layout of these macros.)
+// clang-format off
 #define NXRT_CASE(ENUM, ...)                              \
   case ::nxrt::DataType::ENUM: {                          \
     using T = typename ::nxrt::DTypeTraits<::nxrt::DataType::ENUM>::type; \
@@ -115,3 +131,4 @@ template <typename T> using wide_t = typename Wide<T>::type;
 #define NXRT_CASES_NUMERIC(...) NXRT_CASES_FLOAT(__VA_ARGS__) NXRT_CASES_INT(__VA_ARGS__)
 #define NXRT_CASES_ALL(...) \
   NXRT_CASES_NUMERIC(__VA_ARGS__) NXRT_CASE(kBool, __VA_ARGS__) NXRT_CASE(kString, __VA_ARGS__)
+// clang-format on

@@ -31,10 +31,14 @@ struct F8Format {
 
 inline F8Format f8_format(DataType t) {
   switch (t) {
-    case DataType::kFloat8E4M3FN: return {3, 7, false, false, 448.0, 0x7e};
-    case DataType::kFloat8E4M3FNUZ: return {3, 8, true, false, 240.0, 0x7f};
-    case DataType::kFloat8E5M2: return {2, 15, false, true, 57344.0, 0x7b};
-    default: return {2, 16, true, false, 57344.0, 0x7f};  // E5M2FNUZ
+    case DataType::kFloat8E4M3FN:
+      return {3, 7, false, false, 448.0, 0x7e};
+    case DataType::kFloat8E4M3FNUZ:
+      return {3, 8, true, false, 240.0, 0x7f};
+    case DataType::kFloat8E5M2:
+      return {2, 15, false, true, 57344.0, 0x7b};
+    default:
+      return {2, 16, true, false, 57344.0, 0x7f};  // E5M2FNUZ
   }
 }
 

@@ -8,13 +8,13 @@ uint16_t Float16::from_float(float value) {
   std::memcpy(&u, &value, sizeof(u));
   const uint32_t sign = (u >> 16) & 0x8000u;
   u &= 0x7fffffffu;
-  if (u > 0x7f800000u) return uint16_t(sign | 0x7e00u);     // NaN
-  if (u >= 0x477ff000u) return uint16_t(sign | 0x7c00u);    // overflow rounds to inf
-  if (u < 0x38800000u) {                                     // result is subnormal or zero
-    if (u < 0x33000000u) return uint16_t(sign);              // below half the smallest subnormal
+  if (u > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
+  if (u >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // overflow rounds to inf
+  if (u < 0x38800000u) {                                  // result is subnormal or zero
+    if (u < 0x33000000u) return uint16_t(sign);           // below half the smallest subnormal
     const uint32_t exponent = u >> 23;
     const uint32_t mantissa = (u & 0x7fffffu) | 0x800000u;
-    const uint32_t shift = 126 - exponent;                   // 14 + (112 - exponent) + 0
+    const uint32_t shift = 126 - exponent;  // 14 + (112 - exponent) + 0
     uint32_t half = mantissa >> shift;
     const uint32_t rest = mantissa & ((1u << shift) - 1);
     const uint32_t halfway = 1u << (shift - 1);

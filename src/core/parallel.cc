@@ -135,7 +135,7 @@ class WorkerPool final : public Parallel {
   std::atomic<size_t> generation_{0}, sleepers_{0};
   // The current loop. Atomic because a worker may still read them while the next loop
   // is published (its claim then fails).
-  uint64_t loops_ = 0;  // loops published, by the thread holding busy_
+  uint64_t loops_ = 0;                    // loops published, by the thread holding busy_
   std::atomic<uint64_t> claim_{kClosed};  // loop number << 32 | next index
   std::atomic<size_t> n_{0}, done_{0};
   std::atomic<void (*)(void*, size_t)> fn_{nullptr};

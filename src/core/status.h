@@ -105,9 +105,9 @@ class [[nodiscard]] Expected {
 #define NXRT_CONCAT_INNER(a, b) a##b
 #define NXRT_CONCAT(a, b) NXRT_CONCAT_INNER(a, b)
 
-#define NXRT_RETURN_IF_ERROR(expr)              \
-  do {                                          \
-    ::nxrt::Status nxrt_status_ = (expr);       \
+#define NXRT_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::nxrt::Status nxrt_status_ = (expr);        \
     if (!nxrt_status_.ok()) return nxrt_status_; \
   } while (0)
 

@@ -20,7 +20,7 @@ namespace nxrt::eager {
 
 // What an eager call is made of, before planning.
 struct OpSpec {
-  std::string domain;   // "" (or "ai.onnx") for the default domain
+  std::string domain;  // "" (or "ai.onnx") for the default domain
   std::string op_type;
   int64_t opset = 0;
   std::vector<ir::Attribute> attributes;

@@ -39,9 +39,21 @@ struct ValueInfo {
 
 struct Attribute {
   enum class Type {
-    kUndefined = 0, kFloat = 1, kInt = 2, kString = 3, kTensor = 4, kGraph = 5,
-    kFloats = 6, kInts = 7, kStrings = 8, kTensors = 9, kGraphs = 10,
-    kSparseTensor = 11, kSparseTensors = 12, kTypeProto = 13, kTypeProtos = 14,
+    kUndefined = 0,
+    kFloat = 1,
+    kInt = 2,
+    kString = 3,
+    kTensor = 4,
+    kGraph = 5,
+    kFloats = 6,
+    kInts = 7,
+    kStrings = 8,
+    kTensors = 9,
+    kGraphs = 10,
+    kSparseTensor = 11,
+    kSparseTensors = 12,
+    kTypeProto = 13,
+    kTypeProtos = 14,
   };
   std::string name;
   Type type = Type::kUndefined;
@@ -62,7 +74,7 @@ struct Attribute {
 struct Node {
   std::string name;
   std::string op_type;
-  std::string domain;              // "" for the default ONNX domain
+  std::string domain;               // "" for the default ONNX domain
   std::vector<std::string> inputs;  // "" marks an omitted optional input
   std::vector<std::string> outputs;
   std::vector<Attribute> attributes;
@@ -113,7 +125,7 @@ struct Model {
   std::vector<std::pair<std::string, std::string>> metadata_props;
   Graph graph;
   std::vector<Function> functions;
-  std::string model_dir;  // folder of the model file, for external data; empty for bytes
+  std::string model_dir;          // folder of the model file, for external data; empty for bytes
   std::shared_ptr<void> storage;  // keeps mapped bytes alive while tensors view them
   std::shared_ptr<const MappedFile> mapped_file;  // the model file when loaded from a path
 };

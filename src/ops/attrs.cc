@@ -6,17 +6,28 @@ namespace {
 const char* attr_type_name(ir::Attribute::Type type) {
   using T = ir::Attribute::Type;
   switch (type) {
-    case T::kFloat: return "float";
-    case T::kInt: return "int";
-    case T::kString: return "string";
-    case T::kTensor: return "tensor";
-    case T::kGraph: return "graph";
-    case T::kFloats: return "floats";
-    case T::kInts: return "ints";
-    case T::kStrings: return "strings";
-    case T::kTensors: return "tensors";
-    case T::kGraphs: return "graphs";
-    default: return "other";
+    case T::kFloat:
+      return "float";
+    case T::kInt:
+      return "int";
+    case T::kString:
+      return "string";
+    case T::kTensor:
+      return "tensor";
+    case T::kGraph:
+      return "graph";
+    case T::kFloats:
+      return "floats";
+    case T::kInts:
+      return "ints";
+    case T::kStrings:
+      return "strings";
+    case T::kTensors:
+      return "tensors";
+    case T::kGraphs:
+      return "graphs";
+    default:
+      return "other";
   }
 }
 

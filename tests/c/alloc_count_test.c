@@ -105,14 +105,14 @@ void* pvalloc(size_t size) {
 
 /* ---- the test ---- */
 
-#define CHECK_OK(call)                                                                \
-  do {                                                                                \
-    nxrt_code code_ = (call);                                                         \
-    if (code_ != NXRT_OK) {                                                           \
-      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call,        \
-              nxrt_code_name(code_), nxrt_last_error_message());                      \
-      exit(1);                                                                        \
-    }                                                                                 \
+#define CHECK_OK(call)                                                         \
+  do {                                                                         \
+    nxrt_code code_ = (call);                                                  \
+    if (code_ != NXRT_OK) {                                                    \
+      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call, \
+              nxrt_code_name(code_), nxrt_last_error_message());               \
+      exit(1);                                                                 \
+    }                                                                          \
   } while (0)
 
 enum { kWarmup = 20, kCounted = 1000 };
@@ -146,18 +146,21 @@ int main(void) {
   int64_t sr = 16000;
   const int64_t in_shape[2] = {1, 512}, st_shape[3] = {2, 1, 128}, p_shape[2] = {1, 1};
   nxrt_tensor *in = NULL, *state_t[2] = {NULL, NULL}, *sr_t = NULL, *prob_t = NULL;
-  CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, in_shape, 2, samples, sizeof samples, &in, NULL));
+  CHECK_OK(
+      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, in_shape, 2, samples, sizeof samples, &in, NULL));
   for (int k = 0; k < 2; ++k)
     CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, st_shape, 3, state[k], sizeof state[k],
                                      &state_t[k], NULL));
   CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_INT64, NULL, 0, &sr, sizeof sr, &sr_t, NULL));
-  CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, p_shape, 2, &prob, sizeof prob, &prob_t, NULL));
+  CHECK_OK(
+      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, p_shape, 2, &prob, sizeof prob, &prob_t, NULL));
 
   double checksum = 0;
   for (int step = 0; step < kWarmup + kCounted; ++step) {
     for (int i = 0; i < 512; ++i) {
       const double t = (step * 512 + i) / 16000.0;
-      samples[i] = (float)(0.4 * sin(2 * 3.14159265358979 * 440.0 * t) * (step % 16 < 8 ? 1.0 : 0.02));
+      samples[i] =
+          (float)(0.4 * sin(2 * 3.14159265358979 * 440.0 * t) * (step % 16 < 8 ? 1.0 : 0.02));
     }
     const nxrt_tensor* inputs[3] = {in, state_t[step % 2], sr_t};
     nxrt_tensor* outs[2] = {prob_t, state_t[(step + 1) % 2]};
@@ -186,8 +189,9 @@ int main(void) {
   printf("alloc_count_test: %ld allocations and %ld frees over %d warm runs (%.2f per run)\n",
          allocs, frees, kCounted, (double)allocs / kCounted);
   if (allocs != 0) {
-    fprintf(stderr, "expected no allocation on the warm path; rerun with NXRT_ALLOC_TRACE=10 "
-                    "to see where they come from\n");
+    fprintf(stderr,
+            "expected no allocation on the warm path; rerun with NXRT_ALLOC_TRACE=10 "
+            "to see where they come from\n");
     return 1;
   }
   return 0;

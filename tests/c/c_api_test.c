@@ -17,25 +17,25 @@
 
 static int g_checks = 0;
 
-#define CHECK(cond)                                                                  \
-  do {                                                                               \
-    ++g_checks;                                                                      \
-    if (!(cond)) {                                                                   \
-      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, \
-              #cond, nxrt_last_error_message());                                     \
-      exit(1);                                                                       \
-    }                                                                                \
+#define CHECK(cond)                                                                            \
+  do {                                                                                         \
+    ++g_checks;                                                                                \
+    if (!(cond)) {                                                                             \
+      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
+              nxrt_last_error_message());                                                      \
+      exit(1);                                                                                 \
+    }                                                                                          \
   } while (0)
 
-#define CHECK_OK(call)                                                                \
-  do {                                                                                \
-    nxrt_code code_ = (call);                                                         \
-    ++g_checks;                                                                       \
-    if (code_ != NXRT_OK) {                                                           \
-      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call,        \
-              nxrt_code_name(code_), nxrt_last_error_message());                      \
-      exit(1);                                                                        \
-    }                                                                                 \
+#define CHECK_OK(call)                                                         \
+  do {                                                                         \
+    nxrt_code code_ = (call);                                                  \
+    ++g_checks;                                                                \
+    if (code_ != NXRT_OK) {                                                    \
+      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call, \
+              nxrt_code_name(code_), nxrt_last_error_message());               \
+      exit(1);                                                                 \
+    }                                                                          \
   } while (0)
 
 /* Asserts that `err` holds `code` and that its message contains `word`. */
@@ -43,7 +43,8 @@ static void expect_error(int line, nxrt_code got, const nxrt_error* err, nxrt_co
                          const char* word) {
   ++g_checks;
   if (got != code || nxrt_error_code(err) != code || !strstr(nxrt_error_message(err), word) ||
-      nxrt_last_error_code() != code || strcmp(nxrt_last_error_message(), nxrt_error_message(err))) {
+      nxrt_last_error_code() != code ||
+      strcmp(nxrt_last_error_message(), nxrt_error_message(err))) {
     fprintf(stderr, "line %d: expected %s containing '%s', got %s / %s: '%s'\n", line,
             nxrt_code_name(code), word, nxrt_code_name(got), nxrt_code_name(nxrt_error_code(err)),
             nxrt_error_message(err));
@@ -68,14 +69,16 @@ typedef struct {
 static void feed_init(SileroFeed* f) {
   const int64_t input_shape[2] = {1, 512};
   const int64_t state_shape[3] = {2, 1, 128};
-  for (int i = 0; i < 512; ++i) f->samples[i] = 0.5f * (float)sin(i * 2.0 * 3.14159265358979 * 440.0 / 16000.0);
+  for (int i = 0; i < 512; ++i)
+    f->samples[i] = 0.5f * (float)sin(i * 2.0 * 3.14159265358979 * 440.0 / 16000.0);
   memset(f->state, 0, sizeof f->state);
   f->sr = 16000;
   CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, input_shape, 2, f->samples, sizeof f->samples,
                                    &f->input, g_err));
   CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, state_shape, 3, f->state, sizeof f->state,
                                    &f->state_t, g_err));
-  CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_INT64, NULL, 0, &f->sr, sizeof f->sr, &f->sr_t, g_err));
+  CHECK_OK(
+      nxrt_tensor_create_view(NXRT_DTYPE_INT64, NULL, 0, &f->sr, sizeof f->sr, &f->sr_t, g_err));
 }
 
 static void feed_free(SileroFeed* f) {
@@ -103,14 +106,17 @@ static void test_version(void) {
   EXPECT_ERROR(nxrt_env_create(NXRT_API_VERSION + 1, &env, g_err), g_err, NXRT_INVALID_ARGUMENT,
                "API version");
   CHECK(env == NULL);
-  EXPECT_ERROR(nxrt_env_create(NXRT_API_VERSION, NULL, g_err), g_err, NXRT_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(nxrt_env_create(NXRT_API_VERSION, NULL, g_err), g_err, NXRT_INVALID_ARGUMENT,
+               "NULL");
 }
 
 static void test_metadata(const nxrt_session* s) {
   CHECK(nxrt_session_io_count(s, NXRT_IO_INPUT) == 3);
   CHECK(nxrt_session_io_count(s, NXRT_IO_OUTPUT) == 2);
-  for (size_t i = 0; i < 3; ++i) CHECK(strcmp(nxrt_session_io_name(s, NXRT_IO_INPUT, i), kInputNames[i]) == 0);
-  for (size_t i = 0; i < 2; ++i) CHECK(strcmp(nxrt_session_io_name(s, NXRT_IO_OUTPUT, i), kOutputNames[i]) == 0);
+  for (size_t i = 0; i < 3; ++i)
+    CHECK(strcmp(nxrt_session_io_name(s, NXRT_IO_INPUT, i), kInputNames[i]) == 0);
+  for (size_t i = 0; i < 2; ++i)
+    CHECK(strcmp(nxrt_session_io_name(s, NXRT_IO_OUTPUT, i), kOutputNames[i]) == 0);
   CHECK(nxrt_session_io_name(s, NXRT_IO_INPUT, 3) == NULL);
   CHECK(nxrt_session_io_dtype(s, NXRT_IO_INPUT, 0) == NXRT_DTYPE_FLOAT);
   CHECK(nxrt_session_io_dtype(s, NXRT_IO_INPUT, 2) == NXRT_DTYPE_INT64);
@@ -229,7 +235,8 @@ static void test_run_errors(const nxrt_session* s) {
   /* wrong rank and wrong dims */
   const int64_t rank3[3] = {1, 1, 512};
   nxrt_tensor* input_r3 = NULL;
-  CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, rank3, 3, f.samples, sizeof f.samples, &input_r3, g_err));
+  CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, rank3, 3, f.samples, sizeof f.samples,
+                                   &input_r3, g_err));
   const nxrt_tensor* bad_rank[3] = {input_r3, f.state_t, f.sr_t};
   EXPECT_ERROR(nxrt_session_run(s, NULL, kInputNames, bad_rank, 3, NULL, outs, 2, g_err), g_err,
                NXRT_INVALID_ARGUMENT, "Invalid rank for input: input");
@@ -277,7 +284,8 @@ static void test_run_errors(const nxrt_session* s) {
   outs[0] = outs[1] = NULL;
 
   /* The per-call error object is optional: the thread-local message still tells. */
-  CHECK(nxrt_session_run(s, NULL, bad_names, inputs, 3, NULL, outs, 2, NULL) == NXRT_INVALID_ARGUMENT);
+  CHECK(nxrt_session_run(s, NULL, bad_names, inputs, 3, NULL, outs, 2, NULL) ==
+        NXRT_INVALID_ARGUMENT);
   CHECK(nxrt_last_error_code() == NXRT_INVALID_ARGUMENT);
   CHECK(strstr(nxrt_last_error_message(), "Invalid input name: stat"));
   nxrt_error_clear(g_err);
@@ -298,8 +306,9 @@ static void test_tensor_errors(void) {
                NXRT_INVALID_ARGUMENT, "element type");
   EXPECT_ERROR(nxrt_tensor_create_view(NXRT_DTYPE_STRING, shape, 2, buf, sizeof buf, &t, g_err),
                g_err, NXRT_INVALID_ARGUMENT, "string");
-  EXPECT_ERROR(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, shape, 2, (char*)buf + 1, sizeof buf, &t, g_err),
-               g_err, NXRT_INVALID_ARGUMENT, "aligned");
+  EXPECT_ERROR(
+      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, shape, 2, (char*)buf + 1, sizeof buf, &t, g_err),
+      g_err, NXRT_INVALID_ARGUMENT, "aligned");
   EXPECT_ERROR(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, shape, 2, NULL, sizeof buf, &t, g_err),
                g_err, NXRT_INVALID_ARGUMENT, "NULL");
   CHECK(t == NULL);
@@ -310,7 +319,8 @@ static void test_tensor_errors(void) {
   CHECK(v[0] == 0 && v[3] == 0 && nxrt_tensor_byte_size(t) == 32);
   const char* str = NULL;
   size_t len = 0;
-  EXPECT_ERROR(nxrt_tensor_get_string(t, 0, &str, &len, g_err), g_err, NXRT_INVALID_ARGUMENT, "int64");
+  EXPECT_ERROR(nxrt_tensor_get_string(t, 0, &str, &len, g_err), g_err, NXRT_INVALID_ARGUMENT,
+               "int64");
   nxrt_tensor_destroy(t);
   const int64_t empty_shape[1] = {0};
   CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, empty_shape, 1, NULL, 0, &t, g_err));
@@ -336,8 +346,9 @@ static void test_session_errors(void) {
   CHECK_OK(nxrt_session_options_create(&o, g_err));
   EXPECT_ERROR(nxrt_session_options_set_intra_op_threads(o, -1, g_err), g_err,
                NXRT_INVALID_ARGUMENT, "threads");
-  EXPECT_ERROR(nxrt_session_options_set_graph_optimization_level(o, (nxrt_graph_optimization_level)5, g_err),
-               g_err, NXRT_INVALID_ARGUMENT, "optimization level");
+  EXPECT_ERROR(
+      nxrt_session_options_set_graph_optimization_level(o, (nxrt_graph_optimization_level)5, g_err),
+      g_err, NXRT_INVALID_ARGUMENT, "optimization level");
   nxrt_thread_pool pool;
   memset(&pool, 0, sizeof pool);
   pool.struct_size = 4;
@@ -390,8 +401,10 @@ static int run_stream(void* arg) {
   memset(state, 0, sizeof state);
   st->ok = 0;
   if (nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, in_shape, 2, samples, sizeof samples, &in, NULL) ||
-      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, st_shape, 3, state[0], sizeof state[0], &state_t[0], NULL) ||
-      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, st_shape, 3, state[1], sizeof state[1], &state_t[1], NULL) ||
+      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, st_shape, 3, state[0], sizeof state[0], &state_t[0],
+                              NULL) ||
+      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, st_shape, 3, state[1], sizeof state[1], &state_t[1],
+                              NULL) ||
       nxrt_tensor_create_view(NXRT_DTYPE_INT64, NULL, 0, &sr, sizeof sr, &sr_t, NULL) ||
       nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, p_shape, 2, &prob, sizeof prob, &prob_t, NULL))
     return 1;
@@ -399,11 +412,13 @@ static int run_stream(void* arg) {
   for (int step = 0; step < kSteps && ok; ++step) {
     for (int i = 0; i < 512; ++i) {
       const double t = (step * 512 + i) / 16000.0;
-      samples[i] = (float)(0.4 * sin(2 * 3.14159265358979 * st->freq * t) * (step % 8 < 4 ? 1.0 : 0.05));
+      samples[i] =
+          (float)(0.4 * sin(2 * 3.14159265358979 * st->freq * t) * (step % 8 < 4 ? 1.0 : 0.05));
     }
     const nxrt_tensor* inputs[3] = {in, state_t[step % 2], sr_t};
     nxrt_tensor* outs[2] = {prob_t, state_t[(step + 1) % 2]};
-    ok = nxrt_session_run(st->session, NULL, kInputNames, inputs, 3, NULL, outs, 2, NULL) == NXRT_OK;
+    ok =
+        nxrt_session_run(st->session, NULL, kInputNames, inputs, 3, NULL, outs, 2, NULL) == NXRT_OK;
     st->probs[step] = prob;
   }
   nxrt_tensor_destroy(in);
@@ -430,7 +445,8 @@ static void test_concurrency(const nxrt_session* shared, const nxrt_session* oth
   for (int round = 0; round < 2; ++round) {
     Stream streams[2] = {{shared, 300.0, {0}, 0}, {round ? other : shared, 700.0, {0}, 0}};
     thrd_t threads[2];
-    for (int k = 0; k < 2; ++k) CHECK(thrd_create(&threads[k], run_stream, &streams[k]) == thrd_success);
+    for (int k = 0; k < 2; ++k)
+      CHECK(thrd_create(&threads[k], run_stream, &streams[k]) == thrd_success);
     for (int k = 0; k < 2; ++k) CHECK(thrd_join(threads[k], NULL) == thrd_success);
     for (int k = 0; k < 2; ++k) {
       const Stream* want = &expected[round && k == 1 ? 2 : k];
@@ -459,8 +475,8 @@ static void test_caller_pool(void) {
   nxrt_session* s = NULL;
   CHECK_OK(nxrt_session_options_create(&o, g_err));
   CHECK_OK(nxrt_session_options_set_thread_pool(o, &pool, g_err));
-  CHECK_OK(nxrt_session_create_from_file(g_env, NXRT_SHARED_DIR "/models/ppocr_v4_det.onnx", o,
-                                         &s, g_err));
+  CHECK_OK(nxrt_session_create_from_file(g_env, NXRT_SHARED_DIR "/models/ppocr_v4_det.onnx", o, &s,
+                                         g_err));
   nxrt_session_options_destroy(o);
   const int64_t shape[4] = {1, 3, 160, 160};
   nxrt_tensor* image = NULL;

@@ -12,18 +12,19 @@
 
 #define SILERO NXRT_SHARED_DIR "/models/silero_vad_v5.onnx"
 
-#define CHECK(cond)                                                          \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
+#define CHECK(cond)                                                                 \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
       std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::exit(1);                                                          \
-    }                                                                        \
+      std::exit(1);                                                                 \
+    }                                                                               \
   } while (0)
 
 namespace {
 
 void fill(float* samples) {
-  for (int i = 0; i < 512; ++i) samples[i] = 0.5f * float(std::sin(i * 2.0 * 3.14159265358979 * 440.0 / 16000.0));
+  for (int i = 0; i < 512; ++i)
+    samples[i] = 0.5f * float(std::sin(i * 2.0 * 3.14159265358979 * 440.0 / 16000.0));
 }
 
 void test_common() {

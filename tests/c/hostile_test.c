@@ -22,8 +22,12 @@
 #endif
 #define NODE_CASES NXRT_SHARED_DIR "/onnx-backend-data/node/"
 
-static const char* const kModels[] = {"test_abs", "test_if", "test_loop11", "test_scan9_sum",
-                                      "test_lstm_defaults", "test_conv_with_strides_padding",
+static const char* const kModels[] = {"test_abs",
+                                      "test_if",
+                                      "test_loop11",
+                                      "test_scan9_sum",
+                                      "test_lstm_defaults",
+                                      "test_conv_with_strides_padding",
                                       "test_sequence_map_identity_1_sequence"};
 enum { kModelCount = sizeof kModels / sizeof kModels[0], kMaxInputs = 16 };
 
@@ -95,8 +99,10 @@ static void attempt(const unsigned char* bytes, size_t size) {
     return;
   }
   ++g_created;
-  if (run_on_zeros(s) == NXRT_OK) ++g_ran;
-  else ++g_run_failed;
+  if (run_on_zeros(s) == NXRT_OK)
+    ++g_ran;
+  else
+    ++g_run_failed;
   nxrt_session_destroy(s);
 }
 
@@ -146,8 +152,9 @@ static void test_terminate_endless_loop(void) {
   CHECK(code == NXRT_FAIL && strstr(nxrt_error_message(g_err), "terminate") != NULL);
   nxrt_run_options_set_terminate(ro, 0);
   CHECK(run_range(s, ro, 5.0f, &count) == NXRT_OK && count == 5); /* still works */
-  printf("hostile_test: a Loop of 10^18 trips stopped by the terminate flag from another "
-         "thread; the next run gives the right result\n");
+  printf(
+      "hostile_test: a Loop of 10^18 trips stopped by the terminate flag from another "
+      "thread; the next run gives the right result\n");
   nxrt_run_options_destroy(ro);
   nxrt_session_destroy(s);
 }
@@ -192,9 +199,10 @@ int main(void) {
     nxrt_session_destroy(s);
     free(models[m]);
   }
-  printf("hostile_test: %ld hostile model byte strings: %ld refused with an error, %ld loaded "
-         "(%ld of them ran, %ld failed the run with an error)\n",
-         attempts, g_refused, g_created, g_ran, g_run_failed);
+  printf(
+      "hostile_test: %ld hostile model byte strings: %ld refused with an error, %ld loaded "
+      "(%ld of them ran, %ld failed the run with an error)\n",
+      attempts, g_refused, g_created, g_ran, g_run_failed);
   CHECK(g_refused > attempts / 4); /* the mutations really do break models */
   test_terminate_endless_loop();
   nxrt_env_destroy(g_env);

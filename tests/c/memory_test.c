@@ -50,8 +50,10 @@ int main(void) {
   const int64_t input_shape[2] = {1, 512}, state_shape[3] = {2, 1, 128}, prob_shape[2] = {1, 1};
   nxrt_tensor *input_t = NULL, *state_t = NULL, *sr_t = NULL, *prob_t = NULL, *state_out_t = NULL;
   for (int i = 0; i < 512; ++i) input[i] = (float)((i * 37) % 200 - 100) / 400.0f;
-  if (nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, input_shape, 2, input, sizeof input, &input_t, err) ||
-      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, state_shape, 3, state, sizeof state, &state_t, err) ||
+  if (nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, input_shape, 2, input, sizeof input, &input_t,
+                              err) ||
+      nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, state_shape, 3, state, sizeof state, &state_t,
+                              err) ||
       nxrt_tensor_create_view(NXRT_DTYPE_INT64, NULL, 0, &sr, sizeof sr, &sr_t, err) ||
       nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, prob_shape, 2, &prob, sizeof prob, &prob_t, err) ||
       nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, state_shape, 3, state_out, sizeof state_out,

@@ -11,10 +11,10 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 
 #include "nxrt/nxrt.h"
 
@@ -24,13 +24,13 @@
 #define SILERO NXRT_SHARED_DIR "/models/silero_vad_v5.onnx"
 #define PPOCR NXRT_SHARED_DIR "/models/ppocr_v4_det.onnx"
 
-#define CHECK(cond)                                                                  \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, \
-              #cond, nxrt_last_error_message());                                     \
-      exit(1);                                                                       \
-    }                                                                                \
+#define CHECK(cond)                                                                            \
+  do {                                                                                         \
+    if (!(cond)) {                                                                             \
+      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
+              nxrt_last_error_message());                                                      \
+      exit(1);                                                                                 \
+    }                                                                                          \
   } while (0)
 
 #define CHECK_OK(call) CHECK((call) == NXRT_OK)
@@ -84,7 +84,8 @@ static void stream_init(Stream* st, nxrt_session* session, int id) {
   for (int k = 0; k < 2; ++k)
     CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, st_shape, 3, st->state[k],
                                      sizeof st->state[k], &st->state_t[k], NULL));
-  CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_INT64, NULL, 0, &st->sr, sizeof st->sr, &st->sr_t, NULL));
+  CHECK_OK(
+      nxrt_tensor_create_view(NXRT_DTYPE_INT64, NULL, 0, &st->sr, sizeof st->sr, &st->sr_t, NULL));
   CHECK_OK(nxrt_tensor_create_view(NXRT_DTYPE_FLOAT, p_shape, 2, &st->prob, sizeof st->prob,
                                    &st->prob_t, NULL));
 }
@@ -115,8 +116,8 @@ static int stream_step(Stream* st, int step) {
 
 typedef struct {
   Stream* streams;
-  int first;   /* this worker serves streams first, first + stride, ... */
-  int stride;  /* the number of workers */
+  int first;  /* this worker serves streams first, first + stride, ... */
+  int stride; /* the number of workers */
   int failed;
 } Worker;
 
@@ -165,8 +166,10 @@ static void test_no_threads(nxrt_env* env) {
   stream_init(st, s, 0);
   for (int step = 0; step < kSteps; ++step) CHECK(stream_step(st, step) == 0);
   const int after = count_threads();
-  printf("sessions_test: %d thread(s) before creating a session with 1 intra-op and 1 "
-         "inter-op thread, %d after %d runs\n", before, after, kSteps);
+  printf(
+      "sessions_test: %d thread(s) before creating a session with 1 intra-op and 1 "
+      "inter-op thread, %d after %d runs\n",
+      before, after, kSteps);
   CHECK(after == before);
   stream_free(st);
   free(st);
@@ -200,15 +203,19 @@ static void test_many_sessions(nxrt_env* env) {
   for (int k = 0; k < kStreams; ++k)
     distinct += memcmp(alone[k].probs, alone[0].probs, sizeof alone[0].probs) != 0;
   CHECK(distinct > kStreams / 2); /* the streams really are different */
-  printf("sessions_test: %d sessions on %d threads, %d frames each, equal to the "
-         "single-session results\n", kStreams, kWorkers, kSteps);
+  printf(
+      "sessions_test: %d sessions on %d threads, %d frames each, equal to the "
+      "single-session results\n",
+      kStreams, kWorkers, kSteps);
 
   /* All streams on one session, shared by more threads than there are cores. */
   for (int k = 0; k < kStreams; ++k) stream_init(&shared[k], single, k);
   run_on_threads(shared, kSharedWorkers);
   expect_equal(shared, alone, "on a session shared by threads");
-  printf("sessions_test: one session shared by %d threads, %d streams of %d frames, equal to "
-         "the single-thread results\n", kSharedWorkers, kStreams, kSteps);
+  printf(
+      "sessions_test: one session shared by %d threads, %d streams of %d frames, equal to "
+      "the single-thread results\n",
+      kSharedWorkers, kStreams, kSteps);
 
   for (int k = 0; k < kStreams; ++k) {
     stream_free(&alone[k]);
@@ -244,7 +251,8 @@ static void* ocr_run(void* arg) {
   const nxrt_tensor* inputs[1] = {in};
   r->out = NULL;
   if (!r->failed)
-    r->failed = nxrt_session_run(r->session, NULL, names, inputs, 1, NULL, &r->out, 1, NULL) != NXRT_OK;
+    r->failed =
+        nxrt_session_run(r->session, NULL, names, inputs, 1, NULL, &r->out, 1, NULL) != NXRT_OK;
   nxrt_tensor_destroy(in);
   return NULL;
 }
@@ -278,8 +286,10 @@ static void test_intra_op_threads(nxrt_env* env) {
     for (int64_t i = 0; i < n; ++i) CHECK(fabsf(g[i] - w[i]) <= 1e-4f + 1e-4f * fabsf(w[i]));
     nxrt_tensor_destroy(runs[t].out);
   }
-  printf("sessions_test: PP-OCR %dx%d with 2 intra-op threads, run from 2 threads at once, "
-         "matches the 1-thread session\n", kSide, kSide);
+  printf(
+      "sessions_test: PP-OCR %dx%d with 2 intra-op threads, run from 2 threads at once, "
+      "matches the 1-thread session\n",
+      kSide, kSide);
   nxrt_tensor_destroy(want.out);
   nxrt_session_destroy(serial);
   nxrt_session_destroy(threaded);

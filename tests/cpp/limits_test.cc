@@ -1,10 +1,11 @@
 // Limits: parsing of the "nxrt.limits.*" session config entries and their enforcement in
 // tensor allocation, decoding, function inlining and planning.
+#include "core/limits.h"
+
 #include <gtest/gtest.h>
 
 #include <protozero/pbf_writer.hpp>
 
-#include "core/limits.h"
 #include "core/tensor.h"
 #include "model_builder.h"
 #include "onnx/decoder.h"
@@ -19,8 +20,8 @@ TEST(Limits, DefaultsAndParsing) {
   EXPECT_EQ(none->max_graph_depth, 64);
   EXPECT_EQ(none->max_session_memory_bytes, 0);
 
-  auto set = parse_limits({{"nxrt.limits.max_nodes", "12"},
-                           {"nxrt.limits.max_session_memory_bytes", "4096"}});
+  auto set = parse_limits(
+      {{"nxrt.limits.max_nodes", "12"}, {"nxrt.limits.max_session_memory_bytes", "4096"}});
   ASSERT_TRUE(set.ok());
   EXPECT_EQ(set->max_nodes, 12);
   EXPECT_EQ(set->max_session_memory_bytes, 4096);
@@ -42,12 +43,14 @@ TEST(Limits, TensorBytesAndElements) {
   EXPECT_TRUE(Tensor::allocate(DataType::kFloat, Shape{10, 10}, limits).ok());
   auto elems = Tensor::allocate(DataType::kUint8, Shape{101}, limits);
   ASSERT_FALSE(elems.ok());
-  EXPECT_NE(elems.status().message().find("nxrt.limits.max_tensor_elements = 100"), std::string::npos);
+  EXPECT_NE(elems.status().message().find("nxrt.limits.max_tensor_elements = 100"),
+            std::string::npos);
   limits.max_tensor_elements = 1000;
   auto bytes = tensor_bytes(DataType::kDouble, Shape{129}, "output 'y'", limits);
   ASSERT_FALSE(bytes.ok());
   EXPECT_NE(bytes.status().message().find("output 'y'"), std::string::npos);
-  EXPECT_NE(bytes.status().message().find("nxrt.limits.max_tensor_bytes = 1024"), std::string::npos);
+  EXPECT_NE(bytes.status().message().find("nxrt.limits.max_tensor_bytes = 1024"),
+            std::string::npos);
   auto overflow = tensor_bytes(DataType::kFloat, Shape{int64_t(1) << 32, int64_t(1) << 32}, "t");
   ASSERT_FALSE(overflow.ok());
   EXPECT_NE(overflow.status().message().find("overflows"), std::string::npos);

@@ -1,3 +1,5 @@
+#include "core/parallel.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -5,7 +7,6 @@
 #include <thread>
 #include <vector>
 
-#include "core/parallel.h"
 #include "ep/cpu/gemm/gemm.h"
 
 namespace nxrt {
@@ -70,7 +71,9 @@ TEST(Parallel, GemmOnThreadsMatchesSerial) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   auto pool = make_worker_pool(2);
   // Wide (split by columns), tall (by rows, with B packed) and plain shapes.
-  struct Case { int64_t m, n, k; } cases[] = {{64, 3000, 300}, {3000, 40, 300}, {300, 300, 300}};
+  struct Case {
+    int64_t m, n, k;
+  } cases[] = {{64, 3000, 300}, {3000, 40, 300}, {300, 300, 300}};
   for (const Case& c : cases) {
     std::vector<float> a(size_t(c.m * c.k)), b(size_t(c.k * c.n));
     for (float& v : a) v = dist(rng);
@@ -89,8 +92,8 @@ TEST(Parallel, GemmOnThreadsMatchesSerial) {
     const auto packed = gemm::PackedMatrix::pack_right(false, c.k, c.n, b.data(), c.n);
     {
       ParallelScope scope(pool.get());
-      gemm::sgemm_packed_right(false, c.m, 1.0f, a.data(), c.k, packed, 0.0f, threaded.data(),
-                               c.n, false);
+      gemm::sgemm_packed_right(false, c.m, 1.0f, a.data(), c.k, packed, 0.0f, threaded.data(), c.n,
+                               false);
     }
     for (size_t i = 0; i < serial.size(); ++i)
       ASSERT_NEAR(threaded[i], serial[i], 1e-4f) << "packed " << c.m << "x" << c.n << " at " << i;

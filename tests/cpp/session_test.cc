@@ -1,7 +1,8 @@
+#include "runtime/session.h"
+
 #include <gtest/gtest.h>
 
 #include "onnx/decoder.h"
-#include "runtime/session.h"
 
 namespace nxrt {
 namespace {
@@ -33,7 +34,7 @@ TEST(Session, RunsAdd) {
   ASSERT_TRUE(session.ok()) << session.status().message();
   std::vector<float> x(60, 1.5f), y(60, 2.0f);
   std::vector<Value> feeds = {Tensor(DataType::kFloat, Shape{3, 4, 5}, x.data()),
-                               Tensor(DataType::kFloat, Shape{3, 4, 5}, y.data())};
+                              Tensor(DataType::kFloat, Shape{3, 4, 5}, y.data())};
   std::vector<std::string> names = {"x", "y"};
   std::vector<Value> outputs;
   Status s = (*session)->run(names, feeds, {}, outputs);
@@ -49,7 +50,7 @@ TEST(Session, ReportsWrongDtypeAndMissingInput) {
   std::vector<double> x(60, 1.0);
   std::vector<float> y(60, 1.0f);
   std::vector<Value> feeds = {Tensor(DataType::kDouble, Shape{3, 4, 5}, x.data()),
-                               Tensor(DataType::kFloat, Shape{3, 4, 5}, y.data())};
+                              Tensor(DataType::kFloat, Shape{3, 4, 5}, y.data())};
   std::vector<std::string> names = {"x", "y"};
   std::vector<Value> outputs;
   Status s = (*session)->run(names, feeds, {}, outputs);

@@ -115,7 +115,9 @@ void operator delete[](void* p, std::align_val_t) noexcept { __libc_free(p); }
 void operator delete(void* p, size_t, std::align_val_t) noexcept { __libc_free(p); }
 void operator delete[](void* p, size_t, std::align_val_t) noexcept { __libc_free(p); }
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { __libc_free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { __libc_free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  __libc_free(p);
+}
 
 #else  // sanitizer builds own the allocator; counting is unavailable there
 namespace nxrt::cli {

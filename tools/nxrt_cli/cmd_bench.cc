@@ -44,12 +44,15 @@ double percentile(const std::vector<double>& sorted, double p) {
 
 class ProgressBar {
  public:
-  ProgressBar(bool enabled, int total) : enabled_(enabled && isatty(STDOUT_FILENO)), total_(total) {}
+  ProgressBar(bool enabled, int total)
+      : enabled_(enabled && isatty(STDOUT_FILENO)), total_(total) {}
   // Drawn only once the loop has taken half a second, so short benchmarks stay quiet.
   void update(int done, Clock::time_point start) {
     if (!enabled_) return;
     auto now = Clock::now();
-    if (now - start < std::chrono::milliseconds(500) || now - last_ < std::chrono::milliseconds(100)) return;
+    if (now - start < std::chrono::milliseconds(500) ||
+        now - last_ < std::chrono::milliseconds(100))
+      return;
     last_ = now;
     drawn_ = true;
     constexpr int kWidth = 40;
@@ -59,7 +62,8 @@ class ProgressBar {
     bar[kWidth] = '\0';
     double elapsed = std::chrono::duration<double>(now - start).count();
     double eta = done ? elapsed * (total_ - done) / done : 0;
-    std::printf("\r  [%s] %3d%% %d/%d  eta %.1fs ", bar, int(int64_t(done) * 100 / total_), done, total_, eta);
+    std::printf("\r  [%s] %3d%% %d/%d  eta %.1fs ", bar, int(int64_t(done) * 100 / total_), done,
+                total_, eta);
     std::fflush(stdout);
   }
   void finish() {
@@ -95,13 +99,14 @@ Status bench_command(const BenchArgs& args) {
   NXRT_ASSIGN_OR_RETURN(Feeds feeds, make_feeds(*session, args.inputs));
 
   std::printf("model: %s (%s)\n", args.model.c_str(), bytes_text(double(model_bytes)).c_str());
-  std::printf("session: created in %.1f ms, %d intra-op thread%s, threads created: %d\n", load_ms, args.threads,
-              args.threads == 1 ? "" : "s", threads_after - threads_before);
+  std::printf("session: created in %.1f ms, %d intra-op thread%s, threads created: %d\n", load_ms,
+              args.threads, args.threads == 1 ? "" : "s", threads_after - threads_before);
   std::printf("inputs:\n");
   for (size_t i = 0; i < feeds.names.size(); ++i) {
     const Tensor& t = feeds.values[i].tensor;
-    std::printf("  %-16s %-8s %-14s %s\n", feeds.names[i].c_str(), std::string(dtype_name(t.dtype())).c_str(),
-                dims_text(t.shape()).c_str(), feeds.sources[i].c_str());
+    std::printf("  %-16s %-8s %-14s %s\n", feeds.names[i].c_str(),
+                std::string(dtype_name(t.dtype())).c_str(), dims_text(t.shape()).c_str(),
+                feeds.sources[i].c_str());
   }
 
   std::vector<Value> outputs;
@@ -171,28 +176,30 @@ Status bench_command(const BenchArgs& args) {
   double total_ms = 0;
   for (double v : latencies_ms) total_ms += v;
   std::printf("latency (ms): p50 %.4f  p90 %.4f  p99 %.4f  min %.4f  max %.4f  mean %.4f\n",
-              percentile(sorted, 50), percentile(sorted, 90), percentile(sorted, 99), sorted.front(),
-              sorted.back(), total_ms / double(sorted.size()));
-  std::printf("throughput: %.1f runs/s (one stream, %.2f s wall)\n", double(args.runs) / wall_s, wall_s);
+              percentile(sorted, 50), percentile(sorted, 90), percentile(sorted, 99),
+              sorted.front(), sorted.back(), total_ms / double(sorted.size()));
+  std::printf("throughput: %.1f runs/s (one stream, %.2f s wall)\n", double(args.runs) / wall_s,
+              wall_s);
   const std::string binding = args.bind_outputs ? std::to_string(bound_count) + " of " +
                                                       std::to_string(outputs.size()) +
                                                       " outputs bound to caller buffers"
                                                 : "outputs allocated by the runtime";
   if (alloc_counting_available())
     std::printf("heap allocations per warm run: %.2f (%llu in %d runs; %s)\n",
-                double(allocations) / double(args.runs), static_cast<unsigned long long>(allocations),
-                args.runs, binding.c_str());
+                double(allocations) / double(args.runs),
+                static_cast<unsigned long long>(allocations), args.runs, binding.c_str());
   else
     std::printf("heap allocations per warm run: not counted (sanitizer build)\n");
 
   const int64_t hwm = proc_status_bytes("VmHWM");
   const int64_t budget = 2 * model_bytes + 10 * 1024 * 1024;
   std::printf("peak resident memory (VmHWM): %s\n", bytes_text(double(hwm)).c_str());
-  std::printf("resident memory holding the session (VmRSS): %s (%s more than before loading; "
-              "anonymous %s, file-backed %s); budget 2 x model + 10 MiB = %s: %s\n",
-              bytes_text(double(rss)).c_str(), bytes_text(double(rss - rss_before)).c_str(),
-              bytes_text(double(rss_anon)).c_str(), bytes_text(double(rss_file)).c_str(),
-              bytes_text(double(budget)).c_str(), rss <= budget ? "within budget" : "OVER budget");
+  std::printf(
+      "resident memory holding the session (VmRSS): %s (%s more than before loading; "
+      "anonymous %s, file-backed %s); budget 2 x model + 10 MiB = %s: %s\n",
+      bytes_text(double(rss)).c_str(), bytes_text(double(rss - rss_before)).c_str(),
+      bytes_text(double(rss_anon)).c_str(), bytes_text(double(rss_file)).c_str(),
+      bytes_text(double(budget)).c_str(), rss <= budget ? "within budget" : "OVER budget");
   return Status();
 }
 

@@ -12,7 +12,9 @@ namespace {
 // Output names may hold characters a file name cannot.
 std::string file_safe(const std::string& name) {
   std::string out;
-  for (char c : name) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_') ? c : '_';
+  for (char c : name)
+    out +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_') ? c : '_';
   if (out.empty() || out[0] == '.') out = "_" + out;
   return out;
 }
@@ -39,14 +41,16 @@ Status run_command(const RunArgs& args) {
   std::printf("model: %s\ninputs:\n", args.model.c_str());
   for (size_t i = 0; i < feeds.names.size(); ++i) {
     const Tensor& t = feeds.values[i].tensor;
-    std::printf("  %-16s %-8s %-14s %s\n", feeds.names[i].c_str(), std::string(dtype_name(t.dtype())).c_str(),
-                dims_text(t.shape()).c_str(), feeds.sources[i].c_str());
+    std::printf("  %-16s %-8s %-14s %s\n", feeds.names[i].c_str(),
+                std::string(dtype_name(t.dtype())).c_str(), dims_text(t.shape()).c_str(),
+                feeds.sources[i].c_str());
   }
 
   std::vector<Value> outputs;
   auto start = std::chrono::steady_clock::now();
   Status status = session->run(feeds.names, feeds.values, {}, outputs);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!status.ok()) return Status(status.code(), "run failed: " + status.message());
 
   std::printf("outputs (run took %.3f ms):\n", ms);

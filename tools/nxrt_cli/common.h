@@ -31,7 +31,8 @@ struct Feeds {
 // kNoSuchFile with a plain message when `path` is missing or not a file.
 Status check_model_file(const std::string& path);
 // Loads `path` with a clear error for a missing file (before the decoder sees it).
-Expected<std::unique_ptr<Session>> load_session(const std::string& path, const SessionConfig& config);
+Expected<std::unique_ptr<Session>> load_session(const std::string& path,
+                                                const SessionConfig& config);
 
 // Feeds for every input of `session`: the given .npy files, random values for the rest.
 Expected<Feeds> make_feeds(const Session& session, const InputOptions& options);

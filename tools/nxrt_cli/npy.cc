@@ -22,10 +22,10 @@ struct DescrEntry {
   DataType dtype;
 };
 constexpr DescrEntry kDescrs[] = {
-    {"f4", DataType::kFloat},   {"f8", DataType::kDouble},     {"f2", DataType::kFloat16},
-    {"i1", DataType::kInt8},    {"u1", DataType::kUint8},      {"i2", DataType::kInt16},
-    {"u2", DataType::kUint16},  {"i4", DataType::kInt32},      {"u4", DataType::kUint32},
-    {"i8", DataType::kInt64},   {"u8", DataType::kUint64},     {"b1", DataType::kBool},
+    {"f4", DataType::kFloat},     {"f8", DataType::kDouble},      {"f2", DataType::kFloat16},
+    {"i1", DataType::kInt8},      {"u1", DataType::kUint8},       {"i2", DataType::kInt16},
+    {"u2", DataType::kUint16},    {"i4", DataType::kInt32},       {"u4", DataType::kUint32},
+    {"i8", DataType::kInt64},     {"u8", DataType::kUint64},      {"b1", DataType::kBool},
     {"c8", DataType::kComplex64}, {"c16", DataType::kComplex128},
 };
 
@@ -87,7 +87,8 @@ class HeaderParser {
     return true;
   }
   Expected<std::string> parse_string() {
-    if (pos_ >= s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"')) return fail("expected a string");
+    if (pos_ >= s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"'))
+      return fail("expected a string");
     char quote = s_[pos_++];
     size_t end = s_.find(quote, pos_);
     if (end == std::string::npos) return fail("unterminated string");
@@ -192,13 +193,15 @@ Expected<Tensor> read_npy(const std::string& path) {
   size_t header_len = 0;
   size_t prelude_len = 0;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(prelude[8]) | size_t(static_cast<unsigned char>(prelude[9])) << 8;
+    header_len = static_cast<unsigned char>(prelude[8]) |
+                 size_t(static_cast<unsigned char>(prelude[9])) << 8;
     prelude_len = 10;
   } else if (major == 2) {
     in.read(prelude + 10, 2);
     if (in.gcount() < 2) return invalid_argument(path, ": truncated .npy header");
     header_len = 0;
-    for (int i = 3; i >= 0; --i) header_len = header_len << 8 | static_cast<unsigned char>(prelude[8 + i]);
+    for (int i = 3; i >= 0; --i)
+      header_len = header_len << 8 | static_cast<unsigned char>(prelude[8 + i]);
     prelude_len = 12;
   } else {
     return invalid_argument(path, ": .npy format version ", major, ".", minor,
@@ -230,7 +233,8 @@ Expected<Tensor> read_npy(const std::string& path) {
   size_t non_trivial = 0;
   for (int64_t d : shape) non_trivial += d > 1;
   if (fortran->second.flag && non_trivial > 1)
-    return invalid_argument(path, ": Fortran-order arrays are not supported; save with "
+    return invalid_argument(path,
+                            ": Fortran-order arrays are not supported; save with "
                             "np.ascontiguousarray(arr)");
   const int64_t data_bytes = file_size - int64_t(prelude_len + header_len);
   if (data_bytes != int64_t(nbytes))
@@ -253,7 +257,8 @@ Status write_npy(const std::string& path, const Tensor& tensor) {
     return invalid_argument("cannot write ", dtype_name(tensor.dtype()), " tensor as .npy");
   std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < tensor.rank(); ++i)
-    header += std::to_string(tensor.shape()[i]) + (tensor.rank() == 1 || i + 1 < tensor.rank() ? "," : "");
+    header += std::to_string(tensor.shape()[i]) +
+              (tensor.rank() == 1 || i + 1 < tensor.rank() ? "," : "");
   header += "), }";
   // Total prelude + header is padded to a multiple of 64 and ends with '\n', as numpy does.
   bool v2 = false;
@@ -273,7 +278,11 @@ Status write_npy(const std::string& path, const Tensor& tensor) {
     const char version[4] = {1, 0, char(len & 0xff), char(len >> 8)};
     out.write(version, 4);
   } else {
-    const char version[6] = {2, 0, char(len & 0xff), char(len >> 8 & 0xff), char(len >> 16 & 0xff),
+    const char version[6] = {2,
+                             0,
+                             char(len & 0xff),
+                             char(len >> 8 & 0xff),
+                             char(len >> 16 & 0xff),
                              char(len >> 24 & 0xff)};
     out.write(version, 6);
   }

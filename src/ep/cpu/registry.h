@@ -10,10 +10,10 @@
 namespace nxrt::cpu {
 
 struct KernelEntry {
-  const char* domain;   // "" for ai.onnx
+  const char* domain;  // "" for ai.onnx
   const char* op_type;
-  int since_version;    // first opset this kernel implements
-  int until_version;    // last opset it implements (inclusive)
+  int since_version;  // first opset this kernel implements
+  int until_version;  // last opset it implements (inclusive)
   KernelFactory factory;
 };
 

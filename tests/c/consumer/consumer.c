@@ -1,7 +1,6 @@
 /* Loads a model through an installed libnxrt and prints its inputs. */
-#include <stdio.h>
-
 #include <nxrt/nxrt.h>
+#include <stdio.h>
 
 int main(int argc, char** argv) {
   if (argc < 2) return 2;

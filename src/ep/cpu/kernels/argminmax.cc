@@ -9,7 +9,6 @@
 namespace nxrt::cpu {
 namespace {
 
-
 // Does candidate v replace the current best b?
 template <bool kMax, bool kLast, typename A>
 inline bool better(A v, A b) {
@@ -17,8 +16,10 @@ inline bool better(A v, A b) {
     if (std::isnan(b)) return kLast && std::isnan(v);
     if (std::isnan(v)) return true;
   }
-  if constexpr (kMax) return kLast ? v >= b : v > b;
-  else return kLast ? v <= b : v < b;
+  if constexpr (kMax)
+    return kLast ? v >= b : v > b;
+  else
+    return kLast ? v <= b : v < b;
 }
 
 template <bool kMax, bool kLast, typename T>
@@ -79,22 +80,28 @@ class ArgKernel final : public Kernel {
     const int64_t n = rank == 0 ? 1 : s[size_t(axis)];
     Shape out_shape;
     for (int64_t d = 0; d < rank; ++d) {
-      if (d != axis) out_shape.push_back(s[size_t(d)]);
-      else if (keepdims_) out_shape.push_back(1);
+      if (d != axis)
+        out_shape.push_back(s[size_t(d)]);
+      else if (keepdims_)
+        out_shape.push_back(1);
     }
     const int64_t outer = rank == 0 ? 1 : s.product(0, size_t(axis));
     const int64_t inner = rank == 0 ? 1 : s.product(size_t(axis) + 1, s.size());
     if (n == 0 && outer * inner != 0)
-      return invalid_argument("cannot take the arg", kMax ? "max" : "min", " of an empty axis ", axis);
+      return invalid_argument("cannot take the arg", kMax ? "max" : "min", " of an empty axis ",
+                              axis);
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out_shape));
     if (outer * inner == 0) return Status();
     int64_t* out = y->data<int64_t>();
     switch (dtype_) {
       NXRT_CASES_NUMERIC({
-        if (last_) arg_typed<kMax, true>(x.data<T>(), out, outer, n, inner);
-        else arg_typed<kMax, false>(x.data<T>(), out, outer, n, inner);
+        if (last_)
+          arg_typed<kMax, true>(x.data<T>(), out, outer, n, inner);
+        else
+          arg_typed<kMax, false>(x.data<T>(), out, outer, n, inner);
       })
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }

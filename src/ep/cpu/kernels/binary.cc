@@ -8,52 +8,127 @@
 namespace nxrt::cpu {
 namespace {
 
-
 enum class Family { kArith, kCompare, kLogic, kBitwise };
 
-struct AddOp { static constexpr Family family = Family::kArith;
-  template <typename T> static T apply(T a, T b) { return a + b; } };
-struct SubOp { static constexpr Family family = Family::kArith;
-  template <typename T> static T apply(T a, T b) { return a - b; } };
-struct MulOp { static constexpr Family family = Family::kArith;
-  template <typename T> static T apply(T a, T b) { return a * b; } };
-struct DivOp { static constexpr Family family = Family::kArith;
-  template <typename T> static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return b == 0 ? T(0) : T(a / b);  // checked earlier
-    else return a / b;
-  } };
-struct MaxOp { static constexpr Family family = Family::kArith;
-  template <typename T> static T apply(T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) { if (std::isnan(a) || std::isnan(b)) return a + b; }
+struct AddOp {
+  static constexpr Family family = Family::kArith;
+  template <typename T>
+  static T apply(T a, T b) {
+    return a + b;
+  }
+};
+struct SubOp {
+  static constexpr Family family = Family::kArith;
+  template <typename T>
+  static T apply(T a, T b) {
+    return a - b;
+  }
+};
+struct MulOp {
+  static constexpr Family family = Family::kArith;
+  template <typename T>
+  static T apply(T a, T b) {
+    return a * b;
+  }
+};
+struct DivOp {
+  static constexpr Family family = Family::kArith;
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>)
+      return b == 0 ? T(0) : T(a / b);  // checked earlier
+    else
+      return a / b;
+  }
+};
+struct MaxOp {
+  static constexpr Family family = Family::kArith;
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(a) || std::isnan(b)) return a + b;
+    }
     return a > b ? a : b;
-  } };
-struct MinOp { static constexpr Family family = Family::kArith;
-  template <typename T> static T apply(T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) { if (std::isnan(a) || std::isnan(b)) return a + b; }
+  }
+};
+struct MinOp {
+  static constexpr Family family = Family::kArith;
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(a) || std::isnan(b)) return a + b;
+    }
     return a < b ? a : b;
-  } };
-struct EqualOp { static constexpr Family family = Family::kCompare;
-  template <typename T> static bool apply(const T& a, const T& b) { return a == b; } };
-struct LessOp { static constexpr Family family = Family::kCompare;
-  template <typename T> static bool apply(const T& a, const T& b) { return a < b; } };
-struct GreaterOp { static constexpr Family family = Family::kCompare;
-  template <typename T> static bool apply(const T& a, const T& b) { return a > b; } };
-struct LessEqOp { static constexpr Family family = Family::kCompare;
-  template <typename T> static bool apply(const T& a, const T& b) { return a <= b; } };
-struct GreaterEqOp { static constexpr Family family = Family::kCompare;
-  template <typename T> static bool apply(const T& a, const T& b) { return a >= b; } };
-struct AndOp { static constexpr Family family = Family::kLogic;
-  static bool apply(bool a, bool b) { return a && b; } };
-struct OrOp { static constexpr Family family = Family::kLogic;
-  static bool apply(bool a, bool b) { return a || b; } };
-struct XorOp { static constexpr Family family = Family::kLogic;
-  static bool apply(bool a, bool b) { return a != b; } };
-struct BitAndOp { static constexpr Family family = Family::kBitwise;
-  template <typename T> static T apply(T a, T b) { return T(a & b); } };
-struct BitOrOp { static constexpr Family family = Family::kBitwise;
-  template <typename T> static T apply(T a, T b) { return T(a | b); } };
-struct BitXorOp { static constexpr Family family = Family::kBitwise;
-  template <typename T> static T apply(T a, T b) { return T(a ^ b); } };
+  }
+};
+struct EqualOp {
+  static constexpr Family family = Family::kCompare;
+  template <typename T>
+  static bool apply(const T& a, const T& b) {
+    return a == b;
+  }
+};
+struct LessOp {
+  static constexpr Family family = Family::kCompare;
+  template <typename T>
+  static bool apply(const T& a, const T& b) {
+    return a < b;
+  }
+};
+struct GreaterOp {
+  static constexpr Family family = Family::kCompare;
+  template <typename T>
+  static bool apply(const T& a, const T& b) {
+    return a > b;
+  }
+};
+struct LessEqOp {
+  static constexpr Family family = Family::kCompare;
+  template <typename T>
+  static bool apply(const T& a, const T& b) {
+    return a <= b;
+  }
+};
+struct GreaterEqOp {
+  static constexpr Family family = Family::kCompare;
+  template <typename T>
+  static bool apply(const T& a, const T& b) {
+    return a >= b;
+  }
+};
+struct AndOp {
+  static constexpr Family family = Family::kLogic;
+  static bool apply(bool a, bool b) { return a && b; }
+};
+struct OrOp {
+  static constexpr Family family = Family::kLogic;
+  static bool apply(bool a, bool b) { return a || b; }
+};
+struct XorOp {
+  static constexpr Family family = Family::kLogic;
+  static bool apply(bool a, bool b) { return a != b; }
+};
+struct BitAndOp {
+  static constexpr Family family = Family::kBitwise;
+  template <typename T>
+  static T apply(T a, T b) {
+    return T(a & b);
+  }
+};
+struct BitOrOp {
+  static constexpr Family family = Family::kBitwise;
+  template <typename T>
+  static T apply(T a, T b) {
+    return T(a | b);
+  }
+};
+struct BitXorOp {
+  static constexpr Family family = Family::kBitwise;
+  template <typename T>
+  static T apply(T a, T b) {
+    return T(a ^ b);
+  }
+};
 
 template <typename Op>
 class BinaryKernel final : public Kernel {
@@ -69,28 +144,35 @@ class BinaryKernel final : public Kernel {
   // Shared with the variadic kernel: out = op(a, b).
   Status dispatch(KernelContext& ctx, const Tensor& a, const Tensor& b) const {
     if constexpr (Op::family == Family::kLogic) {
-      return broadcast_binary<bool, bool, bool>(ctx, a, b, [](bool x, bool y) { return Op::apply(x, y); });
+      return broadcast_binary<bool, bool, bool>(ctx, a, b,
+                                                [](bool x, bool y) { return Op::apply(x, y); });
     } else if constexpr (Op::family == Family::kBitwise) {
       switch (dtype_) {
-        NXRT_CASES_INT(return broadcast_binary<T, T, T>(ctx, a, b, [](T x, T y) { return Op::apply(x, y); }))
-        default: break;
+        NXRT_CASES_INT(
+            return broadcast_binary<T, T, T>(ctx, a, b, [](T x, T y) { return Op::apply(x, y); }))
+        default:
+          break;
       }
     } else if constexpr (Op::family == Family::kCompare) {
       switch (dtype_) {
-        NXRT_CASES_NUMERIC(return broadcast_binary<T, T, bool>(ctx, a, b, [](T x, T y) {
-          return Op::apply(wide_t<T>(x), wide_t<T>(y)); }))
-        NXRT_CASE(kBool, return broadcast_binary<T, T, bool>(ctx, a, b, [](T x, T y) { return Op::apply(x, y); }))
-        NXRT_CASE(kString, return broadcast_binary<T, T, bool>(ctx, a, b, [](const T& x, const T& y) { return Op::apply(x, y); }))
-        default: break;
+        NXRT_CASES_NUMERIC(return broadcast_binary<T, T, bool>(
+            ctx, a, b, [](T x, T y) { return Op::apply(wide_t<T>(x), wide_t<T>(y)); }))
+        NXRT_CASE(kBool, return broadcast_binary<T, T, bool>(
+                             ctx, a, b, [](T x, T y) { return Op::apply(x, y); }))
+        NXRT_CASE(kString, return broadcast_binary<T, T, bool>(
+                               ctx, a, b, [](const T& x, const T& y) { return Op::apply(x, y); }))
+        default:
+          break;
       }
     } else {
       if constexpr (std::is_same_v<Op, DivOp>) {
         if (is_integer_type(dtype_)) NXRT_RETURN_IF_ERROR(check_no_zero(b));
       }
       switch (dtype_) {
-        NXRT_CASES_NUMERIC(return broadcast_binary<T, T, T>(ctx, a, b, [](T x, T y) {
-          return narrow<T>(Op::apply(wide_t<T>(x), wide_t<T>(y))); }))
-        default: break;
+        NXRT_CASES_NUMERIC(return broadcast_binary<T, T, T>(
+            ctx, a, b, [](T x, T y) { return narrow<T>(Op::apply(wide_t<T>(x), wide_t<T>(y))); }))
+        default:
+          break;
       }
     }
     return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
@@ -101,7 +183,8 @@ class BinaryKernel final : public Kernel {
     bool zero = false;
     switch (b.dtype()) {
       NXRT_CASES_INT(for (int64_t i = 0; i < b.numel(); ++i) zero |= b.data<T>()[i] == T(0))
-      default: break;
+      default:
+        break;
     }
     return zero ? invalid_argument("integer division by zero") : Status();
   }
@@ -110,10 +193,15 @@ class BinaryKernel final : public Kernel {
 
 bool type_ok(Family family, DataType t) {
   switch (family) {
-    case Family::kLogic: return t == DataType::kBool;
-    case Family::kBitwise: return is_integer_type(t);
-    case Family::kCompare: return is_float_type(t) || is_integer_type(t) || t == DataType::kBool || t == DataType::kString;
-    case Family::kArith: return is_float_type(t) || is_integer_type(t);
+    case Family::kLogic:
+      return t == DataType::kBool;
+    case Family::kBitwise:
+      return is_integer_type(t);
+    case Family::kCompare:
+      return is_float_type(t) || is_integer_type(t) || t == DataType::kBool ||
+             t == DataType::kString;
+    case Family::kArith:
+      return is_float_type(t) || is_integer_type(t);
   }
   return false;
 }
@@ -157,7 +245,8 @@ class VariadicKernel final : public Kernel {
           for (int64_t j = 0; j < m; ++j)
             dst[j] = kMean ? narrow<T>(wide_t<T>(src[j]) / wide_t<T>(n)) : src[j];
         })
-        default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+        default:
+          return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
       }
     }
     return Status();
@@ -196,7 +285,8 @@ class VariadicKernel final : public Kernel {
 template <typename Op, bool kMean>
 Expected<KernelPtr> create_variadic(KernelInit& init) {
   const DataType t = init.input_type(0);
-  if (init.num_inputs() == 0) return init.error(StatusCode::kInvalidGraph, "needs at least one input");
+  if (init.num_inputs() == 0)
+    return init.error(StatusCode::kInvalidGraph, "needs at least one input");
   for (size_t i = 1; i < init.num_inputs(); ++i)
     if (init.input_type(i) != t)
       return init.error(StatusCode::kInvalidGraph, "input ", i, " has type ",
@@ -216,7 +306,9 @@ Expected<KernelPtr> create_equal(KernelInit& init) { return create_binary<EqualO
 Expected<KernelPtr> create_less(KernelInit& init) { return create_binary<LessOp>(init); }
 Expected<KernelPtr> create_greater(KernelInit& init) { return create_binary<GreaterOp>(init); }
 Expected<KernelPtr> create_less_or_equal(KernelInit& init) { return create_binary<LessEqOp>(init); }
-Expected<KernelPtr> create_greater_or_equal(KernelInit& init) { return create_binary<GreaterEqOp>(init); }
+Expected<KernelPtr> create_greater_or_equal(KernelInit& init) {
+  return create_binary<GreaterEqOp>(init);
+}
 Expected<KernelPtr> create_and(KernelInit& init) { return create_binary<AndOp>(init); }
 Expected<KernelPtr> create_or(KernelInit& init) { return create_binary<OrOp>(init); }
 Expected<KernelPtr> create_xor(KernelInit& init) { return create_binary<XorOp>(init); }

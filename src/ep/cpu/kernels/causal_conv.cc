@@ -16,8 +16,10 @@ namespace {
 
 template <typename T>
 T store(float v) {
-  if constexpr (std::is_same_v<T, float>) return v;
-  else return T(v);
+  if constexpr (std::is_same_v<T, float>)
+    return v;
+  else
+    return T(v);
 }
 
 class CausalConvKernel final : public Kernel {
@@ -76,8 +78,7 @@ class CausalConvKernel final : public Kernel {
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t c = 0; c < C; ++c) {
         const int64_t bc = b * C + c;
-        for (int64_t j = 0; j < carry; ++j)
-          row[size_t(j)] = pp ? float(pp[bc * carry + j]) : 0.0f;
+        for (int64_t j = 0; j < carry; ++j) row[size_t(j)] = pp ? float(pp[bc * carry + j]) : 0.0f;
         for (int64_t t = 0; t < L; ++t) row[size_t(carry + t)] = float(xp[bc * L + t]);
         for (int64_t j = 0; j < K; ++j) taps[size_t(j)] = float(wp[c * K + j]);
         const float b0 = bp ? float(bp[c]) : 0.0f;
@@ -97,7 +98,8 @@ class CausalConvKernel final : public Kernel {
         if (sp) {
           // The carry is the tail of the padded row: raw values, never convolved.
           T* dst = sp + bc * carry;
-          for (int64_t j = 0; j < carry; ++j) dst[j] = store<T>(row[size_t(padded_len - carry + j)]);
+          for (int64_t j = 0; j < carry; ++j)
+            dst[j] = store<T>(row[size_t(padded_len - carry + j)]);
         }
       }
     }

@@ -86,7 +86,8 @@ class SplitKernel final : public Kernel {
     const int64_t dim = x.shape()[size_t(axis)];
     const int64_t n_out = int64_t(ctx.num_outputs());
     SmallVec<int64_t> sizes = sizes_;  // per run: inline, no heap traffic
-    if (const Tensor* s = ctx.input(1)) NXRT_RETURN_IF_ERROR(read_int_list(*s, sizes, "split input"));
+    if (const Tensor* s = ctx.input(1))
+      NXRT_RETURN_IF_ERROR(read_int_list(*s, sizes, "split input"));
     if (!sizes.empty()) {
       if (int64_t(sizes.size()) != n_out)
         return invalid_argument("split has ", sizes.size(), " entries but the node has ", n_out,
@@ -100,7 +101,8 @@ class SplitKernel final : public Kernel {
         sum += v;
       }
       if (sum != dim)
-        return invalid_argument("split sizes add up to ", sum, " but axis ", axis, " has size ", dim);
+        return invalid_argument("split sizes add up to ", sum, " but axis ", axis, " has size ",
+                                dim);
     } else if (num_outputs_ > 0) {
       // Every chunk has ceil(dim / n) elements except a smaller last one.
       const int64_t chunk = (dim + num_outputs_ - 1) / num_outputs_;
@@ -129,7 +131,8 @@ class SplitKernel final : public Kernel {
         const int64_t block = sizes[size_t(i)] * inner;
         T* dst = y->data<T>();
         if (block > 0)
-          for (int64_t o = 0; o < outer; ++o) copy_run(src + o * in_block + column, dst + o * block, block);
+          for (int64_t o = 0; o < outer; ++o)
+            copy_run(src + o * in_block + column, dst + o * block, block);
         column += block;
       }
       return Status();
@@ -150,7 +153,8 @@ Expected<KernelPtr> create_concat(KernelInit& init) {
   // Concat-1 defaulted the axis to 1; from opset 4 it is required.
   const int64_t axis = init.opset < 4 ? attrs.get_int("axis", 1) : attrs.require_int("axis");
   NXRT_RETURN_IF_ERROR(attrs.status());
-  if (init.num_inputs() == 0) return init.error(StatusCode::kInvalidGraph, "needs at least one input");
+  if (init.num_inputs() == 0)
+    return init.error(StatusCode::kInvalidGraph, "needs at least one input");
   const DataType t = init.input_type(0);
   for (size_t i = 1; i < init.num_inputs(); ++i)
     if (init.input_type(i) != t)
@@ -174,11 +178,10 @@ Expected<KernelPtr> create_split(KernelInit& init) {
     if (init.has_input(1))
       return init.error(StatusCode::kInvalidGraph, "has both a split input and num_outputs");
     if (num_outputs < 1 || size_t(num_outputs) != init.node.outputs.size())
-      return init.error(StatusCode::kInvalidGraph, "num_outputs is ", num_outputs, " but the node has ",
-                        init.node.outputs.size(), " outputs");
+      return init.error(StatusCode::kInvalidGraph, "num_outputs is ", num_outputs,
+                        " but the node has ", init.node.outputs.size(), " outputs");
   }
-  if (init.has_input(1) && !is_integer_type(init.input_type(1)))
-    return init.unsupported_type(1);
+  if (init.has_input(1) && !is_integer_type(init.input_type(1))) return init.unsupported_type(1);
   init.set_all_outputs(t);
   return make_kernel<SplitKernel>(t, axis, std::move(sizes), num_outputs);
 }

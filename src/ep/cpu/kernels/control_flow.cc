@@ -53,8 +53,8 @@ Shape declared_shape(const ir::ValueInfo& info) {
 }
 
 // Output dtype of a compiled body (the element type for sequences), refusing maps.
-Expected<DataType> body_output_type(const KernelInit& init, const CompiledSubgraph& g,
-                                    size_t i, const char* body) {
+Expected<DataType> body_output_type(const KernelInit& init, const CompiledSubgraph& g, size_t i,
+                                    const char* body) {
   if (i >= g.output_types.size())
     return init.error(StatusCode::kInvalidGraph, body, " has too few outputs");
   const ir::ValueInfo& info = g.outputs[i];
@@ -78,7 +78,8 @@ Status value_out(KernelContext& ctx, size_t i, const Value& v) {
 Value input_value(KernelContext& ctx, size_t i) {
   if (const TensorSequence* s = ctx.input_sequence(i))
     return Value(std::make_shared<const TensorSequence>(*s));
-  if (const Tensor* t = ctx.input(i)) return Value(Tensor(t->dtype(), t->shape(), const_cast<void*>(t->raw())));
+  if (const Tensor* t = ctx.input(i))
+    return Value(Tensor(t->dtype(), t->shape(), const_cast<void*>(t->raw())));
   return Value();
 }
 
@@ -162,8 +163,8 @@ class LoopKernel final : public Kernel {
         Tensor& v = outs[1 + n_ + k].tensor;
         if (!scans[k].empty() && !(scans[k][0].shape() == v.shape()))
           return invalid_argument("scan output ", k, " has shape ", v.shape().to_string(),
-                                  " in iteration ", iter, " but ",
-                                  scans[k][0].shape().to_string(), " in iteration 0");
+                                  " in iteration ", iter, " but ", scans[k][0].shape().to_string(),
+                                  " in iteration 0");
         scans[k].push_back(std::move(v));
       }
     }
@@ -254,8 +255,7 @@ Status run_scan(KernelContext& ctx, const CompiledSubgraph& body, std::vector<Te
     for (size_t i = 0; i < n; ++i) {
       if (!(outs[i].shape() == states[i].shape()))
         return invalid_argument("body changed the shape of state ", i, " from ",
-                                states[i].shape().to_string(), " to ",
-                                outs[i].shape().to_string());
+                                states[i].shape().to_string(), " to ", outs[i].shape().to_string());
       states[i] = std::move(outs[i]);
     }
     for (size_t k = 0; k < num_scan_out; ++k) {
@@ -297,14 +297,14 @@ class Scan9Kernel final : public Kernel {
       axes[j] = axis;
       const int64_t len = inputs[j].shape()[size_t(axis)];
       if (length >= 0 && len != length)
-        return invalid_argument("scan inputs have different sequence lengths ", length,
-                                " and ", len);
+        return invalid_argument("scan inputs have different sequence lengths ", length, " and ",
+                                len);
       length = len;
     }
     if (length < 0) length = 0;
     ScanResult r;
-    NXRT_RETURN_IF_ERROR(run_scan(ctx, body_, std::move(states), inputs, axes, a_.in_dirs,
-                                  length, a_.num_scan_out, r));
+    NXRT_RETURN_IF_ERROR(run_scan(ctx, body_, std::move(states), inputs, axes, a_.in_dirs, length,
+                                  a_.num_scan_out, r));
     for (size_t i = 0; i < n; ++i) NXRT_RETURN_IF_ERROR(copy_out(ctx, i, r.states[i]));
 
     for (size_t k = 0; k < a_.num_scan_out; ++k) {
@@ -453,8 +453,7 @@ class Scan8Kernel final : public Kernel {
 Status check_direction_list(AttrReader& attrs, const char* name, std::vector<int64_t>& v,
                             size_t count) {
   v = attrs.get_ints(name, std::vector<int64_t>(count, 0));
-  if (v.size() != count)
-    return invalid_graph(name, " has ", v.size(), " values, expected ", count);
+  if (v.size() != count) return invalid_graph(name, " has ", v.size(), " values, expected ", count);
   for (int64_t d : v)
     if (d != 0 && d != 1) return invalid_graph(name, " values must be 0 or 1, got ", d);
   return Status();
@@ -470,15 +469,15 @@ Expected<KernelPtr> create_if(KernelInit& init) {
   if (init.input_type(0) != DataType::kBool)
     return init.error(StatusCode::kInvalidGraph, "condition has type ",
                       tensor_type_name(init.input_type(0)), ", expected tensor(bool)");
-  NXRT_ASSIGN_OR_RETURN(GraphPtr then_c,
-                        init.subgraphs->compile(*then_g, init.implicit_inputs, init.implicit_types, {}));
-  NXRT_ASSIGN_OR_RETURN(GraphPtr else_c,
-                        init.subgraphs->compile(*else_g, init.implicit_inputs, init.implicit_types, {}));
+  NXRT_ASSIGN_OR_RETURN(GraphPtr then_c, init.subgraphs->compile(*then_g, init.implicit_inputs,
+                                                                 init.implicit_types, {}));
+  NXRT_ASSIGN_OR_RETURN(GraphPtr else_c, init.subgraphs->compile(*else_g, init.implicit_inputs,
+                                                                 init.implicit_types, {}));
   const size_t outs = init.output_types.size();
   if (then_c.outputs.size() != outs || else_c.outputs.size() != outs)
     return init.error(StatusCode::kInvalidGraph, "the node has ", outs,
-                      " outputs but then_branch has ", then_c.outputs.size(),
-                      " and else_branch ", else_c.outputs.size());
+                      " outputs but then_branch has ", then_c.outputs.size(), " and else_branch ",
+                      else_c.outputs.size());
   for (size_t i = 0; i < outs; ++i) {
     NXRT_ASSIGN_OR_RETURN(DataType a, body_output_type(init, then_c, i, "then_branch"));
     NXRT_ASSIGN_OR_RETURN(DataType b, body_output_type(init, else_c, i, "else_branch"));
@@ -517,8 +516,8 @@ Expected<KernelPtr> create_loop(KernelInit& init) {
                       " inputs, expected ", 2 + n);
   std::vector<DataType> types{DataType::kInt64, DataType::kBool};
   for (size_t i = 0; i < n; ++i) types.push_back(init.input_type(2 + i));
-  NXRT_ASSIGN_OR_RETURN(GraphPtr g,
-                        init.subgraphs->compile(*body, init.implicit_inputs, init.implicit_types, types));
+  NXRT_ASSIGN_OR_RETURN(
+      GraphPtr g, init.subgraphs->compile(*body, init.implicit_inputs, init.implicit_types, types));
   if (g.outputs.size() != 1 + n + k)
     return init.error(StatusCode::kInvalidGraph, "body has ", g.outputs.size(),
                       " outputs, expected ", 1 + n + k, " (cond, ", n, " carried, ", k, " scan)");
@@ -529,7 +528,8 @@ Expected<KernelPtr> create_loop(KernelInit& init) {
                         tensor_type_name(init.input_type(2 + i)), " but the body returns ",
                         tensor_type_name(t));
     init.output_types[i] = t;
-    if (i < n) init.output_kinds[i] = g.output_kinds[1 + i];
+    if (i < n)
+      init.output_kinds[i] = g.output_kinds[1 + i];
     else if (g.output_kinds[1 + i] != ValueKind::kTensor)
       return init.error(StatusCode::kNotImplemented, "scan output ", i - n, " is a sequence");
   }
@@ -560,7 +560,8 @@ Expected<KernelPtr> create_scan(KernelInit& init) {
     s = check_direction_list(attrs, "directions", a.in_dirs, a.num_scan_in);
   } else {
     s = check_direction_list(attrs, "scan_input_directions", a.in_dirs, a.num_scan_in);
-    if (s.ok()) s = check_direction_list(attrs, "scan_output_directions", a.out_dirs, a.num_scan_out);
+    if (s.ok())
+      s = check_direction_list(attrs, "scan_output_directions", a.out_dirs, a.num_scan_out);
     a.in_axes = attrs.get_ints("scan_input_axes", std::vector<int64_t>(a.num_scan_in, 0));
     a.out_axes = attrs.get_ints("scan_output_axes", std::vector<int64_t>(a.num_scan_out, 0));
     if (s.ok() && (a.in_axes.size() != a.num_scan_in || a.out_axes.size() != a.num_scan_out))
@@ -581,8 +582,8 @@ Expected<KernelPtr> create_scan(KernelInit& init) {
   if (body->inputs.size() != types.size())
     return init.error(StatusCode::kInvalidGraph, "body has ", body->inputs.size(),
                       " inputs, expected ", types.size());
-  NXRT_ASSIGN_OR_RETURN(GraphPtr g,
-                        init.subgraphs->compile(*body, init.implicit_inputs, init.implicit_types, types));
+  NXRT_ASSIGN_OR_RETURN(
+      GraphPtr g, init.subgraphs->compile(*body, init.implicit_inputs, init.implicit_types, types));
   if (g.outputs.size() != init.output_types.size())
     return init.error(StatusCode::kInvalidGraph, "body has ", g.outputs.size(),
                       " outputs, expected ", init.output_types.size());

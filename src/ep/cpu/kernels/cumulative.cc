@@ -6,9 +6,18 @@
 namespace nxrt::cpu {
 namespace {
 
-template <typename T> struct Acc { using type = T; };
-template <> struct Acc<Float16> { using type = float; };
-template <> struct Acc<BFloat16> { using type = float; };
+template <typename T>
+struct Acc {
+  using type = T;
+};
+template <>
+struct Acc<Float16> {
+  using type = float;
+};
+template <>
+struct Acc<BFloat16> {
+  using type = float;
+};
 
 template <bool kProduct>
 class CumulativeKernel final : public Kernel {
@@ -23,7 +32,8 @@ class CumulativeKernel final : public Kernel {
     if (axes.size() != 1) return invalid_argument("axis must be a scalar");
     const int64_t rank = std::max<int64_t>(1, int64_t(x.rank()));
     int64_t axis = axes[0];
-    if (!normalize_axis(axis, rank)) return invalid_argument("axis ", axes[0], " is out of range for rank ", rank);
+    if (!normalize_axis(axis, rank))
+      return invalid_argument("axis ", axes[0], " is out of range for rank ", rank);
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
     const Shape& s = x.shape();
     const int64_t len = s.empty() ? 1 : s[size_t(axis)];
@@ -31,7 +41,8 @@ class CumulativeKernel final : public Kernel {
     const int64_t inner = s.empty() ? 1 : s.product(size_t(axis) + 1, s.size());
     switch (dtype_) {
       NXRT_CASES_NUMERIC(run<T>(x.data<T>(), y->data<T>(), outer, len, inner))
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -55,8 +66,10 @@ class CumulativeKernel final : public Kernel {
           A& a = acc[size_t(i)];
           const A v = A(xr[i]);
           if (exclusive_) yr[i] = T(a);
-          if constexpr (kProduct) a = A(a * v);
-          else a = A(a + v);
+          if constexpr (kProduct)
+            a = A(a * v);
+          else
+            a = A(a + v);
           if (!exclusive_) yr[i] = T(a);
         }
       }

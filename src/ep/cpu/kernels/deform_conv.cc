@@ -44,12 +44,12 @@ const A* as_acc(const Tensor* t, std::vector<A>& storage) {
 
 // Everything a call needs about the shapes, resolved and checked once.
 struct Geometry {
-  size_t r = 0;                      // spatial rank
-  int64_t n = 0, c = 0, m = 0;       // batch, input channels, output channels
+  size_t r = 0;                 // spatial rank
+  int64_t n = 0, c = 0, m = 0;  // batch, input channels, output channels
   int64_t group = 1, offset_group = 1;
   int64_t in_size = 0, out_size = 0, k_size = 0;
   Window win;
-  std::vector<int64_t> in_stride;    // element strides of X's spatial dims
+  std::vector<int64_t> in_stride;  // element strides of X's spatial dims
 };
 
 class DeformConvKernel final : public Kernel {
@@ -68,7 +68,8 @@ class DeformConvKernel final : public Kernel {
       NXRT_CASE(kFloat16, return run<T, float>(ctx, g, *y))
       NXRT_CASE(kBFloat16, return run<T, float>(ctx, g, *y))
       NXRT_CASE(kDouble, return run<T, double>(ctx, g, *y))
-      default: break;
+      default:
+        break;
     }
     return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
   }
@@ -120,8 +121,7 @@ class DeformConvKernel final : public Kernel {
                                 want.to_string());
       return Status();
     };
-    NXRT_RETURN_IF_ERROR(
-        expect_shape(*offset, offset_group_ * g.k_size * int64_t(g.r), "offset"));
+    NXRT_RETURN_IF_ERROR(expect_shape(*offset, offset_group_ * g.k_size * int64_t(g.r), "offset"));
     if (const Tensor* mask = ctx.input(4))
       NXRT_RETURN_IF_ERROR(expect_shape(*mask, offset_group_ * g.k_size, "mask"));
     if (const Tensor* b = ctx.input(3)) {
@@ -199,7 +199,8 @@ class DeformConvKernel final : public Kernel {
               A* wt = corner_weight.data() + size_t(j) * corners;
               bool outside = false;
               for (size_t d = 0; d < r && !outside; ++d) {
-                const A p = A(base[size_t(o) * r + d] + tap[size_t(k) * r + d]) + off[int64_t(d) * O + o];
+                const A p =
+                    A(base[size_t(o) * r + d] + tap[size_t(k) * r + d]) + off[int64_t(d) * O + o];
                 // Points at or beyond one pixel outside the input touch no input element;
                 // NaN offsets land here too.
                 if (!(p > A(-1) && p < A(g.win.in[d]))) {
@@ -247,9 +248,8 @@ class DeformConvKernel final : public Kernel {
         }
         if (reduce == 0) continue;
         for (int64_t gi = 0; gi < g.group; ++gi)
-          gemm_acc<A>(ocg, ob, reduce, w + gi * ocg * reduce, reduce,
-                      col.data() + gi * reduce * ob, ob,
-                      out + (n * M + gi * ocg) * O + o0, O);
+          gemm_acc<A>(ocg, ob, reduce, w + gi * ocg * reduce, reduce, col.data() + gi * reduce * ob,
+                      ob, out + (n * M + gi * ocg) * O + o0, O);
       }
     }
     if constexpr (!std::is_same_v<T, A>) {

@@ -70,8 +70,7 @@ Status parse_equation(std::string eq, Equation& out) {
     NXRT_RETURN_IF_ERROR(parse_term(eq.substr(arrow + 2), out.output));
     std::set<int> seen;
     for (int l : out.output.letters)
-      if (l >= 0 && !seen.insert(l).second)
-        return invalid_graph("einsum output repeats a label");
+      if (l >= 0 && !seen.insert(l).second) return invalid_graph("einsum output repeats a label");
   }
   return Status();
 }
@@ -132,7 +131,8 @@ Status simplify(Term<W>& t, Keep keep) {
     for (size_t j = i; j < t.labels.size(); ++j)
       if (t.labels[j] == l) {
         if (t.dims[j] != t.dims[i])
-          return invalid_argument("einsum label repeated with sizes ", t.dims[i], " and ", t.dims[j]);
+          return invalid_argument("einsum label repeated with sizes ", t.dims[i], " and ",
+                                  t.dims[j]);
         stride += strides[j];
       }
     if (keep(l)) {
@@ -184,9 +184,12 @@ Status contract(Term<W>& a, Term<W>& b, const std::set<int>& keep, Term<W>& out)
   NXRT_RETURN_IF_ERROR(simplify(b, [&](int l) { return keep.count(l) || in(a, l); }));
   std::vector<int> batch, a_only, sum, b_only;
   for (int l : a.labels) {
-    if (!in(b, l)) a_only.push_back(l);
-    else if (keep.count(l)) batch.push_back(l);
-    else sum.push_back(l);
+    if (!in(b, l))
+      a_only.push_back(l);
+    else if (keep.count(l))
+      batch.push_back(l);
+    else
+      sum.push_back(l);
   }
   for (int l : b.labels)
     if (!in(a, l)) b_only.push_back(l);
@@ -261,8 +264,7 @@ Status contract(Term<W>& a, Term<W>& b, const std::set<int>& keep, Term<W>& out)
   out.data.assign(static_cast<size_t>(nb * M * N), W(0));
   if (M * N == 0) return Status();
   for (int64_t i = 0; i < nb; ++i)
-    gemm_any<W>(M, N, K, pa.data() + i * M * K, pb.data() + i * K * N,
-                out.data.data() + i * M * N);
+    gemm_any<W>(M, N, K, pa.data() + i * M * K, pb.data() + i * K * N, out.data.data() + i * M * N);
   return Status();
 }
 
@@ -279,7 +281,8 @@ class EinsumKernel final : public Kernel {
                               ctx.num_inputs(), " inputs were given");
     switch (ctx.input(0)->dtype()) {
       NXRT_CASES_NUMERIC(return run<T>(ctx))
-      default: break;
+      default:
+        break;
     }
     return not_implemented("Einsum of ", tensor_type_name(ctx.input(0)->dtype()));
   }
@@ -365,7 +368,8 @@ class EinsumKernel final : public Kernel {
     const std::vector<int64_t> st = contiguous_strides(acc.dims);
     std::vector<int64_t> dims, strides;
     for (int l : out_labels) {
-      const size_t pos = size_t(std::find(acc.labels.begin(), acc.labels.end(), l) - acc.labels.begin());
+      const size_t pos =
+          size_t(std::find(acc.labels.begin(), acc.labels.end(), l) - acc.labels.begin());
       dims.push_back(acc.dims[pos]);
       strides.push_back(st[pos]);
     }
@@ -389,9 +393,8 @@ Expected<KernelPtr> create_einsum(KernelInit& init) {
   Status st = parse_equation(equation, eq);
   if (!st.ok()) return init.error(st.code(), st.message());
   if (eq.inputs.size() != init.num_inputs())
-    return init.error(StatusCode::kInvalidGraph, "equation '", equation, "' has ",
-                      eq.inputs.size(), " operands but the node has ", init.num_inputs(),
-                      " inputs");
+    return init.error(StatusCode::kInvalidGraph, "equation '", equation, "' has ", eq.inputs.size(),
+                      " operands but the node has ", init.num_inputs(), " inputs");
   const DataType t = init.input_type(0);
   if (!is_float_type(t) && !is_integer_type(t)) return init.unsupported_type(0);
   for (size_t i = 1; i < init.num_inputs(); ++i)

@@ -33,15 +33,22 @@ template <typename Fn>
 Status visit_by_element_size(DataType t, Fn&& fn) {
   if (t == DataType::kString) return fn(TypeTag<std::string>{});
   switch (dtype_size(t)) {
-    case 1: return fn(TypeTag<uint8_t>{});
-    case 2: return fn(TypeTag<uint16_t>{});
-    case 4: return fn(TypeTag<uint32_t>{});
-    case 8: return fn(TypeTag<uint64_t>{});
+    case 1:
+      return fn(TypeTag<uint8_t>{});
+    case 2:
+      return fn(TypeTag<uint16_t>{});
+    case 4:
+      return fn(TypeTag<uint32_t>{});
+    case 8:
+      return fn(TypeTag<uint64_t>{});
     case 16: {
-      struct Pair { uint64_t lo, hi; };  // complex128
+      struct Pair {
+        uint64_t lo, hi;
+      };  // complex128
       return fn(TypeTag<Pair>{});
     }
-    default: break;
+    default:
+      break;
   }
   return not_implemented("type ", tensor_type_name(t), " is not supported");
 }

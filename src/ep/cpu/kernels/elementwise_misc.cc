@@ -7,8 +7,8 @@
 #include <type_traits>
 
 #include "ep/cpu/kernels/common.h"
-#include "ep/cpu/vmath/vmath.h"
 #include "ep/cpu/kernels/numpy_random.h"
+#include "ep/cpu/vmath/vmath.h"
 
 namespace nxrt::cpu {
 namespace {
@@ -304,24 +304,23 @@ class PReluKernel final : public Kernel {
     const Shape* shapes[] = {&x.shape(), &slope.shape()};
     Shape out_shape;
     if (!broadcast_shapes(shapes, out_shape) || !(out_shape == x.shape()))
-      return invalid_argument("shapes ", x.shape().to_string(), " and ",
-                              slope.shape().to_string(),
+      return invalid_argument("shapes ", x.shape().to_string(), " and ", slope.shape().to_string(),
                               " do not broadcast to the first input's shape");
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out_shape));
     const float* px = x.data<float>();
     const float* ps = slope.data<float>();
     float* py = y->data<float>();
     const BroadcastPlan plan = make_broadcast_plan(out_shape, shapes);
-    for_each_broadcast_run(plan, [&](const int64_t* off, int64_t o, int64_t count,
-                                     const int64_t* step) {
-      if (step[0] == 1 && step[1] == 0) {
-        vmath::unary(vmath::Unary::kLeakyRelu, {ps[off[1]], 0, 0}, px + off[0], py + o,
-                     size_t(count));
-        return;
-      }
-      for (int64_t i = 0; i < count; ++i)
-        py[o + i] = prelu_one<float>(px[off[0] + i * step[0]], ps[off[1] + i * step[1]]);
-    });
+    for_each_broadcast_run(
+        plan, [&](const int64_t* off, int64_t o, int64_t count, const int64_t* step) {
+          if (step[0] == 1 && step[1] == 0) {
+            vmath::unary(vmath::Unary::kLeakyRelu, {ps[off[1]], 0, 0}, px + off[0], py + o,
+                         size_t(count));
+            return;
+          }
+          for (int64_t i = 0; i < count; ++i)
+            py[o + i] = prelu_one<float>(px[off[0] + i * step[0]], ps[off[1] + i * step[1]]);
+        });
     return Status();
   }
 

@@ -18,18 +18,18 @@ Status broadcast_copy(DataType dtype, const void* src, const Shape& in_view, voi
     using T = typename decltype(tag)::type;
     const T* s = static_cast<const T*>(src);
     T* d = static_cast<T*>(dst);
-    for_each_broadcast_run(plan, [&](const int64_t* off, int64_t out, int64_t count,
-                                     const int64_t* step) {
-      const T* from = s + off[0];
-      T* to = d + out;
-      if (step[0] == 1) {
-        copy_run(from, to, count);
-      } else if (step[0] == 0) {
-        for (int64_t i = 0; i < count; ++i) to[i] = *from;
-      } else {
-        for (int64_t i = 0; i < count; ++i) to[i] = from[i * step[0]];
-      }
-    });
+    for_each_broadcast_run(
+        plan, [&](const int64_t* off, int64_t out, int64_t count, const int64_t* step) {
+          const T* from = s + off[0];
+          T* to = d + out;
+          if (step[0] == 1) {
+            copy_run(from, to, count);
+          } else if (step[0] == 0) {
+            for (int64_t i = 0; i < count; ++i) to[i] = *from;
+          } else {
+            for (int64_t i = 0; i < count; ++i) to[i] = from[i * step[0]];
+          }
+        });
     return Status();
   });
 }
@@ -67,15 +67,15 @@ class TileKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(read_int_list(*ctx.input(1), repeats, "repeats input"));
     const size_t rank = x.rank();
     if (repeats.size() != rank)
-      return invalid_argument("repeats has ", repeats.size(), " entries but the input has rank ", rank);
+      return invalid_argument("repeats has ", repeats.size(), " entries but the input has rank ",
+                              rank);
     Shape out_shape, in_view, out_view;
     for (size_t d = 0; d < rank; ++d) {
       const int64_t r = repeats[d];
       if (r < 0) return invalid_argument("repeats[", d, "] is negative (", r, ")");
       const int64_t n = x.shape()[d];
       out_shape.push_back(n * r);
-      if (checked_numel(out_shape.span()) < 0)
-        return invalid_argument("tiled shape is too large");
+      if (checked_numel(out_shape.span()) < 0) return invalid_argument("tiled shape is too large");
       in_view.push_back(1);
       in_view.push_back(n);
       out_view.push_back(r);

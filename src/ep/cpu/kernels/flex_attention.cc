@@ -22,8 +22,10 @@ namespace {
 
 template <typename A, typename T>
 T to_storage(A v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return T(float(v));
-  else return T(v);
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+    return T(float(v));
+  else
+    return T(v);
 }
 
 // Independent partial sums let the compiler vectorize without reassociating on its own.
@@ -58,7 +60,8 @@ void softmax_row(A* row, int64_t n) {
 template <typename A>
 void narrow_into(const std::vector<A>& buf, Tensor& t) {
   switch (t.dtype()) {
-    NXRT_CASES_FLOAT(for (size_t i = 0; i < buf.size(); ++i) t.data<T>()[i] = to_storage<A, T>(buf[i]))
+    NXRT_CASES_FLOAT(for (size_t i = 0; i < buf.size(); ++i) t.data<T>()[i] =
+                         to_storage<A, T>(buf[i]))
     default:
       break;
   }
@@ -67,7 +70,8 @@ void narrow_into(const std::vector<A>& buf, Tensor& t) {
 template <typename A>
 void widen_from(const Tensor& t, std::vector<A>& buf) {
   switch (t.dtype()) {
-    NXRT_CASES_FLOAT(for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<A>(t.data<T>()[i]))
+    NXRT_CASES_FLOAT(for (size_t i = 0; i < buf.size(); ++i) buf[i] =
+                         static_cast<A>(t.data<T>()[i]))
     default:
       break;
   }
@@ -106,7 +110,17 @@ class FlexAttentionKernel final : public Kernel {
       return invalid_argument("Q heads (", Hq, ") must be a multiple of K/V heads (", Hkv, ")");
     NXRT_ASSIGN_OR_RETURN(Tensor * y_t, ctx.output(0, Shape{B, Hq, L, Ev}));
 
-    Work w{q_t.data<T>(), k_t.data<T>(), v_t.data<T>(), y_t->data<T>(), B, Hq, L, E, Hkv, S, Ev,
+    Work w{q_t.data<T>(),
+           k_t.data<T>(),
+           v_t.data<T>(),
+           y_t->data<T>(),
+           B,
+           Hq,
+           L,
+           E,
+           Hkv,
+           S,
+           Ev,
            cfg_.has_scale ? A(cfg_.scale) : A(1) / std::sqrt(A(E))};
     if (!cfg_.score_mod && !cfg_.prob_mod) return fused(w);
     return staged(ctx, w);
@@ -132,7 +146,8 @@ class FlexAttentionKernel final : public Kernel {
                         std::vector<A>& qrow, A* out) {
     const T* qi = w.q + ((b * w.Hq + h) * w.L + i) * w.E;
     for (int64_t d = 0; d < w.E; ++d) qrow[size_t(d)] = static_cast<A>(qi[d]);
-    for (int64_t s = 0; s < w.S; ++s) out[s] = dot(qrow.data(), &kb[size_t(s * w.E)], w.E) * w.scale;
+    for (int64_t s = 0; s < w.S; ++s)
+      out[s] = dot(qrow.data(), &kb[size_t(s * w.E)], w.E) * w.scale;
   }
 
   static void apply_v(const Work& w, int64_t b, int64_t h, int64_t i, const A* prob,
@@ -179,7 +194,8 @@ class FlexAttentionKernel final : public Kernel {
     std::vector<Tensor> outs;
     const Tensor* feeds[1] = {&in};
     NXRT_RETURN_IF_ERROR(ctx.run_subgraph(graph, feeds, outs));
-    if (outs.size() != 1) return invalid_argument(what, " produced ", outs.size(), " outputs, expected 1");
+    if (outs.size() != 1)
+      return invalid_argument(what, " produced ", outs.size(), " outputs, expected 1");
     const Tensor& out = outs[0];
     if (out.shape() != shape)
       return invalid_argument(what, " returned shape ", out.shape().to_string(), ", expected ",
@@ -207,9 +223,11 @@ class FlexAttentionKernel final : public Kernel {
         for (int64_t h = g * group; h < (g + 1) * group; ++h)
           for (int64_t i = 0; i < w.L; ++i) score_row(w, b, h, i, kb, qrow, row_of(b, h, i));
       }
-    if (cfg_.score_mod) NXRT_RETURN_IF_ERROR(run_mod(ctx, *cfg_.score_mod, "score_mod", shape, scores));
+    if (cfg_.score_mod)
+      NXRT_RETURN_IF_ERROR(run_mod(ctx, *cfg_.score_mod, "score_mod", shape, scores));
     for (int64_t r = 0; r < w.B * w.Hq * w.L; ++r) softmax_row(scores.data() + r * w.S, w.S);
-    if (cfg_.prob_mod) NXRT_RETURN_IF_ERROR(run_mod(ctx, *cfg_.prob_mod, "prob_mod", shape, scores));
+    if (cfg_.prob_mod)
+      NXRT_RETURN_IF_ERROR(run_mod(ctx, *cfg_.prob_mod, "prob_mod", shape, scores));
     for (int64_t b = 0; b < w.B; ++b)
       for (int64_t g = 0; g < w.Hkv; ++g) {
         load_kv(w, b, g, kb, vb);
@@ -234,8 +252,8 @@ Status compile_mod(KernelInit& init, const ir::Graph* graph, const char* name, D
     return init.error(StatusCode::kInvalidGraph, name, " declares its input as ",
                       tensor_type_name(declared), " but receives the softmax precision ",
                       tensor_type_name(precision));
-  NXRT_ASSIGN_OR_RETURN(out, init.subgraphs->compile(*graph, init.implicit_inputs,
-                                                     init.implicit_types, {precision}));
+  NXRT_ASSIGN_OR_RETURN(
+      out, init.subgraphs->compile(*graph, init.implicit_inputs, init.implicit_types, {precision}));
   if (out->outputs.size() != 1 || out->output_types.size() != 1)
     return init.error(StatusCode::kInvalidGraph, name, " must have exactly 1 output, has ",
                       out->outputs.size());

@@ -68,7 +68,8 @@ class GatherKernel final : public Kernel {
         if (inner == 1) {
           for (int64_t j = 0; j < n_idx; ++j) out[j] = block[idx[size_t(j)]];
         } else {
-          for (int64_t j = 0; j < n_idx; ++j) copy_run(block + idx[size_t(j)] * inner, out + j * inner, inner);
+          for (int64_t j = 0; j < n_idx; ++j)
+            copy_run(block + idx[size_t(j)] * inner, out + j * inner, inner);
         }
       }
       return Status();

@@ -12,20 +12,30 @@
 namespace nxrt::cpu {
 namespace {
 
-template <typename T> struct Compute { using type = float; };
-template <> struct Compute<double> { using type = double; };
+template <typename T>
+struct Compute {
+  using type = float;
+};
+template <>
+struct Compute<double> {
+  using type = double;
+};
 
 template <typename T, typename A>
 T to_storage(A v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return T(float(v));
-  else return T(v);
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+    return T(float(v));
+  else
+    return T(v);
 }
 
 Status read_grid(const Tensor& t, std::vector<double>& out, const char* what) {
   out.resize(size_t(t.numel()));
   switch (t.dtype()) {
-    NXRT_CASES_FLOAT(for (int64_t i = 0; i < t.numel(); ++i) out[size_t(i)] = double(t.data<T>()[i]))
-    default: return invalid_argument(what, " must be a float tensor, got ", dtype_name(t.dtype()));
+    NXRT_CASES_FLOAT(for (int64_t i = 0; i < t.numel(); ++i) out[size_t(i)] =
+                         double(t.data<T>()[i]))
+    default:
+      return invalid_argument(what, " must be a float tensor, got ", dtype_name(t.dtype()));
   }
   return Status();
 }
@@ -74,9 +84,10 @@ class GridSampleKernel final : public Kernel {
     const size_t rank = x.rank();
     if (rank < 3) return invalid_argument("X must have rank >= 3, got ", x.shape().to_string());
     const size_t r = rank - 2;
-    if (grid.rank() != rank || grid.shape()[0] != x.shape()[0] || grid.shape()[rank - 1] != int64_t(r))
-      return invalid_argument("grid shape ", grid.shape().to_string(), " must be [N, spatial..., ", r,
-                              "] for X of shape ", x.shape().to_string());
+    if (grid.rank() != rank || grid.shape()[0] != x.shape()[0] ||
+        grid.shape()[rank - 1] != int64_t(r))
+      return invalid_argument("grid shape ", grid.shape().to_string(), " must be [N, spatial..., ",
+                              r, "] for X of shape ", x.shape().to_string());
     const int64_t N = x.shape()[0], C = x.shape()[1];
     Shape y_shape{N, C};
     for (size_t i = 1; i + 1 < rank; ++i) y_shape.push_back(grid.shape()[i]);
@@ -86,7 +97,8 @@ class GridSampleKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(read_grid(grid, g, "grid"));
     switch (x.dtype()) {
       NXRT_CASES_FLOAT(run<T>(x, g, *y); return Status())
-      default: break;
+      default:
+        break;
     }
     return not_implemented("type ", tensor_type_name(x.dtype()), " is not supported");
   }
@@ -96,8 +108,10 @@ class GridSampleKernel final : public Kernel {
   int64_t tap_index(int64_t i, int64_t len, double lo, double hi) const {
     if (i >= 0 && i < len) return i;
     switch (padding_) {
-      case Padding::kZeros: return -1;
-      case Padding::kBorder: return std::clamp<int64_t>(i, 0, len - 1);
+      case Padding::kZeros:
+        return -1;
+      case Padding::kBorder:
+        return std::clamp<int64_t>(i, 0, len - 1);
       case Padding::kReflection:
         return std::clamp<int64_t>(int64_t(reflect(double(i), lo, hi)), 0, len - 1);
     }
@@ -133,8 +147,10 @@ class GridSampleKernel final : public Kernel {
           double c = align_ ? (gn + 1) / 2 * double(len - 1) : ((gn + 1) * double(len) - 1) / 2;
           if (mode_ == GridMode::kNearest) c = std::nearbyint(c);
           if (c < lo || c > hi) {
-            if (padding_ == Padding::kBorder) c = std::clamp(c, 0.0, double(len - 1));
-            else if (padding_ == Padding::kReflection) c = reflect(c, lo, hi);
+            if (padding_ == Padding::kBorder)
+              c = std::clamp(c, 0.0, double(len - 1));
+            else if (padding_ == Padding::kReflection)
+              c = reflect(c, lo, hi);
           }
           int64_t* id = &idx[d * 4];
           double* wd = &wt[d * 4];
@@ -163,8 +179,10 @@ class GridSampleKernel final : public Kernel {
             const int64_t k = rem % taps1;
             rem /= taps1;
             const int64_t i = idx[d * 4 + size_t(k)];
-            if (i < 0 || o < 0) o = -1;
-            else o += i * in_stride[d];
+            if (i < 0 || o < 0)
+              o = -1;
+            else
+              o += i * in_stride[d];
             wprod *= wt[d * 4 + size_t(k)];
           }
           off[size_t(t)] = o;
@@ -203,15 +221,18 @@ class AffineGridKernel final : public Kernel {
     for (int64_t s : size)
       if (s < 0) return invalid_argument("size has a negative value ", s);
     if (theta.shape() != Shape{N, r, r + 1})
-      return invalid_argument("theta shape ", theta.shape().to_string(), " must be [", N, ",", r, ",", r + 1, "]");
+      return invalid_argument("theta shape ", theta.shape().to_string(), " must be [", N, ",", r,
+                              ",", r + 1, "]");
     Shape out{N};
     for (int64_t d = 2; d < int64_t(size.size()); ++d) out.push_back(size[size_t(d)]);
     out.push_back(r);
-    if (checked_numel(out.span()) < 0) return invalid_argument("output shape ", out.to_string(), " is too large");
+    if (checked_numel(out.span()) < 0)
+      return invalid_argument("output shape ", out.to_string(), " is too large");
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
     switch (theta.dtype()) {
       NXRT_CASES_FLOAT(run<T>(theta, size, *y); return Status())
-      default: break;
+      default:
+        break;
     }
     return not_implemented("type ", tensor_type_name(theta.dtype()), " is not supported");
   }
@@ -236,7 +257,8 @@ class AffineGridKernel final : public Kernel {
         for (int64_t h = 0; h < H; ++h)
           for (int64_t w = 0; w < W; ++w) {
             // Homogeneous base point (x, y[, z], 1) with x along W.
-            A p[4] = {A(base_coord(w, W)), A(base_coord(h, H)), A(r == 3 ? base_coord(z, D) : 1.0), A(1)};
+            A p[4] = {A(base_coord(w, W)), A(base_coord(h, H)), A(r == 3 ? base_coord(z, D) : 1.0),
+                      A(1)};
             if (r == 2) p[2] = A(1);
             for (int64_t k = 0; k < r; ++k) {
               A acc = 0;
@@ -256,8 +278,12 @@ class RoiAlignKernel final : public Kernel {
  public:
   RoiAlignKernel(bool max_mode, int64_t out_h, int64_t out_w, int64_t sampling, float spatial_scale,
                  bool half_pixel)
-      : max_mode_(max_mode), out_h_(out_h), out_w_(out_w), sampling_(sampling),
-        spatial_scale_(spatial_scale), half_pixel_(half_pixel) {}
+      : max_mode_(max_mode),
+        out_h_(out_h),
+        out_w_(out_w),
+        sampling_(sampling),
+        spatial_scale_(spatial_scale),
+        half_pixel_(half_pixel) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
@@ -273,12 +299,14 @@ class RoiAlignKernel final : public Kernel {
       return invalid_argument("batch_indices has ", bidx.size(), " entries, expected ", R);
     for (int64_t b : bidx)
       if (b < 0 || b >= x.shape()[0])
-        return invalid_argument("batch index ", b, " is out of range for batch size ", x.shape()[0]);
+        return invalid_argument("batch index ", b, " is out of range for batch size ",
+                                x.shape()[0]);
     if (rois.dtype() != x.dtype()) return invalid_argument("rois type differs from X type");
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, Shape{R, x.shape()[1], out_h_, out_w_}));
     switch (x.dtype()) {
       NXRT_CASES_FLOAT(run<T>(x, rois, bidx, *y); return Status())
-      default: break;
+      default:
+        break;
     }
     return not_implemented("type ", tensor_type_name(x.dtype()), " is not supported");
   }
@@ -323,16 +351,32 @@ class RoiAlignKernel final : public Kernel {
             const double yy = y1 + double(ph) * bin_h + (double(iy) + 0.5) * bin_h / double(gh);
             for (int64_t ix = 0; ix < gw; ++ix, ++si) {
               const double xx = x1 + double(pw) * bin_w + (double(ix) + 0.5) * bin_w / double(gw);
-              if (yy < -1.0 || yy > double(H) || xx < -1.0 || xx > double(W)) continue;  // zero weights
+              if (yy < -1.0 || yy > double(H) || xx < -1.0 || xx > double(W))
+                continue;  // zero weights
               double sy = std::max(yy, 0.0), sx = std::max(xx, 0.0);
               int64_t y_lo = int64_t(sy), x_lo = int64_t(sx), y_hi, x_hi;
-              if (y_lo >= H - 1) { y_hi = y_lo = H - 1; sy = double(y_lo); } else { y_hi = y_lo + 1; }
-              if (x_lo >= W - 1) { x_hi = x_lo = W - 1; sx = double(x_lo); } else { x_hi = x_lo + 1; }
+              if (y_lo >= H - 1) {
+                y_hi = y_lo = H - 1;
+                sy = double(y_lo);
+              } else {
+                y_hi = y_lo + 1;
+              }
+              if (x_lo >= W - 1) {
+                x_hi = x_lo = W - 1;
+                sx = double(x_lo);
+              } else {
+                x_hi = x_lo + 1;
+              }
               const double ly = sy - double(y_lo), lx = sx - double(x_lo), hy = 1 - ly, hx = 1 - lx;
               Sample& s = samples[si];
-              s.pos[0] = y_lo * W + x_lo; s.pos[1] = y_lo * W + x_hi;
-              s.pos[2] = y_hi * W + x_lo; s.pos[3] = y_hi * W + x_hi;
-              s.w[0] = hy * hx; s.w[1] = hy * lx; s.w[2] = ly * hx; s.w[3] = ly * lx;
+              s.pos[0] = y_lo * W + x_lo;
+              s.pos[1] = y_lo * W + x_hi;
+              s.pos[2] = y_hi * W + x_lo;
+              s.pos[3] = y_hi * W + x_hi;
+              s.w[0] = hy * hx;
+              s.w[1] = hy * lx;
+              s.w[2] = ly * hx;
+              s.w[3] = ly * lx;
             }
           }
       for (int64_t c = 0; c < C; ++c) {
@@ -376,15 +420,23 @@ Expected<KernelPtr> create_grid_sample(KernelInit& init) {
   const bool align = attrs.get_int("align_corners", 0) != 0;
   NXRT_RETURN_IF_ERROR(attrs.status());
   GridMode m;
-  if (mode == "nearest") m = GridMode::kNearest;
-  else if (mode == "linear" || mode == "bilinear") m = GridMode::kLinear;
-  else if (mode == "cubic" || mode == "bicubic") m = GridMode::kCubic;
-  else return init.error(StatusCode::kInvalidGraph, "unsupported mode '", mode, "'");
+  if (mode == "nearest")
+    m = GridMode::kNearest;
+  else if (mode == "linear" || mode == "bilinear")
+    m = GridMode::kLinear;
+  else if (mode == "cubic" || mode == "bicubic")
+    m = GridMode::kCubic;
+  else
+    return init.error(StatusCode::kInvalidGraph, "unsupported mode '", mode, "'");
   Padding p;
-  if (padding == "zeros") p = Padding::kZeros;
-  else if (padding == "border") p = Padding::kBorder;
-  else if (padding == "reflection") p = Padding::kReflection;
-  else return init.error(StatusCode::kInvalidGraph, "unsupported padding_mode '", padding, "'");
+  if (padding == "zeros")
+    p = Padding::kZeros;
+  else if (padding == "border")
+    p = Padding::kBorder;
+  else if (padding == "reflection")
+    p = Padding::kReflection;
+  else
+    return init.error(StatusCode::kInvalidGraph, "unsupported padding_mode '", padding, "'");
   if (!is_float_type(init.input_type(0))) return init.unsupported_type(0);
   if (!is_float_type(init.input_type(1))) return init.unsupported_type(1);
   init.set_all_outputs(init.input_type(0));
@@ -410,14 +462,18 @@ Expected<KernelPtr> create_roi_align(KernelInit& init) {
   const std::string coord = attrs.get_string("coordinate_transformation_mode",
                                              init.opset >= 16 ? "half_pixel" : "output_half_pixel");
   NXRT_RETURN_IF_ERROR(attrs.status());
-  if (mode != "avg" && mode != "max") return init.error(StatusCode::kInvalidGraph, "unsupported mode '", mode, "'");
+  if (mode != "avg" && mode != "max")
+    return init.error(StatusCode::kInvalidGraph, "unsupported mode '", mode, "'");
   if (coord != "half_pixel" && coord != "output_half_pixel")
-    return init.error(StatusCode::kInvalidGraph, "unsupported coordinate_transformation_mode '", coord, "'");
+    return init.error(StatusCode::kInvalidGraph, "unsupported coordinate_transformation_mode '",
+                      coord, "'");
   if (out_h <= 0 || out_w <= 0 || sampling < 0)
-    return init.error(StatusCode::kInvalidGraph, "output_height/output_width must be positive and sampling_ratio >= 0");
+    return init.error(StatusCode::kInvalidGraph,
+                      "output_height/output_width must be positive and sampling_ratio >= 0");
   if (!is_float_type(init.input_type(0))) return init.unsupported_type(0);
   init.set_all_outputs(init.input_type(0));
-  return make_kernel<RoiAlignKernel>(mode == "max", out_h, out_w, sampling, scale, coord == "half_pixel");
+  return make_kernel<RoiAlignKernel>(mode == "max", out_h, out_w, sampling, scale,
+                                     coord == "half_pixel");
 }
 
 }  // namespace nxrt::cpu

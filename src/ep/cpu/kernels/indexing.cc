@@ -10,7 +10,6 @@
 namespace nxrt::cpu {
 namespace {
 
-
 // A strict total order on values: NaN sorts after everything and equals itself, so
 // sorting and grouping stay well defined for floats.
 template <typename W>
@@ -37,12 +36,14 @@ bool all_types(DataType t) {
 
 class CompressKernel final : public Kernel {
  public:
-  CompressKernel(DataType dtype, bool has_axis, int64_t axis) : dtype_(dtype), has_axis_(has_axis), axis_(axis) {}
+  CompressKernel(DataType dtype, bool has_axis, int64_t axis)
+      : dtype_(dtype), has_axis_(has_axis), axis_(axis) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     const Tensor& cond = *ctx.input(1);
-    if (cond.rank() != 1) return invalid_argument("condition must be 1-D, got shape ", cond.shape().to_string());
+    if (cond.rank() != 1)
+      return invalid_argument("condition must be 1-D, got shape ", cond.shape().to_string());
     const Shape& s = x.shape();
     int64_t axis = axis_;
     int64_t outer = 1, len = x.numel(), inner = 1;
@@ -78,7 +79,8 @@ class CompressKernel final : public Kernel {
             dst = std::copy(row, row + inner, dst);
           }
       })
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -93,8 +95,10 @@ class CompressKernel final : public Kernel {
 
 template <typename T>
 bool is_nonzero(const T& v) {
-  if constexpr (std::is_same_v<T, std::string>) return !v.empty();
-  else return wide_t<T>(v) != wide_t<T>(0);
+  if constexpr (std::is_same_v<T, std::string>)
+    return !v.empty();
+  else
+    return wide_t<T>(v) != wide_t<T>(0);
 }
 
 class NonZeroKernel final : public Kernel {
@@ -104,7 +108,8 @@ class NonZeroKernel final : public Kernel {
     const Tensor& x = *ctx.input(0);
     switch (dtype_) {
       NXRT_CASES_ALL(return run<T>(ctx, x))
-      default: break;
+      default:
+        break;
     }
     return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
   }
@@ -159,7 +164,8 @@ class TopKKernel final : public Kernel {
     if (!normalize_axis(axis, int64_t(s.size())))
       return invalid_argument("axis ", axis_, " is out of range for rank ", s.size());
     const int64_t len = s[size_t(axis)];
-    if (k < 0 || k > len) return invalid_argument("K = ", k, " is outside [0, ", len, "] for axis ", axis);
+    if (k < 0 || k > len)
+      return invalid_argument("K = ", k, " is outside [0, ", len, "] for axis ", axis);
     Shape out_shape = s;
     out_shape[size_t(axis)] = k;
     NXRT_ASSIGN_OR_RETURN(Tensor * values, ctx.output(0, out_shape));
@@ -167,15 +173,18 @@ class TopKKernel final : public Kernel {
     const int64_t outer = s.product(0, size_t(axis));
     const int64_t inner = s.product(size_t(axis) + 1, s.size());
     switch (dtype_) {
-      NXRT_CASES_NUMERIC(run<T>(x.data<T>(), values->data<T>(), indices->data<int64_t>(), outer, len, inner, k))
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      NXRT_CASES_NUMERIC(
+          run<T>(x.data<T>(), values->data<T>(), indices->data<int64_t>(), outer, len, inner, k))
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
 
  private:
   template <typename T>
-  void run(const T* x, T* values, int64_t* indices, int64_t outer, int64_t len, int64_t inner, int64_t k) const {
+  void run(const T* x, T* values, int64_t* indices, int64_t outer, int64_t len, int64_t inner,
+           int64_t k) const {
     using W = wide_t<T>;
     if (k == 0) return;
     std::vector<W> vals(static_cast<size_t>(len));
@@ -224,7 +233,8 @@ class UniqueKernel final : public Kernel {
     const Tensor& x = *ctx.input(0);
     switch (dtype_) {
       NXRT_CASES_ALL(return run<T>(ctx, x))
-      default: break;
+      default:
+        break;
     }
     return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
   }
@@ -278,8 +288,10 @@ class UniqueKernel final : public Kernel {
       // Renumber groups by first occurrence.
       std::vector<int64_t> by_first(static_cast<size_t>(u));
       std::iota(by_first.begin(), by_first.end(), int64_t(0));
-      std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) { return first[size_t(a)] < first[size_t(b)]; });
-      std::vector<int64_t> rank_of(static_cast<size_t>(u)), f2(static_cast<size_t>(u)), c2(static_cast<size_t>(u));
+      std::sort(by_first.begin(), by_first.end(),
+                [&](int64_t a, int64_t b) { return first[size_t(a)] < first[size_t(b)]; });
+      std::vector<int64_t> rank_of(static_cast<size_t>(u)), f2(static_cast<size_t>(u)),
+          c2(static_cast<size_t>(u));
       for (int64_t g = 0; g < u; ++g) {
         rank_of[size_t(by_first[size_t(g)])] = g;
         f2[size_t(g)] = first[size_t(by_first[size_t(g)])];

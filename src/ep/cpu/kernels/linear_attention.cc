@@ -90,21 +90,25 @@ class LinearAttentionKernel final : public Kernel {
     const int64_t B = q.shape()[0], T = q.shape()[1];
     for (const Tensor* t : {&k, &v})
       if (t->shape()[0] != B || t->shape()[1] != T)
-        return invalid_argument("query, key and value batch/sequence dims differ: ",
-                                q.shape().to_string(), ", ", k.shape().to_string(), ", ",
-                                v.shape().to_string());
+        return invalid_argument(
+            "query, key and value batch/sequence dims differ: ", q.shape().to_string(), ", ",
+            k.shape().to_string(), ", ", v.shape().to_string());
     if (q.shape()[2] % Hq != 0)
-      return invalid_argument("query hidden size ", q.shape()[2], " is not divisible by q_num_heads ", Hq);
+      return invalid_argument("query hidden size ", q.shape()[2],
+                              " is not divisible by q_num_heads ", Hq);
     const int64_t dk = q.shape()[2] / Hq;
     if (k.shape()[2] != Hkv * dk)
-      return invalid_argument("key hidden size ", k.shape()[2], " must be kv_num_heads * d_k = ", Hkv * dk);
+      return invalid_argument("key hidden size ", k.shape()[2],
+                              " must be kv_num_heads * d_k = ", Hkv * dk);
     if (v.shape()[2] % Hkv != 0)
-      return invalid_argument("value hidden size ", v.shape()[2], " is not divisible by kv_num_heads ", Hkv);
+      return invalid_argument("value hidden size ", v.shape()[2],
+                              " is not divisible by kv_num_heads ", Hkv);
     const int64_t dv = v.shape()[2] / Hkv;
     if (past && past->shape() != Shape{B, Hkv, dk, dv})
       return invalid_argument("past_state shape ", past->shape().to_string(), " must be (", B, ", ",
                               Hkv, ", ", dk, ", ", dv, ")");
-    if (cfg_.gated && !decay) return invalid_argument("the gated update rules need the decay input");
+    if (cfg_.gated && !decay)
+      return invalid_argument("the gated update rules need the decay input");
     if (cfg_.delta && !beta) return invalid_argument("the delta update rules need the beta input");
     bool decay_per_key = false;
     if (decay) {
@@ -138,8 +142,10 @@ class LinearAttentionKernel final : public Kernel {
 
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t g = 0; g < Hkv; ++g) {
-        if (past) load(*past, (b * Hkv + g) * dk * dv, dk * dv, state.data());
-        else std::fill(state.begin(), state.end(), 0.0f);
+        if (past)
+          load(*past, (b * Hkv + g) * dk * dv, dk * dv, state.data());
+        else
+          std::fill(state.begin(), state.end(), 0.0f);
         for (int64_t t = 0; t < T; ++t) {
           const int64_t row = b * T + t;
           load(k, row * Hkv * dk + g * dk, dk, kt.data());
@@ -236,7 +242,8 @@ Expected<KernelPtr> create_linear_attention(KernelInit& init) {
   if (init.has_input(3) && !is_supported_float(init.input_type(3))) return init.unsupported_type(3);
   init.output_types[0] = t;
   // With no past_state nothing names the state type S; it then follows the activations.
-  if (init.output_types.size() > 1) init.output_types[1] = init.has_input(3) ? init.input_type(3) : t;
+  if (init.output_types.size() > 1)
+    init.output_types[1] = init.has_input(3) ? init.input_type(3) : t;
   return make_kernel<LinearAttentionKernel>(cfg);
 }
 

@@ -22,10 +22,15 @@ Expected<LossAttrs> read_loss_attrs(KernelInit& init) {
   const std::string reduction = attrs.get_string("reduction", "mean");
   if (attrs.has("ignore_index")) out.ignore_index = attrs.get_int("ignore_index", 0);
   NXRT_RETURN_IF_ERROR(attrs.status());
-  if (reduction == "none") out.reduction = Reduction::kNone;
-  else if (reduction == "sum") out.reduction = Reduction::kSum;
-  else if (reduction == "mean") out.reduction = Reduction::kMean;
-  else return init.error(StatusCode::kInvalidGraph, "reduction '", reduction, "' is not none, sum or mean");
+  if (reduction == "none")
+    out.reduction = Reduction::kNone;
+  else if (reduction == "sum")
+    out.reduction = Reduction::kSum;
+  else if (reduction == "mean")
+    out.reduction = Reduction::kMean;
+  else
+    return init.error(StatusCode::kInvalidGraph, "reduction '", reduction,
+                      "' is not none, sum or mean");
   return out;
 }
 
@@ -45,7 +50,7 @@ Status reduce_loss(KernelContext& ctx, const std::vector<double>& logp, int64_t 
     for (int64_t k = 0; k < d; ++k) {
       const int64_t idx = i * d + k;
       const int64_t cls = target.dtype() == DataType::kInt64 ? target_at<int64_t>(target, idx)
-                                                              : target_at<int32_t>(target, idx);
+                                                             : target_at<int32_t>(target, idx);
       if (attrs.ignore_index && cls == *attrs.ignore_index) {
         gathered[size_t(idx)] = 0.0;
         continue;
@@ -86,7 +91,8 @@ void widen<double>(const Tensor& t, std::vector<double>& out) {
 }
 
 Status check_shapes(const Tensor& x, const Tensor& target, int64_t& n, int64_t& c, int64_t& d) {
-  if (x.rank() < 2) return invalid_argument("input must have rank >= 2, got ", x.shape().to_string());
+  if (x.rank() < 2)
+    return invalid_argument("input must have rank >= 2, got ", x.shape().to_string());
   n = x.shape()[0];
   c = x.shape()[1];
   d = x.shape().product(2, x.rank());
@@ -111,7 +117,8 @@ class NllLossKernel final : public Kernel {
     switch (dtype_) {
       NXRT_CASES_FLOAT(widen<T>(x, logp);
                        return reduce_loss<T>(ctx, logp, n, c, d, target, ctx.input(2), attrs_))
-      default: break;
+      default:
+        break;
     }
     return not_implemented("unsupported type");
   }
@@ -132,7 +139,8 @@ class SoftmaxCrossEntropyKernel final : public Kernel {
     std::vector<double> logp;
     switch (dtype_) {
       NXRT_CASES_FLOAT(widen<T>(x, logp))
-      default: return not_implemented("unsupported type");
+      default:
+        return not_implemented("unsupported type");
     }
     // log-softmax over the class axis (stride d), stabilised by the max.
     for (int64_t i = 0; i < n; ++i) {
@@ -154,7 +162,8 @@ class SoftmaxCrossEntropyKernel final : public Kernel {
         }
         return reduce_loss<T>(ctx, logp, n, c, d, target, ctx.input(2), attrs_);
       })
-      default: break;
+      default:
+        break;
     }
     return not_implemented("unsupported type");
   }

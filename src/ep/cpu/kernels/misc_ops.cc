@@ -58,7 +58,8 @@ class ReverseSequenceKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     const Tensor& lens = *ctx.input(1);
-    if (x.rank() < 2) return invalid_argument("input must have rank >= 2, got ", x.shape().to_string());
+    if (x.rank() < 2)
+      return invalid_argument("input must have rank >= 2, got ", x.shape().to_string());
     const int64_t batch = x.shape()[size_t(batch_axis_)];
     const int64_t steps = x.shape()[size_t(time_axis_)];
     if (lens.rank() != 1 || lens.shape()[0] != batch)
@@ -67,7 +68,8 @@ class ReverseSequenceKernel final : public Kernel {
     const int64_t* len = lens.data<int64_t>();
     for (int64_t b = 0; b < batch; ++b)
       if (len[b] < 0 || len[b] > steps)
-        return invalid_argument("sequence_lens[", b, "] = ", len[b], " is outside [0, ", steps, "]");
+        return invalid_argument("sequence_lens[", b, "] = ", len[b], " is outside [0, ", steps,
+                                "]");
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
     const int64_t inner = x.shape().product(2, x.rank());
     const size_t bytes = element_bytes(x.dtype());
@@ -101,7 +103,8 @@ class TensorScatterKernel final : public Kernel {
     const int64_t r = int64_t(past.rank());
     int64_t axis = axis_;
     if (!normalize_axis(axis, r) || axis == 0)
-      return invalid_argument("axis ", axis_, " must name a non-batch dim of rank-", r, " past_cache");
+      return invalid_argument("axis ", axis_, " must name a non-batch dim of rank-", r,
+                              " past_cache");
     if (update.rank() != past.rank())
       return invalid_argument("update ", update.shape().to_string(), " and past_cache ",
                               past.shape().to_string(), " differ in rank");
@@ -148,14 +151,18 @@ class TensorScatterKernel final : public Kernel {
 
 template <typename T>
 double widen(T v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return double(float(v));
-  else return double(v);
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+    return double(float(v));
+  else
+    return double(v);
 }
 
 template <typename T>
 T narrow_to(double v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return T(float(v));
-  else return T(v);
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+    return T(float(v));
+  else
+    return T(v);
 }
 
 // Determinant of each trailing [n, n] matrix by LU factorisation with partial pivoting,
@@ -205,7 +212,8 @@ class DetKernel final : public Kernel {
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
     switch (dtype_) {
       NXRT_CASES_FLOAT(determinants<T>(x.data<T>(), y->numel(), n, y->data<T>()))
-      default: return not_implemented("type ", dtype_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", dtype_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -236,8 +244,8 @@ Expected<KernelPtr> create_bit_cast(KernelInit& init) {
   };
   if (bits(from) != bits(target))
     return init.error(StatusCode::kInvalidGraph, "BitCast needs types of the same width; ",
-                      dtype_name(from), " has ", bits(from), " bits and ", dtype_name(target),
-                      " ", bits(target));
+                      dtype_name(from), " has ", bits(from), " bits and ", dtype_name(target), " ",
+                      bits(target));
   init.set_all_outputs(target);
   const bool signed_target = target == DataType::kInt4 || target == DataType::kInt2;
   return make_kernel<BitCastKernel>(dtype_packed_bits(target), signed_target);
@@ -278,6 +286,5 @@ Expected<KernelPtr> create_det(KernelInit& init) {
   init.set_all_outputs(t);
   return make_kernel<DetKernel>(t);
 }
-
 
 }  // namespace nxrt::cpu

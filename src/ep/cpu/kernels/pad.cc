@@ -18,9 +18,12 @@ int64_t map_coord(int64_t o, int64_t begin, int64_t n, PadMode mode) {
   const int64_t i = o - begin;
   if (i >= 0 && i < n) return i;
   switch (mode) {
-    case PadMode::kConstant: return -1;
-    case PadMode::kEdge: return i < 0 ? 0 : n - 1;
-    case PadMode::kWrap: return ((i % n) + n) % n;
+    case PadMode::kConstant:
+      return -1;
+    case PadMode::kEdge:
+      return i < 0 ? 0 : n - 1;
+    case PadMode::kWrap:
+      return ((i % n) + n) % n;
     case PadMode::kReflect: {
       if (n == 1) return 0;
       const int64_t period = 2 * (n - 1);
@@ -33,15 +36,22 @@ int64_t map_coord(int64_t o, int64_t begin, int64_t n, PadMode mode) {
 
 template <typename T>
 T value_from_double(double v) {
-  if constexpr (std::is_same_v<T, std::string>) return std::string();
-  else if constexpr (std::is_same_v<T, bool>) return v != 0;
-  else return T(v);
+  if constexpr (std::is_same_v<T, std::string>)
+    return std::string();
+  else if constexpr (std::is_same_v<T, bool>)
+    return v != 0;
+  else
+    return T(v);
 }
 
 class PadKernel final : public Kernel {
  public:
-  PadKernel(DataType dtype, PadMode mode, bool from_inputs, std::vector<int64_t> attr_pads, double attr_value)
-      : dtype_(dtype), mode_(mode), from_inputs_(from_inputs), attr_pads_(std::move(attr_pads)),
+  PadKernel(DataType dtype, PadMode mode, bool from_inputs, std::vector<int64_t> attr_pads,
+            double attr_value)
+      : dtype_(dtype),
+        mode_(mode),
+        from_inputs_(from_inputs),
+        attr_pads_(std::move(attr_pads)),
         attr_value_(attr_value) {}
 
   Status compute(KernelContext& ctx) const override {
@@ -56,11 +66,13 @@ class PadKernel final : public Kernel {
       SmallVec<int64_t> axes;
       NXRT_RETURN_IF_ERROR(read_int_list(*axes_t, axes, "axes input"));
       if (pads.size() != 2 * axes.size())
-        return invalid_argument("pads has ", pads.size(), " values, expected 2 * ", axes.size(), " (axes)");
+        return invalid_argument("pads has ", pads.size(), " values, expected 2 * ", axes.size(),
+                                " (axes)");
       SmallVec<bool> seen(size_t(rank), false);
       for (size_t k = 0; k < axes.size(); ++k) {
         int64_t a = axes[k];
-        if (!normalize_axis(a, rank)) return invalid_argument("axis ", axes[k], " is out of range for rank ", rank);
+        if (!normalize_axis(a, rank))
+          return invalid_argument("axis ", axes[k], " is out of range for rank ", rank);
         if (seen[size_t(a)]) return invalid_argument("axis ", axes[k], " appears twice");
         seen[size_t(a)] = true;
         full[size_t(a)] = pads[k];
@@ -81,7 +93,8 @@ class PadKernel final : public Kernel {
         return invalid_argument("pad ", b, "/", e, " on axis ", d, " is too large");
       const int64_t n = in[size_t(d)] + b + e;
       if (n < 0)
-        return invalid_argument("pads ", b, "/", e, " crop more than the ", in[size_t(d)], " elements of axis ", d);
+        return invalid_argument("pads ", b, "/", e, " crop more than the ", in[size_t(d)],
+                                " elements of axis ", d);
       if (mode_ != PadMode::kConstant && in[size_t(d)] == 0 && n > 0)
         return invalid_argument("cannot pad empty axis ", d, " in a non-constant mode");
       out.push_back(n);
@@ -105,16 +118,20 @@ class PadKernel final : public Kernel {
     }
     const Tensor* cv = from_inputs_ ? ctx.input(2) : nullptr;
     if (cv && cv->numel() > 1)
-      return invalid_argument("constant_value must be a scalar, got shape ", cv->shape().to_string());
+      return invalid_argument("constant_value must be a scalar, got shape ",
+                              cv->shape().to_string());
     if (cv && cv->numel() == 1 && cv->dtype() != dtype_)
-      return invalid_argument("constant_value has type ", dtype_name(cv->dtype()), ", expected ", dtype_name(dtype_));
+      return invalid_argument("constant_value has type ", dtype_name(cv->dtype()), ", expected ",
+                              dtype_name(dtype_));
     switch (dtype_) {
       NXRT_CASES_ALL({
-        const T fill = !from_inputs_ ? value_from_double<T>(attr_value_)
-                       : (cv && cv->numel() == 1) ? cv->data<T>()[0] : value_from_double<T>(0.0);
+        const T fill = !from_inputs_              ? value_from_double<T>(attr_value_)
+                       : (cv && cv->numel() == 1) ? cv->data<T>()[0]
+                                                  : value_from_double<T>(0.0);
         gather<T>(x, *y, maps, fill);
       })
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -151,7 +168,10 @@ class PadKernel final : public Kernel {
       int64_t base = 0;
       for (size_t d = 0; d + 1 < rank; ++d) {
         const int64_t m = maps.axis(d)[idx[d]];
-        if (m < 0) { inside = false; break; }
+        if (m < 0) {
+          inside = false;
+          break;
+        }
         base += m * in_stride[d];
       }
       if (!inside) {
@@ -192,15 +212,21 @@ Expected<KernelPtr> create_pad(KernelInit& init) {
   }
   NXRT_RETURN_IF_ERROR(attrs.status());
   PadMode mode;
-  if (mode_name == "constant") mode = PadMode::kConstant;
-  else if (mode_name == "reflect") mode = PadMode::kReflect;
-  else if (mode_name == "edge") mode = PadMode::kEdge;
-  else if (mode_name == "wrap") mode = PadMode::kWrap;
-  else return init.error(StatusCode::kInvalidGraph, "unknown mode '", mode_name, "'");
+  if (mode_name == "constant")
+    mode = PadMode::kConstant;
+  else if (mode_name == "reflect")
+    mode = PadMode::kReflect;
+  else if (mode_name == "edge")
+    mode = PadMode::kEdge;
+  else if (mode_name == "wrap")
+    mode = PadMode::kWrap;
+  else
+    return init.error(StatusCode::kInvalidGraph, "unknown mode '", mode_name, "'");
   const DataType t = init.input_type(0);
   if (!is_float_type(t) && !is_integer_type(t) && t != DataType::kBool && t != DataType::kString)
     return init.unsupported_type(0);
-  if (from_inputs && !init.has_input(1)) return init.error(StatusCode::kInvalidGraph, "needs the pads input");
+  if (from_inputs && !init.has_input(1))
+    return init.error(StatusCode::kInvalidGraph, "needs the pads input");
   init.set_all_outputs(t);
   return make_kernel<PadKernel>(t, mode, from_inputs, std::move(pads), value);
 }

@@ -14,7 +14,8 @@ namespace {
 bool is_quant_type(DataType t) { return t == DataType::kInt8 || t == DataType::kUint8; }
 
 int32_t int_at(const Tensor& t, int64_t i) {
-  return t.dtype() == DataType::kUint8 ? int32_t(t.data<uint8_t>()[i]) : int32_t(t.data<int8_t>()[i]);
+  return t.dtype() == DataType::kUint8 ? int32_t(t.data<uint8_t>()[i])
+                                       : int32_t(t.data<int8_t>()[i]);
 }
 
 // The values of a scale input, widened to float.
@@ -22,10 +23,18 @@ std::vector<float> scale_values(const Tensor& t) {
   std::vector<float> v(size_t(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) {
     switch (t.dtype()) {
-      case DataType::kFloat: v[size_t(i)] = t.data<float>()[i]; break;
-      case DataType::kFloat16: v[size_t(i)] = float(t.data<Float16>()[i]); break;
-      case DataType::kBFloat16: v[size_t(i)] = float(t.data<BFloat16>()[i]); break;
-      default: v[size_t(i)] = float(t.data<double>()[i]); break;
+      case DataType::kFloat:
+        v[size_t(i)] = t.data<float>()[i];
+        break;
+      case DataType::kFloat16:
+        v[size_t(i)] = float(t.data<Float16>()[i]);
+        break;
+      case DataType::kBFloat16:
+        v[size_t(i)] = float(t.data<BFloat16>()[i]);
+        break;
+      default:
+        v[size_t(i)] = float(t.data<double>()[i]);
+        break;
     }
   }
   return v;
@@ -35,9 +44,12 @@ std::vector<float> scale_values(const Tensor& t) {
 // scales), returned as float.
 float combine_scales(DataType t, float a, float b, float c) {
   switch (t) {
-    case DataType::kFloat16: return float(Float16(float(Float16(a * b)) / c));
-    case DataType::kBFloat16: return float(BFloat16(float(BFloat16(a * b)) / c));
-    default: return a * b / c;
+    case DataType::kFloat16:
+      return float(Float16(float(Float16(a * b)) / c));
+    case DataType::kBFloat16:
+      return float(BFloat16(float(BFloat16(a * b)) / c));
+    default:
+      return a * b / c;
   }
 }
 
@@ -77,13 +89,16 @@ Y requantize(int32_t acc, float multiplier, int32_t zero) {
   double v = std::nearbyint(double(acc) * double(multiplier)) + double(zero);
   // Extreme scales make the multiplier infinite and 0 * inf NaN: a zero product stays 0.
   if (std::isnan(v)) v = double(zero);
-  const double lo = double(std::numeric_limits<Y>::min()), hi = double(std::numeric_limits<Y>::max());
+  const double lo = double(std::numeric_limits<Y>::min()),
+               hi = double(std::numeric_limits<Y>::max());
   return Y(v < lo ? lo : (v > hi ? hi : v));
 }
 
 void store_quantized(Tensor& y, int64_t i, int32_t acc, float multiplier, int32_t zero) {
-  if (y.dtype() == DataType::kUint8) y.data<uint8_t>()[i] = requantize<uint8_t>(acc, multiplier, zero);
-  else y.data<int8_t>()[i] = requantize<int8_t>(acc, multiplier, zero);
+  if (y.dtype() == DataType::kUint8)
+    y.data<uint8_t>()[i] = requantize<uint8_t>(acc, multiplier, zero);
+  else
+    y.data<int8_t>()[i] = requantize<int8_t>(acc, multiplier, zero);
 }
 
 // numpy matmul over [..., M, K] x [..., K, N] with 1-D operands promoted and batch dims
@@ -301,8 +316,8 @@ Status check_scales(KernelInit& init, std::initializer_list<size_t> which) {
     if (s != DataType::kFloat && s != DataType::kFloat16 && s != DataType::kBFloat16)
       return init.unsupported_type(i);
     if (s != t)
-      return init.error(StatusCode::kInvalidGraph, "scales have different types (",
-                        dtype_name(t), " and ", dtype_name(s), ")");
+      return init.error(StatusCode::kInvalidGraph, "scales have different types (", dtype_name(t),
+                        " and ", dtype_name(s), ")");
   }
   return Status();
 }
@@ -311,7 +326,8 @@ Status check_scales(KernelInit& init, std::initializer_list<size_t> which) {
 Status check_zero_point(KernelInit& init, size_t i, DataType expected) {
   if (init.input_type(i) != expected)
     return init.error(StatusCode::kInvalidGraph, "input ", i, " (zero point) has type ",
-                      tensor_type_name(init.input_type(i)), ", expected ", tensor_type_name(expected));
+                      tensor_type_name(init.input_type(i)), ", expected ",
+                      tensor_type_name(expected));
   return Status();
 }
 

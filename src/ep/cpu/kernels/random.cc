@@ -39,8 +39,10 @@ float to_float_round_odd(double v) {
 
 template <typename T>
 T from_double(double v) {
-  if constexpr (kHalf<T>) return T(to_float_round_odd(v));
-  else return T(v);
+  if constexpr (kHalf<T>)
+    return T(to_float_round_odd(v));
+  else
+    return T(v);
 }
 
 // out[i] = (T(draw()) * scale) + shift, each step rounded to T: the reference's
@@ -62,10 +64,16 @@ enum class Dist { kUniform, kNormal };
 // RandomNormal); the *Like forms take the shape of input 0.
 class RandomKernel final : public Kernel {
  public:
-  RandomKernel(Dist dist, DataType dtype, float a, float b, bool has_seed, float seed,
-               bool like, std::vector<int64_t> shape)
-      : dist_(dist), dtype_(dtype), a_(a), b_(b), has_seed_(has_seed), seed_(seed),
-        like_(like), shape_(std::move(shape)) {}
+  RandomKernel(Dist dist, DataType dtype, float a, float b, bool has_seed, float seed, bool like,
+               std::vector<int64_t> shape)
+      : dist_(dist),
+        dtype_(dtype),
+        a_(a),
+        b_(b),
+        has_seed_(has_seed),
+        seed_(seed),
+        like_(like),
+        shape_(std::move(shape)) {}
 
   Status compute(KernelContext& ctx) const override {
     Shape shape;
@@ -87,7 +95,8 @@ class RandomKernel final : public Kernel {
           fill_affine(y->data<T>(), n, b_, a_, [&] { return rng.next_gauss(); });
         return Status();
       })
-      default: break;
+      default:
+        break;
     }
     return not_implemented("output type ", tensor_type_name(dtype_), " is not supported");
   }
@@ -104,8 +113,10 @@ class RandomKernel final : public Kernel {
 
 template <typename T>
 T zero_one(int v) {
-  if constexpr (kHalf<T>) return T(float(v));
-  else return T(v);
+  if constexpr (kHalf<T>)
+    return T(float(v));
+  else
+    return T(v);
 }
 
 class BernoulliKernel final : public Kernel {
@@ -120,7 +131,8 @@ class BernoulliKernel final : public Kernel {
     std::vector<double> p(static_cast<size_t>(n));
     switch (in_type_) {
       NXRT_CASES_FLOAT(for (int64_t i = 0; i < n; ++i) p[size_t(i)] = double(x.data<T>()[i]))
-      default: return not_implemented("input type ", tensor_type_name(in_type_), " is not supported");
+      default:
+        return not_implemented("input type ", tensor_type_name(in_type_), " is not supported");
     }
     for (int64_t i = 0; i < n; ++i)
       if (!(p[size_t(i)] >= 0.0 && p[size_t(i)] <= 1.0))
@@ -139,7 +151,8 @@ class BernoulliKernel final : public Kernel {
         for (int64_t i = 0; i < n; ++i) out[i] = rng.next_bernoulli(p[size_t(i)]) != 0;
         return Status();
       })
-      default: break;
+      default:
+        break;
     }
     return not_implemented("output type ", tensor_type_name(out_type_), " is not supported");
   }
@@ -156,7 +169,10 @@ class BernoulliKernel final : public Kernel {
 class MultinomialKernel final : public Kernel {
  public:
   MultinomialKernel(DataType in_type, DataType out_type, int64_t samples, bool has_seed, float seed)
-      : in_type_(in_type), out_type_(out_type), samples_(samples), has_seed_(has_seed),
+      : in_type_(in_type),
+        out_type_(out_type),
+        samples_(samples),
+        has_seed_(has_seed),
         seed_(seed) {}
 
   Status compute(KernelContext& ctx) const override {
@@ -168,7 +184,8 @@ class MultinomialKernel final : public Kernel {
     if (classes == 0 && batch > 0 && samples_ > 0)
       return invalid_argument("cannot sample from zero classes");
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, Shape{batch, samples_}));
-    std::vector<double> logits(static_cast<size_t>(classes)), cumulative(static_cast<size_t>(classes));
+    std::vector<double> logits(static_cast<size_t>(classes)),
+        cumulative(static_cast<size_t>(classes));
     NumpyRandom rng = NumpyRandom::for_call(has_seed_, seed_);
     for (int64_t b = 0; b < batch; ++b) {
       switch (in_type_) {
@@ -176,7 +193,8 @@ class MultinomialKernel final : public Kernel {
           const T* row = x.data<T>() + b * classes;
           for (int64_t c = 0; c < classes; ++c) logits[size_t(c)] = double(row[c]);
         })
-        default: return not_implemented("input type ", tensor_type_name(in_type_), " is not supported");
+        default:
+          return not_implemented("input type ", tensor_type_name(in_type_), " is not supported");
       }
       // Shifting by the largest logit keeps exp() in range; -inf logits get weight 0.
       double top = -std::numeric_limits<double>::infinity();
@@ -197,10 +215,13 @@ class MultinomialKernel final : public Kernel {
       while (last > 0 && cumulative[size_t(last)] == cumulative[size_t(last - 1)]) --last;
       for (int64_t s = 0; s < samples_; ++s) {
         const double u = rng.next_double() * total;
-        const int64_t k = std::upper_bound(cumulative.begin(), cumulative.end(), u) - cumulative.begin();
+        const int64_t k =
+            std::upper_bound(cumulative.begin(), cumulative.end(), u) - cumulative.begin();
         const int64_t pick = std::min(k, last);
-        if (out_type_ == DataType::kInt32) y->data<int32_t>()[b * samples_ + s] = int32_t(pick);
-        else y->data<int64_t>()[b * samples_ + s] = pick;
+        if (out_type_ == DataType::kInt32)
+          y->data<int32_t>()[b * samples_ + s] = int32_t(pick);
+        else
+          y->data<int64_t>()[b * samples_ + s] = pick;
       }
     }
     return Status();
@@ -245,9 +266,10 @@ Expected<KernelPtr> create_random(KernelInit& init, Dist dist, bool like) {
   Status st = read_dtype(attrs, dtype, dtype);
   if (!st.ok()) return init.error(st.code(), st.message());
   if (!is_float_type(dtype))
-    return init.error(StatusCode::kInvalidGraph, "output type ", tensor_type_name(dtype),
-                      " is not a floating-point type", like && !attrs.has("dtype")
-                          ? " (set the dtype attribute for a non-float input)" : "");
+    return init.error(
+        StatusCode::kInvalidGraph, "output type ", tensor_type_name(dtype),
+        " is not a floating-point type",
+        like && !attrs.has("dtype") ? " (set the dtype attribute for a non-float input)" : "");
   if (!like && checked_numel(shape) < 0)
     return init.error(StatusCode::kInvalidGraph, "shape ", Shape(shape).to_string(),
                       " has a negative dim or is too large");

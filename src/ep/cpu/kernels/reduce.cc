@@ -62,11 +62,15 @@ struct Fold {
 
   static A identity() {
     if constexpr (kMax) {
-      if constexpr (std::numeric_limits<A>::has_infinity) return -std::numeric_limits<A>::infinity();
-      else return std::numeric_limits<A>::lowest();
+      if constexpr (std::numeric_limits<A>::has_infinity)
+        return -std::numeric_limits<A>::infinity();
+      else
+        return std::numeric_limits<A>::lowest();
     } else if constexpr (kMin) {
-      if constexpr (std::numeric_limits<A>::has_infinity) return std::numeric_limits<A>::infinity();
-      else return std::numeric_limits<A>::max();
+      if constexpr (std::numeric_limits<A>::has_infinity)
+        return std::numeric_limits<A>::infinity();
+      else
+        return std::numeric_limits<A>::max();
     } else if constexpr (kProd) {
       return A(1);
     } else {
@@ -76,11 +80,15 @@ struct Fold {
   // NaN wins max and min, as in numpy.
   static A combine(A a, A b) {
     if constexpr (kMax) {
-      if constexpr (std::is_floating_point_v<A>) return (b > a || std::isnan(b)) && !std::isnan(a) ? b : a;
-      else return b > a ? b : a;
+      if constexpr (std::is_floating_point_v<A>)
+        return (b > a || std::isnan(b)) && !std::isnan(a) ? b : a;
+      else
+        return b > a ? b : a;
     } else if constexpr (kMin) {
-      if constexpr (std::is_floating_point_v<A>) return (b < a || std::isnan(b)) && !std::isnan(a) ? b : a;
-      else return b < a ? b : a;
+      if constexpr (std::is_floating_point_v<A>)
+        return (b < a || std::isnan(b)) && !std::isnan(a) ? b : a;
+      else
+        return b < a ? b : a;
     } else if constexpr (kProd) {
       return wrap_mul(a, b);
     } else {
@@ -94,9 +102,12 @@ A map_element(A x) {
   if constexpr (Op == ReduceOp::kSumSquare || Op == ReduceOp::kL2) {
     return wrap_mul(x, x);
   } else if constexpr (Op == ReduceOp::kL1) {
-    if constexpr (std::is_unsigned_v<A>) return x;
-    else if constexpr (std::is_integral_v<A>) return x < 0 ? A(std::make_unsigned_t<A>(0) - std::make_unsigned_t<A>(x)) : x;
-    else return std::fabs(x);
+    if constexpr (std::is_unsigned_v<A>)
+      return x;
+    else if constexpr (std::is_integral_v<A>)
+      return x < 0 ? A(std::make_unsigned_t<A>(0) - std::make_unsigned_t<A>(x)) : x;
+    else
+      return std::fabs(x);
   } else {
     return x;
   }
@@ -105,8 +116,10 @@ A map_element(A x) {
 template <ReduceOp Op, typename A>
 A finish(A a, int64_t count) {
   if constexpr (Op == ReduceOp::kMean) {
-    if constexpr (std::is_integral_v<A>) return count == 0 ? A(0) : A(a / A(count));
-    else return a / A(count);
+    if constexpr (std::is_integral_v<A>)
+      return count == 0 ? A(0) : A(a / A(count));
+    else
+      return a / A(count);
   } else if constexpr (Op == ReduceOp::kL2) {
     return std::sqrt(a);
   } else if constexpr (Op == ReduceOp::kLogSum) {
@@ -119,9 +132,12 @@ A finish(A a, int64_t count) {
 
 template <typename T, typename A>
 T store(A v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return T(float(v));
-  else if constexpr (std::is_same_v<T, bool>) return bool(v);
-  else return T(v);
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+    return T(float(v));
+  else if constexpr (std::is_same_v<T, bool>)
+    return bool(v);
+  else
+    return T(v);
 }
 
 // acc[o] = fold over the elements mapped to o of map(x, o), starting from acc's contents.
@@ -169,7 +185,8 @@ void reduce_typed(const ReducePlan& p, const T* x, T* y) {
       if (!std::isfinite(shift[o])) shift[o] = A(0);  // all -inf (or empty), or +inf: no shift
     std::fill(acc, acc + p.out_numel, A(0));
     const A* m = shift;
-    fold_into<Fold<ReduceOp::kSum, A>>(p, x, acc, [m](A v, int64_t o) { return std::exp(v - m[o]); });
+    fold_into<Fold<ReduceOp::kSum, A>>(p, x, acc,
+                                       [m](A v, int64_t o) { return std::exp(v - m[o]); });
     for (int64_t o = 0; o < p.out_numel; ++o) y[o] = store<T>(std::log(acc[o]) + m[o]);
   } else {
     using F = Fold<Op, A>;
@@ -183,14 +200,18 @@ template <ReduceOp Op>
 class ReduceKernel final : public Kernel {
  public:
   ReduceKernel(DataType dtype, std::vector<int64_t> axes, bool keepdims, bool noop, bool axes_input)
-      : dtype_(dtype), axes_(std::move(axes)), keepdims_(keepdims), noop_(noop),
+      : dtype_(dtype),
+        axes_(std::move(axes)),
+        keepdims_(keepdims),
+        noop_(noop),
         axes_input_(axes_input) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     SmallVec<int64_t> axes = axes_;
     if (axes_input_) {
-      if (const Tensor* a = ctx.input(1)) NXRT_RETURN_IF_ERROR(read_int_list(*a, axes, "axes input"));
+      if (const Tensor* a = ctx.input(1))
+        NXRT_RETURN_IF_ERROR(read_int_list(*a, axes, "axes input"));
     }
     const int64_t rank = int64_t(x.rank());
     SmallVec<bool> reduced;
@@ -201,8 +222,10 @@ class ReduceKernel final : public Kernel {
     }
     Shape out_shape;
     for (size_t d = 0; d < size_t(rank); ++d) {
-      if (!reduced[d]) out_shape.push_back(x.shape()[d]);
-      else if (keepdims_) out_shape.push_back(1);
+      if (!reduced[d])
+        out_shape.push_back(x.shape()[d]);
+      else if (keepdims_)
+        out_shape.push_back(1);
     }
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out_shape));
     const ReducePlan plan = make_reduce_plan(x.shape(), reduced);
@@ -214,7 +237,8 @@ class ReduceKernel final : public Kernel {
     }
     switch (dtype_) {
       NXRT_CASES_NUMERIC(reduce_typed<Op>(plan, x.data<T>(), y->data<T>()))
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -250,14 +274,30 @@ Expected<KernelPtr> create_reduce(KernelInit& init) {
 
 }  // namespace
 
-Expected<KernelPtr> create_reduce_sum(KernelInit& init) { return create_reduce<ReduceOp::kSum>(init); }
-Expected<KernelPtr> create_reduce_mean(KernelInit& init) { return create_reduce<ReduceOp::kMean>(init); }
-Expected<KernelPtr> create_reduce_max(KernelInit& init) { return create_reduce<ReduceOp::kMax>(init); }
-Expected<KernelPtr> create_reduce_min(KernelInit& init) { return create_reduce<ReduceOp::kMin>(init); }
-Expected<KernelPtr> create_reduce_prod(KernelInit& init) { return create_reduce<ReduceOp::kProd>(init); }
-Expected<KernelPtr> create_reduce_l1(KernelInit& init) { return create_reduce<ReduceOp::kL1>(init); }
-Expected<KernelPtr> create_reduce_l2(KernelInit& init) { return create_reduce<ReduceOp::kL2>(init); }
-Expected<KernelPtr> create_reduce_log_sum(KernelInit& init) { return create_reduce<ReduceOp::kLogSum>(init); }
+Expected<KernelPtr> create_reduce_sum(KernelInit& init) {
+  return create_reduce<ReduceOp::kSum>(init);
+}
+Expected<KernelPtr> create_reduce_mean(KernelInit& init) {
+  return create_reduce<ReduceOp::kMean>(init);
+}
+Expected<KernelPtr> create_reduce_max(KernelInit& init) {
+  return create_reduce<ReduceOp::kMax>(init);
+}
+Expected<KernelPtr> create_reduce_min(KernelInit& init) {
+  return create_reduce<ReduceOp::kMin>(init);
+}
+Expected<KernelPtr> create_reduce_prod(KernelInit& init) {
+  return create_reduce<ReduceOp::kProd>(init);
+}
+Expected<KernelPtr> create_reduce_l1(KernelInit& init) {
+  return create_reduce<ReduceOp::kL1>(init);
+}
+Expected<KernelPtr> create_reduce_l2(KernelInit& init) {
+  return create_reduce<ReduceOp::kL2>(init);
+}
+Expected<KernelPtr> create_reduce_log_sum(KernelInit& init) {
+  return create_reduce<ReduceOp::kLogSum>(init);
+}
 Expected<KernelPtr> create_reduce_log_sum_exp(KernelInit& init) {
   return create_reduce<ReduceOp::kLogSumExp>(init);
 }

@@ -19,11 +19,11 @@ namespace nxrt::cpu {
 struct ReducePlan {
   SmallVec<int64_t> dims;         // collapsed input dims (at least one)
   SmallVec<int64_t> out_strides;  // output element stride per collapsed dim, 0 if reduced
-  bool inner_reduced = true;         // the last collapsed dim is reduced
-  int64_t inner = 1;                 // run length: the last collapsed dim
+  bool inner_reduced = true;      // the last collapsed dim is reduced
+  int64_t inner = 1;              // run length: the last collapsed dim
   int64_t in_numel = 0;
   int64_t out_numel = 1;
-  int64_t reduce_count = 1;          // input elements folded into each output
+  int64_t reduce_count = 1;  // input elements folded into each output
 };
 
 // `reduced[d]` marks the reduced axes of `in`.
@@ -34,8 +34,10 @@ ReducePlan make_reduce_plan(const Shape& in, const Marks& reduced) {
   SmallVec<int64_t> dims;
   SmallVec<bool> red;
   for (size_t d = 0; d < in.size(); ++d) {
-    if (reduced[d]) p.reduce_count *= in[d];
-    else p.out_numel *= in[d];
+    if (reduced[d])
+      p.reduce_count *= in[d];
+    else
+      p.out_numel *= in[d];
     if (in[d] == 1) continue;  // size-1 dims move no offset either way
     if (!dims.empty() && red.back() == reduced[d]) {
       dims.back() *= in[d];  // neighbours of one kind walk memory as one dim

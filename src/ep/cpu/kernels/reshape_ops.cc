@@ -38,23 +38,29 @@ class ReshapeKernel final : public Kernel {
       int64_t d = target[i];
       if (d == 0 && !allow_zero_) {
         if (i >= x.rank())
-          return invalid_argument("shape dim ", i, " is 0 (copy) but the input has rank ", x.rank());
+          return invalid_argument("shape dim ", i, " is 0 (copy) but the input has rank ",
+                                  x.rank());
         d = x.shape()[i];
       }
       if (d == -1) {
-        if (infer >= 0) return invalid_argument("shape ", Shape(std::span<const int64_t>(target)).to_string(), " has more than one -1");
+        if (infer >= 0)
+          return invalid_argument("shape ", Shape(std::span<const int64_t>(target)).to_string(),
+                                  " has more than one -1");
         infer = int(i);
         out[i] = 1;
         continue;
       }
-      if (d < 0) return invalid_argument("shape ", Shape(std::span<const int64_t>(target)).to_string(), " has a negative dim");
+      if (d < 0)
+        return invalid_argument("shape ", Shape(std::span<const int64_t>(target)).to_string(),
+                                " has a negative dim");
       out[i] = d;
       if (checked_numel(out.span().subspan(i, 1)) < 0) return invalid_argument("bad dim");
       known = checked_numel(std::span<const int64_t>(&d, 1)) < 0 ? -1 : known * d;
     }
     const int64_t total = x.numel();
     if (checked_numel(out.span()) < 0)
-      return invalid_argument("shape ", Shape(std::span<const int64_t>(target)).to_string(), " is too large");
+      return invalid_argument("shape ", Shape(std::span<const int64_t>(target)).to_string(),
+                              " is too large");
     if (infer >= 0) {
       if (known == 0 || total % known != 0)
         return invalid_argument("cannot reshape ", x.shape().to_string(), " to ",
@@ -62,8 +68,8 @@ class ReshapeKernel final : public Kernel {
       out[size_t(infer)] = total / known;
     }
     if (out.numel() != total)
-      return invalid_argument("cannot reshape input of shape ", x.shape().to_string(), " (",
-                              total, " elements) to ", out.to_string());
+      return invalid_argument("cannot reshape input of shape ", x.shape().to_string(), " (", total,
+                              " elements) to ", out.to_string());
     return copy_to_output(ctx, x, out);
   }
 
@@ -82,7 +88,8 @@ class FlattenKernel final : public Kernel {
     if (axis < 0 || axis > rank)
       return invalid_argument("axis ", axis_, " is out of range for rank ", rank);
     const Shape& s = x.shape();
-    return copy_to_output(ctx, x, Shape{s.product(0, size_t(axis)), s.product(size_t(axis), s.size())});
+    return copy_to_output(ctx, x,
+                          Shape{s.product(0, size_t(axis)), s.product(size_t(axis), s.size())});
   }
 
  private:
@@ -111,7 +118,8 @@ class AxesKernel final : public Kernel {
         for (size_t d = 0; d < in.size(); ++d) drop[d] = in[d] == 1;
       }
       for (int64_t a : axes) {
-        if (!normalize_axis(a, rank)) return invalid_argument("axis ", a, " out of range for rank ", rank);
+        if (!normalize_axis(a, rank))
+          return invalid_argument("axis ", a, " out of range for rank ", rank);
         if (in[size_t(a)] != 1)
           return invalid_argument("cannot squeeze axis ", a, " of size ", in[size_t(a)]);
         drop[size_t(a)] = true;
@@ -122,7 +130,8 @@ class AxesKernel final : public Kernel {
       const int64_t rank = int64_t(in.size() + axes.size());
       SmallVec<bool> insert(size_t(rank), false);
       for (int64_t a : axes) {
-        if (!normalize_axis(a, rank)) return invalid_argument("axis ", a, " out of range for rank ", rank);
+        if (!normalize_axis(a, rank))
+          return invalid_argument("axis ", a, " out of range for rank ", rank);
         if (insert[size_t(a)]) return invalid_argument("axis ", a, " appears twice");
         insert[size_t(a)] = true;
       }
@@ -141,7 +150,9 @@ class AxesKernel final : public Kernel {
 class ConstantKernel final : public Kernel {
  public:
   explicit ConstantKernel(Tensor value) : value_(std::move(value)) {}
-  Status compute(KernelContext& ctx) const override { return copy_to_output(ctx, value_, value_.shape()); }
+  Status compute(KernelContext& ctx) const override {
+    return copy_to_output(ctx, value_, value_.shape());
+  }
 
  private:
   Tensor value_;
@@ -149,7 +160,8 @@ class ConstantKernel final : public Kernel {
 
 class ShapeKernel final : public Kernel {
  public:
-  ShapeKernel(int64_t start, int64_t end, bool has_end) : start_(start), end_(end), has_end_(has_end) {}
+  ShapeKernel(int64_t start, int64_t end, bool has_end)
+      : start_(start), end_(end), has_end_(has_end) {}
   Status compute(KernelContext& ctx) const override {
     const Shape& s = ctx.input(0)->shape();
     const int64_t rank = int64_t(s.size());
@@ -222,7 +234,8 @@ Expected<KernelPtr> create_reshape(KernelInit& init) {
   AttrReader attrs(init.node);
   const bool allow_zero = attrs.get_int("allowzero", 0) != 0;
   NXRT_RETURN_IF_ERROR(attrs.status());
-  if (init.opset < 5) return init.error(StatusCode::kNotImplemented, "Reshape-1 (shape attribute) is not supported");
+  if (init.opset < 5)
+    return init.error(StatusCode::kNotImplemented, "Reshape-1 (shape attribute) is not supported");
   init.set_all_outputs(init.input_type(0));
   return make_kernel<ReshapeKernel>(allow_zero);
 }

@@ -17,8 +17,13 @@ namespace {
 
 enum class Mode { kNearest, kLinear, kCubic };
 enum class Coord {
-  kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfCropAndResize,
-  kHalfPixelSymmetric, kTfHalfPixelForNn
+  kHalfPixel,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfCropAndResize,
+  kHalfPixelSymmetric,
+  kTfHalfPixelForNn
 };
 // kSimple is the rounding of Resize-10 and Upsample, which predate nearest_mode:
 // ceil when downsampling, truncation otherwise (what onnxruntime does).
@@ -58,12 +63,16 @@ double source_coord(const ResizeConfig& cfg, int64_t y, double scale, int64_t in
   const double out_len = scale * double(in);
   const double yd = double(y);
   switch (cfg.coord) {
-    case Coord::kHalfPixel: return (yd + 0.5) / scale - 0.5;
-    case Coord::kPytorchHalfPixel: return out > 1 ? (yd + 0.5) / scale - 0.5 : 0.0;
+    case Coord::kHalfPixel:
+      return (yd + 0.5) / scale - 0.5;
+    case Coord::kPytorchHalfPixel:
+      return out > 1 ? (yd + 0.5) / scale - 0.5 : 0.0;
     case Coord::kAlignCorners:
       return out_len == 1.0 ? 0.0 : yd * double(in - 1) / (out_len - 1.0);
-    case Coord::kAsymmetric: return yd / scale;
-    case Coord::kTfHalfPixelForNn: return (yd + 0.5) / scale;
+    case Coord::kAsymmetric:
+      return yd / scale;
+    case Coord::kTfHalfPixelForNn:
+      return (yd + 0.5) / scale;
     case Coord::kTfCropAndResize: {
       const double span = (roi_end - roi_start) * double(in - 1);
       const double x = out_len == 1.0 ? span / 2 : yd * span / (out_len - 1.0);
@@ -106,11 +115,21 @@ AxisPlan build_plan(const ResizeConfig& cfg, int64_t in, int64_t out, double sca
       double pick = x;
       if (frac != 0) {
         switch (cfg.nearest) {
-          case Nearest::kRoundPreferFloor: pick = frac <= 0.5 ? fl : fl + 1; break;
-          case Nearest::kRoundPreferCeil: pick = frac < 0.5 ? fl : fl + 1; break;
-          case Nearest::kFloor: pick = fl; break;
-          case Nearest::kCeil: pick = fl + 1; break;
-          case Nearest::kSimple: pick = scale < 1.0 ? fl + 1 : std::trunc(x); break;
+          case Nearest::kRoundPreferFloor:
+            pick = frac <= 0.5 ? fl : fl + 1;
+            break;
+          case Nearest::kRoundPreferCeil:
+            pick = frac < 0.5 ? fl : fl + 1;
+            break;
+          case Nearest::kFloor:
+            pick = fl;
+            break;
+          case Nearest::kCeil:
+            pick = fl + 1;
+            break;
+          case Nearest::kSimple:
+            pick = scale < 1.0 ? fl + 1 : std::trunc(x);
+            break;
         }
       }
       p.index[size_t(y)] = int64_t(std::clamp(pick, 0.0, double(in - 1)));
@@ -155,10 +174,22 @@ AxisPlan build_plan(const ResizeConfig& cfg, int64_t in, int64_t out, double sca
 
 // Integer outputs are rounded half-to-even, so they accumulate in double: float error
 // would move exact .5 ties to either side.
-template <typename T> struct AccOf { using type = double; };
-template <> struct AccOf<float> { using type = float; };
-template <> struct AccOf<Float16> { using type = float; };
-template <> struct AccOf<BFloat16> { using type = float; };
+template <typename T>
+struct AccOf {
+  using type = double;
+};
+template <>
+struct AccOf<float> {
+  using type = float;
+};
+template <>
+struct AccOf<Float16> {
+  using type = float;
+};
+template <>
+struct AccOf<BFloat16> {
+  using type = float;
+};
 
 template <typename D, typename A>
 D store(A v) {
@@ -176,8 +207,8 @@ D store(A v) {
 
 // One 1-D pass: src is [outer, in, inner], dst is [outer, out, inner].
 template <typename S, typename D, typename A>
-void interpolate_pass(const S* src, D* dst, int64_t outer, int64_t in, int64_t out,
-                      int64_t inner, const AxisPlan& p, A extrap) {
+void interpolate_pass(const S* src, D* dst, int64_t outer, int64_t in, int64_t out, int64_t inner,
+                      const AxisPlan& p, A extrap) {
   const int64_t taps = p.taps;
   std::vector<A> row(std::is_same_v<D, A> ? 0 : size_t(inner));
   std::vector<A> w(p.weight.begin(), p.weight.end());
@@ -191,15 +222,18 @@ void interpolate_pass(const S* src, D* dst, int64_t outer, int64_t in, int64_t o
       const bool ext = !p.extrapolate.empty() && p.extrapolate[size_t(y)];
       if (inner == 1) {
         A acc = 0;
-        if (ext) acc = extrap;
+        if (ext)
+          acc = extrap;
         else
           for (int64_t k = 0; k < taps; ++k) acc += wy[k] * A(sb[idx[k]]);
         *d = store<D>(acc);
         continue;
       }
       A* acc;
-      if constexpr (std::is_same_v<D, A>) acc = d;
-      else acc = row.data();
+      if constexpr (std::is_same_v<D, A>)
+        acc = d;
+      else
+        acc = row.data();
       if (ext) {
         std::fill(acc, acc + inner, extrap);
       } else {
@@ -308,12 +342,14 @@ void run_nearest(const Tensor& x, Tensor& y, const std::vector<AxisPlan>& plans,
 }
 
 Status read_float_list(const Tensor& t, std::vector<double>& out, const char* what) {
-  if (t.rank() > 1) return invalid_argument(what, " must be 1-D, got shape ", t.shape().to_string());
+  if (t.rank() > 1)
+    return invalid_argument(what, " must be 1-D, got shape ", t.shape().to_string());
   const int64_t n = t.numel();
   out.resize(size_t(n));
   switch (t.dtype()) {
     NXRT_CASES_FLOAT(for (int64_t i = 0; i < n; ++i) out[size_t(i)] = double(t.data<T>()[i]))
-    default: return invalid_argument(what, " must be a float tensor, got ", dtype_name(t.dtype()));
+    default:
+      return invalid_argument(what, " must be a float tensor, got ", dtype_name(t.dtype()));
   }
   return Status();
 }
@@ -342,8 +378,10 @@ class ResizeKernel final : public Kernel {
       scales_t = ctx.input(2);
       sizes_t = ctx.input(3);
     }
-    if (scales_t && scales_t->numel() > 0) NXRT_RETURN_IF_ERROR(read_float_list(*scales_t, scales, "scales"));
-    if (sizes_t && sizes_t->numel() > 0) NXRT_RETURN_IF_ERROR(read_int_list(*sizes_t, sizes, "sizes"));
+    if (scales_t && scales_t->numel() > 0)
+      NXRT_RETURN_IF_ERROR(read_float_list(*scales_t, scales, "scales"));
+    if (sizes_t && sizes_t->numel() > 0)
+      NXRT_RETURN_IF_ERROR(read_int_list(*sizes_t, sizes, "sizes"));
     if (roi_t && roi_t->numel() > 0 && cfg_.coord == Coord::kTfCropAndResize)
       NXRT_RETURN_IF_ERROR(read_float_list(*roi_t, roi, "roi"));
     if (!scales.empty() && !sizes.empty())
@@ -357,7 +395,8 @@ class ResizeKernel final : public Kernel {
     } else {
       std::vector<bool> seen(size_t(rank), false);
       for (int64_t& a : axes) {
-        if (!normalize_axis(a, rank)) return invalid_argument("axis ", a, " is out of range for rank ", rank);
+        if (!normalize_axis(a, rank))
+          return invalid_argument("axis ", a, " is out of range for rank ", rank);
         if (seen[size_t(a)]) return invalid_argument("axis ", a, " appears twice in axes");
         seen[size_t(a)] = true;
       }
@@ -370,7 +409,8 @@ class ResizeKernel final : public Kernel {
     if (!roi.empty() && roi.size() != 2 * n_axes)
       return invalid_argument("roi has ", roi.size(), " elements, expected ", 2 * n_axes);
 
-    std::vector<double> scale(size_t(rank), 1.0), roi_start(size_t(rank), 0.0), roi_end(size_t(rank), 1.0);
+    std::vector<double> scale(size_t(rank), 1.0), roi_start(size_t(rank), 0.0),
+        roi_end(size_t(rank), 1.0);
     Shape out_shape = in_shape;
     for (size_t i = 0; i < n_axes; ++i) {
       const size_t d = size_t(axes[i]);
@@ -380,9 +420,11 @@ class ResizeKernel final : public Kernel {
       }
       if (!scales.empty()) {
         const double s = scales[i];
-        if (!(s > 0) || !std::isfinite(s)) return invalid_argument("scale ", s, " must be positive and finite");
+        if (!(s > 0) || !std::isfinite(s))
+          return invalid_argument("scale ", s, " must be positive and finite");
         const double o = std::floor(s * double(in_shape[d]));
-        if (o > double(int64_t(1) << 40)) return invalid_argument("scale ", s, " gives an absurd output size");
+        if (o > double(int64_t(1) << 40))
+          return invalid_argument("scale ", s, " gives an absurd output size");
         scale[d] = s;
         out_shape[d] = int64_t(o);
       } else {
@@ -396,7 +438,8 @@ class ResizeKernel final : public Kernel {
     if (!sizes.empty() && cfg_.policy != Policy::kStretch) {
       double s = cfg_.policy == Policy::kNotLarger ? std::numeric_limits<double>::infinity() : 0.0;
       for (int64_t a : axes)
-        s = cfg_.policy == Policy::kNotLarger ? std::min(s, scale[size_t(a)]) : std::max(s, scale[size_t(a)]);
+        s = cfg_.policy == Policy::kNotLarger ? std::min(s, scale[size_t(a)])
+                                              : std::max(s, scale[size_t(a)]);
       for (int64_t a : axes) {
         scale[size_t(a)] = s;
         out_shape[size_t(a)] = int64_t(s * double(in_shape[size_t(a)]) + 0.5);
@@ -410,19 +453,22 @@ class ResizeKernel final : public Kernel {
     std::vector<AxisPlan> plans;
     plans.resize(size_t(rank));
     for (int64_t d = 0; d < rank; ++d)
-      plans[size_t(d)] = build_plan(cfg_, in_shape[size_t(d)], out_shape[size_t(d)], scale[size_t(d)],
-                                    roi_start[size_t(d)], roi_end[size_t(d)]);
+      plans[size_t(d)] = build_plan(cfg_, in_shape[size_t(d)], out_shape[size_t(d)],
+                                    scale[size_t(d)], roi_start[size_t(d)], roi_end[size_t(d)]);
 
     if (cfg_.mode == Mode::kNearest) {
       switch (x.dtype()) {
-        NXRT_CASES_NUMERIC(run_nearest<T>(x, *y, plans, store<T>(cfg_.extrapolation)); return Status())
+        NXRT_CASES_NUMERIC(run_nearest<T>(x, *y, plans, store<T>(cfg_.extrapolation));
+                           return Status())
         NXRT_CASE(kBool, run_nearest<T>(x, *y, plans, cfg_.extrapolation != 0); return Status())
-        default: break;
+        default:
+          break;
       }
     } else {
       switch (x.dtype()) {
         NXRT_CASES_NUMERIC(run_interpolate<T>(x, *y, plans, cfg_.extrapolation); return Status())
-        default: break;
+        default:
+          break;
       }
     }
     return not_implemented("type ", tensor_type_name(x.dtype()), " is not supported");
@@ -434,16 +480,21 @@ class ResizeKernel final : public Kernel {
 
 Status parse_mode(AttrReader& attrs, ResizeConfig& cfg, bool allow_cubic) {
   const std::string mode = attrs.get_string("mode", "nearest");
-  if (mode == "nearest") cfg.mode = Mode::kNearest;
-  else if (mode == "linear" || mode == "bilinear" || mode == "trilinear") cfg.mode = Mode::kLinear;
-  else if (mode == "cubic" && allow_cubic) cfg.mode = Mode::kCubic;
-  else return invalid_graph("unsupported mode '", mode, "'");
+  if (mode == "nearest")
+    cfg.mode = Mode::kNearest;
+  else if (mode == "linear" || mode == "bilinear" || mode == "trilinear")
+    cfg.mode = Mode::kLinear;
+  else if (mode == "cubic" && allow_cubic)
+    cfg.mode = Mode::kCubic;
+  else
+    return invalid_graph("unsupported mode '", mode, "'");
   return Status();
 }
 
 Status check_input_types(const KernelInit& init) {
   const DataType t = init.input_type(0);
-  if (!is_float_type(t) && !is_integer_type(t) && t != DataType::kBool) return init.unsupported_type(0);
+  if (!is_float_type(t) && !is_integer_type(t) && t != DataType::kBool)
+    return init.unsupported_type(0);
   return Status();
 }
 
@@ -462,20 +513,34 @@ Expected<KernelPtr> create_resize(KernelInit& init) {
   } else {
     cfg.layout = Layout::kRoiScalesSizes;
     const std::string coord = attrs.get_string("coordinate_transformation_mode", "half_pixel");
-    if (coord == "half_pixel") cfg.coord = Coord::kHalfPixel;
-    else if (coord == "pytorch_half_pixel") cfg.coord = Coord::kPytorchHalfPixel;
-    else if (coord == "align_corners") cfg.coord = Coord::kAlignCorners;
-    else if (coord == "asymmetric") cfg.coord = Coord::kAsymmetric;
-    else if (coord == "tf_crop_and_resize") cfg.coord = Coord::kTfCropAndResize;
-    else if (coord == "half_pixel_symmetric" && init.opset >= 19) cfg.coord = Coord::kHalfPixelSymmetric;
-    else if (coord == "tf_half_pixel_for_nn" && init.opset < 13) cfg.coord = Coord::kTfHalfPixelForNn;
-    else return init.error(StatusCode::kInvalidGraph, "unsupported coordinate_transformation_mode '", coord, "'");
+    if (coord == "half_pixel")
+      cfg.coord = Coord::kHalfPixel;
+    else if (coord == "pytorch_half_pixel")
+      cfg.coord = Coord::kPytorchHalfPixel;
+    else if (coord == "align_corners")
+      cfg.coord = Coord::kAlignCorners;
+    else if (coord == "asymmetric")
+      cfg.coord = Coord::kAsymmetric;
+    else if (coord == "tf_crop_and_resize")
+      cfg.coord = Coord::kTfCropAndResize;
+    else if (coord == "half_pixel_symmetric" && init.opset >= 19)
+      cfg.coord = Coord::kHalfPixelSymmetric;
+    else if (coord == "tf_half_pixel_for_nn" && init.opset < 13)
+      cfg.coord = Coord::kTfHalfPixelForNn;
+    else
+      return init.error(StatusCode::kInvalidGraph, "unsupported coordinate_transformation_mode '",
+                        coord, "'");
     const std::string nearest = attrs.get_string("nearest_mode", "round_prefer_floor");
-    if (nearest == "round_prefer_floor") cfg.nearest = Nearest::kRoundPreferFloor;
-    else if (nearest == "round_prefer_ceil") cfg.nearest = Nearest::kRoundPreferCeil;
-    else if (nearest == "floor") cfg.nearest = Nearest::kFloor;
-    else if (nearest == "ceil") cfg.nearest = Nearest::kCeil;
-    else return init.error(StatusCode::kInvalidGraph, "unsupported nearest_mode '", nearest, "'");
+    if (nearest == "round_prefer_floor")
+      cfg.nearest = Nearest::kRoundPreferFloor;
+    else if (nearest == "round_prefer_ceil")
+      cfg.nearest = Nearest::kRoundPreferCeil;
+    else if (nearest == "floor")
+      cfg.nearest = Nearest::kFloor;
+    else if (nearest == "ceil")
+      cfg.nearest = Nearest::kCeil;
+    else
+      return init.error(StatusCode::kInvalidGraph, "unsupported nearest_mode '", nearest, "'");
     cfg.cubic_a = attrs.get_float("cubic_coeff_a", -0.75f);
     cfg.exclude_outside = attrs.get_int("exclude_outside", 0) != 0;
     cfg.extrapolation = attrs.get_float("extrapolation_value", 0.0f);
@@ -484,14 +549,20 @@ Expected<KernelPtr> create_resize(KernelInit& init) {
     cfg.antialias = attrs.get_int("antialias", 0) != 0;
     cfg.axes = attrs.get_ints("axes");
     const std::string policy = attrs.get_string("keep_aspect_ratio_policy", "stretch");
-    if (policy == "stretch") cfg.policy = Policy::kStretch;
-    else if (policy == "not_larger") cfg.policy = Policy::kNotLarger;
-    else if (policy == "not_smaller") cfg.policy = Policy::kNotSmaller;
-    else return init.error(StatusCode::kInvalidGraph, "unsupported keep_aspect_ratio_policy '", policy, "'");
+    if (policy == "stretch")
+      cfg.policy = Policy::kStretch;
+    else if (policy == "not_larger")
+      cfg.policy = Policy::kNotLarger;
+    else if (policy == "not_smaller")
+      cfg.policy = Policy::kNotSmaller;
+    else
+      return init.error(StatusCode::kInvalidGraph, "unsupported keep_aspect_ratio_policy '", policy,
+                        "'");
   }
   NXRT_RETURN_IF_ERROR(attrs.status());
   if (cfg.mode != Mode::kNearest && init.input_type(0) == DataType::kBool)
-    return init.error(StatusCode::kNotImplemented, "linear/cubic resize of bool tensors is not supported");
+    return init.error(StatusCode::kNotImplemented,
+                      "linear/cubic resize of bool tensors is not supported");
   init.set_all_outputs(init.input_type(0));
   return make_kernel<ResizeKernel>(std::move(cfg));
 }
@@ -507,13 +578,15 @@ Expected<KernelPtr> create_upsample(KernelInit& init) {
   if (init.opset < 9) {
     cfg.layout = Layout::kUpsampleAttr;
     cfg.attr_scales = attrs.get_floats("scales");
-    if (cfg.attr_scales.empty()) return init.error(StatusCode::kInvalidGraph, "needs the scales attribute");
+    if (cfg.attr_scales.empty())
+      return init.error(StatusCode::kInvalidGraph, "needs the scales attribute");
   } else {
     cfg.layout = Layout::kScalesAt1;
   }
   NXRT_RETURN_IF_ERROR(attrs.status());
   if (cfg.mode != Mode::kNearest && init.input_type(0) == DataType::kBool)
-    return init.error(StatusCode::kNotImplemented, "linear upsampling of bool tensors is not supported");
+    return init.error(StatusCode::kNotImplemented,
+                      "linear upsampling of bool tensors is not supported");
   init.set_all_outputs(init.input_type(0));
   return make_kernel<ResizeKernel>(std::move(cfg));
 }

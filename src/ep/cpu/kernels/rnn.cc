@@ -42,7 +42,7 @@ int64_t gate_count(Cell cell) { return cell == Cell::kRnn ? 1 : cell == Cell::kG
 inline float exp_reduced(float x) {
   const float t = x * 1.44269504f;
   const float n = (t + 12582912.0f) - 12582912.0f;  // round to nearest (|t| < 2^22)
-  float r = x - n * 0.693359375f;                  // ln2 split in two for exactness
+  float r = x - n * 0.693359375f;                   // ln2 split in two for exactness
   r = r + n * 2.12194440e-4f;
   float p = 1.0f / 5040;
   p = p * r + 1.0f / 720;
@@ -93,8 +93,8 @@ __attribute__((target("avx2"))) inline __m256 exp_reduced8(__m256 x) {
   __m256 p = splat8(1.0f / 5040);
   for (float k : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
     p = _mm256_add_ps(_mm256_mul_ps(p, r), splat8(k));
-  const __m256i bits = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i bits =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
 }
 
@@ -150,8 +150,17 @@ void tanh_inplace(float* x, int64_t n) {
 // ------------------------------------------------------------------------ activations
 
 enum class ActKind {
-  kSigmoid, kTanh, kRelu, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid,
-  kElu, kSoftsign, kSoftplus,
+  kSigmoid,
+  kTanh,
+  kRelu,
+  kAffine,
+  kLeakyRelu,
+  kThresholdedRelu,
+  kScaledTanh,
+  kHardSigmoid,
+  kElu,
+  kSoftsign,
+  kSoftplus,
 };
 
 struct Activation {
@@ -167,12 +176,16 @@ void activate(const Activation& act, C* x, int64_t n, float clip) {
   const C alpha = C(act.alpha), beta = C(act.beta);
   switch (act.kind) {
     case ActKind::kSigmoid:
-      if constexpr (std::is_same_v<C, float>) sigmoid_inplace(x, n);
-      else for (int64_t i = 0; i < n; ++i) x[i] = C(1) / (C(1) + std::exp(-x[i]));
+      if constexpr (std::is_same_v<C, float>)
+        sigmoid_inplace(x, n);
+      else
+        for (int64_t i = 0; i < n; ++i) x[i] = C(1) / (C(1) + std::exp(-x[i]));
       break;
     case ActKind::kTanh:
-      if constexpr (std::is_same_v<C, float>) tanh_inplace(x, n);
-      else for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]);
+      if constexpr (std::is_same_v<C, float>)
+        tanh_inplace(x, n);
+      else
+        for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]);
       break;
     case ActKind::kRelu:
       for (int64_t i = 0; i < n; ++i) x[i] = std::max(x[i], C(0));
@@ -208,8 +221,8 @@ void activate(const Activation& act, C* x, int64_t n, float clip) {
 
 // Parses the activations attribute, consuming activation_alpha/beta in order for the
 // functions that take them (defaults as in onnxruntime when the lists run short).
-Status parse_activations(AttrReader& attrs, const std::vector<std::string>& defaults,
-                         int64_t dirs, std::vector<Activation>& out) {
+Status parse_activations(AttrReader& attrs, const std::vector<std::string>& defaults, int64_t dirs,
+                         std::vector<Activation>& out) {
   const size_t per_dir = defaults.size();
   std::vector<std::string> names = defaults;
   if (dirs == 2) names.insert(names.end(), defaults.begin(), defaults.end());
@@ -232,11 +245,16 @@ Status parse_activations(AttrReader& attrs, const std::vector<std::string>& defa
     std::string name;
     for (char ch : raw) name += char(std::tolower(static_cast<unsigned char>(ch)));
     Activation a;
-    if (name == "sigmoid") a.kind = ActKind::kSigmoid;
-    else if (name == "tanh") a.kind = ActKind::kTanh;
-    else if (name == "relu") a.kind = ActKind::kRelu;
-    else if (name == "softsign") a.kind = ActKind::kSoftsign;
-    else if (name == "softplus") a.kind = ActKind::kSoftplus;
+    if (name == "sigmoid")
+      a.kind = ActKind::kSigmoid;
+    else if (name == "tanh")
+      a.kind = ActKind::kTanh;
+    else if (name == "relu")
+      a.kind = ActKind::kRelu;
+    else if (name == "softsign")
+      a.kind = ActKind::kSoftsign;
+    else if (name == "softplus")
+      a.kind = ActKind::kSoftplus;
     else if (name == "affine") {
       a.kind = ActKind::kAffine;
       a.alpha = take(alphas, ai, 1.0f);
@@ -292,8 +310,8 @@ std::vector<std::pair<int64_t, int64_t>> segments_for(Cell cell, bool lbr, int64
 
 // float: W^T and the R^T segments as right operands of the packed GEMM.
 struct PackedF {
-  gemm::PackedMatrix w;                // I x G*H
-  std::vector<gemm::PackedMatrix> r;   // H x width, per segment of segments_for()
+  gemm::PackedMatrix w;               // I x G*H
+  std::vector<gemm::PackedMatrix> r;  // H x width, per segment of segments_for()
 };
 
 // w is [n x i] and r [n x h], one direction.
@@ -310,9 +328,9 @@ std::vector<gemm::PackedMatrix> pack_r_f(const float* r, int64_t h,
 
 // What prepare packed for one direction (null: pack per run).
 struct Prepared {
-  const gemm::PackedMatrix* w = nullptr;             // float only
+  const gemm::PackedMatrix* w = nullptr;               // float only
   const std::vector<gemm::PackedMatrix>* r = nullptr;  // float only
-  const double* rt = nullptr;                        // double only: R^T
+  const double* rt = nullptr;                          // double only: R^T
 };
 
 // ------------------------------------------------------------------------ the kernel
@@ -357,9 +375,13 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pr
 
   // The per-run buffers, carved from one block: a per-thread one that is reused unless
   // the sequence is long (then a fresh one, so no thread keeps a huge block alive).
-  const size_t sizes[] = {size_t(S * B * n), size_t(B * H),
-                          cfg.cell == Cell::kLstm ? size_t(B * H) : 0, size_t(B * n), size_t(H),
-                          gru_split ? size_t(B * H) : 0, gru_split ? size_t(B * H) : 0};
+  const size_t sizes[] = {size_t(S * B * n),
+                          size_t(B * H),
+                          cfg.cell == Cell::kLstm ? size_t(B * H) : 0,
+                          size_t(B * n),
+                          size_t(H),
+                          gru_split ? size_t(B * H) : 0,
+                          gru_split ? size_t(B * H) : 0};
   size_t total = 0;
   for (size_t z : sizes) total += z;
   thread_local std::vector<C> arena;
@@ -528,7 +550,8 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pr
       for (int64_t b = 0; b < B; ++b) {
         if (!active(b)) continue;
         const int64_t t = time_of(b);
-        const int64_t at = cfg.layout == 0 ? ((t * dirs + d) * B + b) * H : ((b * S + t) * dirs + d) * H;
+        const int64_t at =
+            cfg.layout == 0 ? ((t * dirs + d) * B + b) * H : ((b * S + t) * dirs + d) * H;
         std::copy_n(h.begin() + b * H, H, op.y + at);
       }
     }
@@ -549,8 +572,11 @@ class RecurrentKernel final : public Kernel {
  public:
   RecurrentKernel(Config cfg, std::vector<PackedF> packed_f, std::vector<std::vector<double>> rt_d,
                   bool w_packed, bool r_packed)
-      : cfg_(std::move(cfg)), packed_f_(std::move(packed_f)), rt_d_(std::move(rt_d)),
-        w_packed_(w_packed), r_packed_(r_packed) {}
+      : cfg_(std::move(cfg)),
+        packed_f_(std::move(packed_f)),
+        rt_d_(std::move(rt_d)),
+        w_packed_(w_packed),
+        r_packed_(r_packed) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
@@ -598,9 +624,15 @@ class RecurrentKernel final : public Kernel {
     Tensor* y = nullptr;
     Tensor* yh = nullptr;
     Tensor* yc = nullptr;
-    if (cfg_.want_y) { NXRT_ASSIGN_OR_RETURN(y, ctx.output(0, y_shape)); }
-    if (cfg_.want_yh) { NXRT_ASSIGN_OR_RETURN(yh, ctx.output(1, state_shape)); }
-    if (cfg_.want_yc) { NXRT_ASSIGN_OR_RETURN(yc, ctx.output(2, state_shape)); }
+    if (cfg_.want_y) {
+      NXRT_ASSIGN_OR_RETURN(y, ctx.output(0, y_shape));
+    }
+    if (cfg_.want_yh) {
+      NXRT_ASSIGN_OR_RETURN(yh, ctx.output(1, state_shape));
+    }
+    if (cfg_.want_yc) {
+      NXRT_ASSIGN_OR_RETURN(yc, ctx.output(2, state_shape));
+    }
     const bool padded = std::any_of(lens.begin(), lens.end(), [&](int64_t l) { return l < S; });
 
     switch (cfg_.dtype) {
@@ -644,8 +676,13 @@ class RecurrentKernel final : public Kernel {
                     const Tensor* h0, const Tensor* c0, const Tensor* p, Tensor* y, Tensor* yh,
                     Tensor* yc, bool padded) const {
     Operands<C> op;
-    op.seq = S; op.batch = B; op.input = I; op.hidden = H;
-    op.x = x.data<C>(); op.w = w.data<C>(); op.r = r.data<C>();
+    op.seq = S;
+    op.batch = B;
+    op.input = I;
+    op.hidden = H;
+    op.x = x.data<C>();
+    op.w = w.data<C>();
+    op.r = r.data<C>();
     op.b = bias ? bias->data<C>() : nullptr;
     op.h0 = h0 ? h0->data<C>() : nullptr;
     op.c0 = c0 ? c0->data<C>() : nullptr;
@@ -659,18 +696,23 @@ class RecurrentKernel final : public Kernel {
   }
 
   template <typename T>
-  Status run_widened(int64_t S, int64_t B, int64_t I, int64_t H, const Tensor& x,
-                     const Tensor& w, const Tensor& r, const Tensor* bias,
-                     SmallVec<int64_t, 16>& lens, const Tensor* h0, const Tensor* c0,
-                     const Tensor* p, Tensor* y, Tensor* yh, Tensor* yc, bool padded) const {
+  Status run_widened(int64_t S, int64_t B, int64_t I, int64_t H, const Tensor& x, const Tensor& w,
+                     const Tensor& r, const Tensor* bias, SmallVec<int64_t, 16>& lens,
+                     const Tensor* h0, const Tensor* c0, const Tensor* p, Tensor* y, Tensor* yh,
+                     Tensor* yc, bool padded) const {
     const std::vector<float> xf = widened<T>(&x), wf = widened<T>(&w), rf = widened<T>(&r),
                              bf = widened<T>(bias), h0f = widened<T>(h0), c0f = widened<T>(c0),
                              pf = widened<T>(p);
     std::vector<float> yf(y ? size_t(y->numel()) : 0), yhf(yh ? size_t(yh->numel()) : 0),
         ycf(yc ? size_t(yc->numel()) : 0);
     Operands<float> op;
-    op.seq = S; op.batch = B; op.input = I; op.hidden = H;
-    op.x = xf.data(); op.w = wf.data(); op.r = rf.data();
+    op.seq = S;
+    op.batch = B;
+    op.input = I;
+    op.hidden = H;
+    op.x = xf.data();
+    op.w = wf.data();
+    op.r = rf.data();
     op.b = bias ? bf.data() : nullptr;
     op.h0 = h0 ? h0f.data() : nullptr;
     op.c0 = c0 ? c0f.data() : nullptr;
@@ -692,9 +734,9 @@ class RecurrentKernel final : public Kernel {
   }
 
   Config cfg_;
-  std::vector<PackedF> packed_f_;      // float compute: per direction, W^T and/or R^T
+  std::vector<PackedF> packed_f_;          // float compute: per direction, W^T and/or R^T
   std::vector<std::vector<double>> rt_d_;  // double compute: R^T per direction
-  bool w_packed_, r_packed_;           // whether constant W / R were packed at prepare
+  bool w_packed_, r_packed_;               // whether constant W / R were packed at prepare
 };
 
 Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
@@ -726,9 +768,12 @@ Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
     return init.error(StatusCode::kInvalidGraph, "hidden_size must be positive, got ", cfg.hidden);
 
   std::vector<std::string> defaults;
-  if (cell == Cell::kRnn) defaults = {"Tanh"};
-  else if (cell == Cell::kGru) defaults = {"Sigmoid", "Tanh"};
-  else defaults = {"Sigmoid", "Tanh", "Tanh"};
+  if (cell == Cell::kRnn)
+    defaults = {"Tanh"};
+  else if (cell == Cell::kGru)
+    defaults = {"Sigmoid", "Tanh"};
+  else
+    defaults = {"Sigmoid", "Tanh", "Tanh"};
   cfg.acts_per_dir = defaults.size();
   Status s = parse_activations(attrs, defaults, cfg.dirs, cfg.acts);
   if (s.ok()) s = attrs.status();
@@ -738,8 +783,8 @@ Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
   if (!is_float_type(cfg.dtype)) return init.unsupported_type(0);
   const size_t max_inputs = cell == Cell::kLstm ? 8 : 6;
   if (init.num_inputs() < 3 || init.num_inputs() > max_inputs)
-    return init.error(StatusCode::kInvalidGraph, "has ", init.num_inputs(), " inputs, expected 3 to ",
-                      max_inputs);
+    return init.error(StatusCode::kInvalidGraph, "has ", init.num_inputs(),
+                      " inputs, expected 3 to ", max_inputs);
   for (size_t i = 1; i < init.num_inputs(); ++i) {
     if (!init.has_input(i) || i == 4) continue;
     if (init.input_type(i) != cfg.dtype)
@@ -773,9 +818,8 @@ Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
   const bool r_fits = r && r->rank() == 3 && r->shape()[0] == cfg.dirs &&
                       r->shape()[1] == G * r->shape()[2] &&
                       (cfg.hidden < 0 || r->shape()[2] == cfg.hidden);
-  const bool w_fits = w && w->rank() == 3 && w->shape()[0] == cfg.dirs &&
-                      w->shape()[1] % G == 0 && w->shape()[1] > 0 &&
-                      (cfg.hidden < 0 || w->shape()[1] == G * cfg.hidden);
+  const bool w_fits = w && w->rank() == 3 && w->shape()[0] == cfg.dirs && w->shape()[1] % G == 0 &&
+                      w->shape()[1] > 0 && (cfg.hidden < 0 || w->shape()[1] == G * cfg.hidden);
   std::vector<PackedF> packed_f;
   std::vector<std::vector<double>> rt_d;
   bool w_packed = false, r_packed = false;
@@ -792,8 +836,7 @@ Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
       std::vector<float> wide;
       const float* wf = float_data(*w, wide);
       const int64_t n = w->shape()[1], I = w->shape()[2];
-      for (int64_t d = 0; d < cfg.dirs; ++d)
-        packed_f[size_t(d)].w = pack_w_f(wf + d * n * I, n, I);
+      for (int64_t d = 0; d < cfg.dirs; ++d) packed_f[size_t(d)].w = pack_w_f(wf + d * n * I, n, I);
       w_packed = true;
       // float32 compute reads only the packed form; float16/bfloat16 widen W each run.
       if (cfg.dtype == DataType::kFloat) init.absorb_constant(1);

@@ -20,7 +20,6 @@ Expected<Reduction> parse_reduction(const std::string& s) {
   return invalid_graph("unknown reduction '", s, "'");
 }
 
-
 template <typename T>
 void apply(T& dst, const T& src, Reduction r) {
   if constexpr (std::is_same_v<T, std::string>) {
@@ -28,19 +27,37 @@ void apply(T& dst, const T& src, Reduction r) {
     (void)r;
   } else if constexpr (std::is_same_v<T, bool>) {
     switch (r) {
-      case Reduction::kNone: dst = src; break;
-      case Reduction::kAdd: case Reduction::kMax: dst = dst || src; break;
-      case Reduction::kMul: case Reduction::kMin: dst = dst && src; break;
+      case Reduction::kNone:
+        dst = src;
+        break;
+      case Reduction::kAdd:
+      case Reduction::kMax:
+        dst = dst || src;
+        break;
+      case Reduction::kMul:
+      case Reduction::kMin:
+        dst = dst && src;
+        break;
     }
   } else {
     using W = typename Wide<T>::type;
     const W a = W(dst), b = W(src);
     switch (r) {
-      case Reduction::kNone: dst = src; break;
-      case Reduction::kAdd: dst = T(W(a + b)); break;
-      case Reduction::kMul: dst = T(W(a * b)); break;
-      case Reduction::kMax: if (b > a) dst = src; break;
-      case Reduction::kMin: if (b < a) dst = src; break;
+      case Reduction::kNone:
+        dst = src;
+        break;
+      case Reduction::kAdd:
+        dst = T(W(a + b));
+        break;
+      case Reduction::kMul:
+        dst = T(W(a * b));
+        break;
+      case Reduction::kMax:
+        if (b > a) dst = src;
+        break;
+      case Reduction::kMin:
+        if (b < a) dst = src;
+        break;
     }
   }
 }
@@ -67,7 +84,8 @@ bool supported_type(DataType t) {
 
 class ScatterElementsKernel final : public Kernel {
  public:
-  ScatterElementsKernel(DataType dtype, int64_t axis, Reduction r) : dtype_(dtype), axis_(axis), reduction_(r) {}
+  ScatterElementsKernel(DataType dtype, int64_t axis, Reduction r)
+      : dtype_(dtype), axis_(axis), reduction_(r) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& data = *ctx.input(0);
@@ -75,16 +93,18 @@ class ScatterElementsKernel final : public Kernel {
     const Tensor& updates = *ctx.input(2);
     const int64_t rank = int64_t(data.rank());
     int64_t axis = axis_;
-    if (!normalize_axis(axis, rank)) return invalid_argument("axis ", axis_, " is out of range for rank ", rank);
+    if (!normalize_axis(axis, rank))
+      return invalid_argument("axis ", axis_, " is out of range for rank ", rank);
     if (indices.rank() != data.rank())
-      return invalid_argument("indices rank ", indices.rank(), " differs from data rank ", data.rank());
+      return invalid_argument("indices rank ", indices.rank(), " differs from data rank ",
+                              data.rank());
     if (!(indices.shape() == updates.shape()))
-      return invalid_argument("updates shape ", updates.shape().to_string(), " differs from indices shape ",
-                              indices.shape().to_string());
+      return invalid_argument("updates shape ", updates.shape().to_string(),
+                              " differs from indices shape ", indices.shape().to_string());
     for (int64_t d = 0; d < rank; ++d)
       if (d != axis && indices.shape()[size_t(d)] > data.shape()[size_t(d)])
-        return invalid_argument("indices shape ", indices.shape().to_string(), " exceeds data shape ",
-                                data.shape().to_string(), " on axis ", d);
+        return invalid_argument("indices shape ", indices.shape().to_string(),
+                                " exceeds data shape ", data.shape().to_string(), " on axis ", d);
     std::vector<int64_t> idx;
     NXRT_RETURN_IF_ERROR(read_indices(indices, idx));
     const int64_t axis_dim = data.shape()[size_t(axis)];
@@ -93,7 +113,8 @@ class ScatterElementsKernel final : public Kernel {
     copy_elements(dtype_, data.raw(), out->raw(), data.numel());
     switch (dtype_) {
       NXRT_CASES_ALL(run<T>(*out, updates, idx, size_t(axis)))
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -153,7 +174,8 @@ class ScatterNDKernel final : public Kernel {
     for (size_t d = 0; d + 1 < is.size(); ++d) expect.push_back(is[d]);
     for (size_t d = size_t(k); d < ds.size(); ++d) expect.push_back(ds[d]);
     if (!(updates.shape() == expect))
-      return invalid_argument("updates shape ", updates.shape().to_string(), " should be ", expect.to_string());
+      return invalid_argument("updates shape ", updates.shape().to_string(), " should be ",
+                              expect.to_string());
     std::vector<int64_t> idx;
     NXRT_RETURN_IF_ERROR(read_indices(indices, idx));
     const int64_t slice = ds.product(size_t(k), ds.size());
@@ -177,9 +199,11 @@ class ScatterNDKernel final : public Kernel {
         T* dst = out->data<T>();
         const T* src = updates.data<T>();
         for (int64_t i = 0; i < m; ++i)
-          for (int64_t e = 0; e < slice; ++e) apply(dst[offsets[size_t(i)] + e], src[i * slice + e], reduction_);
+          for (int64_t e = 0; e < slice; ++e)
+            apply(dst[offsets[size_t(i)] + e], src[i * slice + e], reduction_);
       })
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -194,7 +218,8 @@ Expected<Reduction> read_reduction(KernelInit& init, AttrReader& attrs) {
   Expected<Reduction> r = parse_reduction(name);
   if (!r) return init.error(StatusCode::kInvalidGraph, "unknown reduction '", name, "'");
   if (*r != Reduction::kNone && init.input_type(0) == DataType::kString)
-    return init.error(StatusCode::kInvalidGraph, "reduction '", name, "' is not defined for strings");
+    return init.error(StatusCode::kInvalidGraph, "reduction '", name,
+                      "' is not defined for strings");
   return r;
 }
 

@@ -75,7 +75,8 @@ class SequenceEraseKernel final : public Kernel {
     TensorSequence seq = sequence_input(ctx, 0);
     if (seq.empty()) return invalid_argument("cannot erase from an empty sequence");
     int64_t p = int64_t(seq.size()) - 1;
-    if (ctx.input(1)) NXRT_RETURN_IF_ERROR(position_of(ctx.input(1), int64_t(seq.size()), false, p));
+    if (ctx.input(1))
+      NXRT_RETURN_IF_ERROR(position_of(ctx.input(1), int64_t(seq.size()), false, p));
     seq.erase(seq.begin() + p);
     return ctx.set_output_sequence(0, std::move(seq));
   }
@@ -106,7 +107,8 @@ class SplitToSequenceKernel final : public Kernel {
       NXRT_RETURN_IF_ERROR(read_int_list(*split, v, "split"));
       if (split->rank() == 0) {
         if (v[0] <= 0) return invalid_argument("split must be positive");
-        for (int64_t start = 0; start < dim; start += v[0]) lengths.push_back(std::min(v[0], dim - start));
+        for (int64_t start = 0; start < dim; start += v[0])
+          lengths.push_back(std::min(v[0], dim - start));
       } else {
         int64_t total = 0;
         for (int64_t l : v) {
@@ -141,9 +143,11 @@ class SplitToSequenceKernel final : public Kernel {
         const int64_t dst = o * len * inner;
         if (elem) {
           std::memcpy(static_cast<char*>(part.raw()) + dst * int64_t(elem),
-                      static_cast<const char*>(x.raw()) + src * int64_t(elem), size_t(len * inner) * elem);
+                      static_cast<const char*>(x.raw()) + src * int64_t(elem),
+                      size_t(len * inner) * elem);
         } else {
-          copy_elements(x.dtype(), x.data<std::string>() + src, part.data<std::string>() + dst, len * inner);
+          copy_elements(x.dtype(), x.data<std::string>() + src, part.data<std::string>() + dst,
+                        len * inner);
         }
       }
       offset += len;
@@ -277,7 +281,8 @@ class SequenceMapKernel final : public Kernel {
         feeds[k] = kinds_[k] == ValueKind::kSequence ? &sequence_input(ctx, k)[i] : ctx.input(k);
       NXRT_RETURN_IF_ERROR(ctx.run_subgraph(body_, feeds, outputs));
       if (outputs.size() != results.size())
-        return invalid_argument("body produced ", outputs.size(), " outputs, expected ", results.size());
+        return invalid_argument("body produced ", outputs.size(), " outputs, expected ",
+                                results.size());
       for (size_t o = 0; o < outputs.size(); ++o) results[o].push_back(std::move(outputs[o]));
     }
     for (size_t o = 0; o < results.size(); ++o)
@@ -306,14 +311,16 @@ Expected<KernelPtr> create_sequence_empty(KernelInit& init) {
   AttrReader attrs(init.node);
   const int64_t dtype = attrs.get_int("dtype", int64_t(DataType::kFloat));
   NXRT_RETURN_IF_ERROR(attrs.status());
-  if (!dtype_is_known(int32_t(dtype))) return init.error(StatusCode::kInvalidGraph, "bad dtype ", dtype);
+  if (!dtype_is_known(int32_t(dtype)))
+    return init.error(StatusCode::kInvalidGraph, "bad dtype ", dtype);
   init.output_types[0] = DataType(dtype);
   init.output_kinds[0] = ValueKind::kSequence;
   return make_kernel<SequenceEmptyKernel>();
 }
 
 Expected<KernelPtr> create_sequence_construct(KernelInit& init) {
-  if (init.num_inputs() == 0) return init.error(StatusCode::kInvalidGraph, "needs at least one input");
+  if (init.num_inputs() == 0)
+    return init.error(StatusCode::kInvalidGraph, "needs at least one input");
   for (size_t i = 1; i < init.num_inputs(); ++i)
     if (init.input_type(i) != init.input_type(0))
       return init.error(StatusCode::kInvalidGraph, "inputs must share one element type");
@@ -412,7 +419,7 @@ Expected<KernelPtr> create_sequence_map(KernelInit& init) {
   std::vector<ValueKind> kinds;
   for (size_t i = 0; i < init.num_inputs(); ++i) kinds.push_back(kind_of(init, i));
   NXRT_ASSIGN_OR_RETURN(auto graph, init.subgraphs->compile(*body, init.implicit_inputs,
-                                                             init.implicit_types, init.input_types));
+                                                            init.implicit_types, init.input_types));
   for (size_t o = 0; o < init.output_types.size(); ++o) {
     init.output_types[o] = graph.output_types[o];
     init.output_kinds[o] = ValueKind::kSequence;

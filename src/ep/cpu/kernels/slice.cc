@@ -86,8 +86,12 @@ class SliceKernel final : public Kernel {
   // `from_inputs`: opset 10+; otherwise the attribute lists below are used.
   SliceKernel(DataType dtype, bool from_inputs, std::vector<int64_t> starts,
               std::vector<int64_t> ends, std::vector<int64_t> axes, bool has_axes)
-      : dtype_(dtype), from_inputs_(from_inputs), starts_(std::move(starts)),
-        ends_(std::move(ends)), axes_(std::move(axes)), has_axes_(has_axes) {}
+      : dtype_(dtype),
+        from_inputs_(from_inputs),
+        starts_(std::move(starts)),
+        ends_(std::move(ends)),
+        axes_(std::move(axes)),
+        has_axes_(has_axes) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);

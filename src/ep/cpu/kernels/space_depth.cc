@@ -11,8 +11,8 @@ namespace {
 //   DCR: (bh*b + bw)*C + c      CRD: c*b*b + bh*b + bw
 // `to_space` chooses the copy direction.
 template <typename T>
-void relayout(const T* src, T* dst, int64_t n, int64_t c, int64_t h, int64_t w, int64_t b,
-              bool crd, bool to_space) {
+void relayout(const T* src, T* dst, int64_t n, int64_t c, int64_t h, int64_t w, int64_t b, bool crd,
+              bool to_space) {
   const int64_t space_w = w * b;
   for (int64_t in = 0; in < n; ++in) {
     for (int64_t ic = 0; ic < c; ++ic) {
@@ -26,8 +26,10 @@ void relayout(const T* src, T* dst, int64_t n, int64_t c, int64_t h, int64_t w, 
             for (int64_t iw = 0; iw < w; ++iw) {
               const int64_t s = space_row + iw * b + bw;
               const int64_t d = depth_row + iw;
-              if (to_space) dst[s] = src[d];
-              else dst[d] = src[s];
+              if (to_space)
+                dst[s] = src[d];
+              else
+                dst[d] = src[s];
             }
           }
         }
@@ -43,7 +45,8 @@ class SpaceDepthKernel final : public Kernel {
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
-    if (x.rank() != 4) return invalid_argument("input must be 4-D (NCHW), got shape ", x.shape().to_string());
+    if (x.rank() != 4)
+      return invalid_argument("input must be 4-D (NCHW), got shape ", x.shape().to_string());
     const Shape& s = x.shape();
     const int64_t b = block_;
     int64_t n = s[0], c, h, w;
@@ -57,7 +60,8 @@ class SpaceDepthKernel final : public Kernel {
       out = Shape{n, c, h * b, w * b};
     } else {
       if (s[2] % b != 0 || s[3] % b != 0)
-        return invalid_argument("spatial dims ", s.to_string(), " are not divisible by blocksize ", b);
+        return invalid_argument("spatial dims ", s.to_string(), " are not divisible by blocksize ",
+                                b);
       c = s[1];
       h = s[2] / b;
       w = s[3] / b;
@@ -66,7 +70,8 @@ class SpaceDepthKernel final : public Kernel {
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
     switch (dtype_) {
       NXRT_CASES_ALL(relayout<T>(x.data<T>(), y->data<T>(), n, c, h, w, b, crd_, to_space_))
-      default: return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
     }
     return Status();
   }
@@ -92,7 +97,8 @@ Expected<KernelPtr> create_depth_to_space(KernelInit& init) {
   const std::string mode = attrs.get_string("mode", "DCR");
   NXRT_RETURN_IF_ERROR(attrs.status());
   if (block < 1 || block > kMaxBlock)
-    return init.error(StatusCode::kInvalidGraph, "blocksize must be in [1, ", kMaxBlock, "], got ", block);
+    return init.error(StatusCode::kInvalidGraph, "blocksize must be in [1, ", kMaxBlock, "], got ",
+                      block);
   if (mode != "DCR" && mode != "CRD")
     return init.error(StatusCode::kInvalidGraph, "mode must be DCR or CRD, got '", mode, "'");
   if (!supported(init.input_type(0))) return init.unsupported_type(0);
@@ -105,7 +111,8 @@ Expected<KernelPtr> create_space_to_depth(KernelInit& init) {
   const int64_t block = attrs.require_int("blocksize");
   NXRT_RETURN_IF_ERROR(attrs.status());
   if (block < 1 || block > kMaxBlock)
-    return init.error(StatusCode::kInvalidGraph, "blocksize must be in [1, ", kMaxBlock, "], got ", block);
+    return init.error(StatusCode::kInvalidGraph, "blocksize must be in [1, ", kMaxBlock, "], got ",
+                      block);
   if (!supported(init.input_type(0))) return init.unsupported_type(0);
   init.set_all_outputs(init.input_type(0));
   // SpaceToDepth has no mode; its channel order is DCR's.

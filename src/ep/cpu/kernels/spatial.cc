@@ -24,14 +24,16 @@ class NmsKernel final : public Kernel {
     const Tensor& scores = *ctx.input(1);
     if (boxes.rank() != 3 || boxes.shape()[2] != 4)
       return invalid_argument("boxes must be [batches, boxes, 4], got ", boxes.shape().to_string());
-    if (scores.rank() != 3 || scores.shape()[0] != boxes.shape()[0] || scores.shape()[2] != boxes.shape()[1])
-      return invalid_argument("scores shape ", scores.shape().to_string(), " does not match boxes shape ",
-                              boxes.shape().to_string());
+    if (scores.rank() != 3 || scores.shape()[0] != boxes.shape()[0] ||
+        scores.shape()[2] != boxes.shape()[1])
+      return invalid_argument("scores shape ", scores.shape().to_string(),
+                              " does not match boxes shape ", boxes.shape().to_string());
     int64_t max_out = 0;
     float iou_threshold = 0, score_threshold = 0;
     bool has_score_threshold = false;
     if (const Tensor* t = ctx.input(2); t && t->numel() > 0) {
-      if (t->dtype() != DataType::kInt64) return invalid_argument("max_output_boxes_per_class must be int64");
+      if (t->dtype() != DataType::kInt64)
+        return invalid_argument("max_output_boxes_per_class must be int64");
       max_out = std::max<int64_t>(0, t->data<int64_t>()[0]);
     }
     if (const Tensor* t = ctx.input(3); t && t->numel() > 0) iou_threshold = t->data<float>()[0];
@@ -55,7 +57,8 @@ class NmsKernel final : public Kernel {
         for (int64_t i = 0; i < N; ++i)
           if (!has_score_threshold || s[i] > score_threshold) order.push_back(i);
         // Highest score first; equal scores keep the lower box index first.
-        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t z) { return s[a] > s[z]; });
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t a, int64_t z) { return s[a] > s[z]; });
         kept.clear();
         for (int64_t i : order) {
           if (int64_t(kept.size()) >= max_out) break;
@@ -81,12 +84,16 @@ class NmsKernel final : public Kernel {
   Box box_of(const float* p) const {
     Box b;
     if (center_point_) {
-      b.x_min = p[0] - p[2] / 2; b.x_max = p[0] + p[2] / 2;
-      b.y_min = p[1] - p[3] / 2; b.y_max = p[1] + p[3] / 2;
+      b.x_min = p[0] - p[2] / 2;
+      b.x_max = p[0] + p[2] / 2;
+      b.y_min = p[1] - p[3] / 2;
+      b.y_max = p[1] + p[3] / 2;
     } else {
       // Corners may come in either order.
-      b.y_min = std::min(p[0], p[2]); b.y_max = std::max(p[0], p[2]);
-      b.x_min = std::min(p[1], p[3]); b.x_max = std::max(p[1], p[3]);
+      b.y_min = std::min(p[0], p[2]);
+      b.y_max = std::max(p[0], p[2]);
+      b.x_min = std::min(p[1], p[3]);
+      b.x_max = std::max(p[1], p[3]);
     }
     b.area = (b.x_max - b.x_min) * (b.y_max - b.y_min);
     return b;
@@ -123,19 +130,23 @@ class CenterCropPadKernel final : public Kernel {
     if (shape.size() != axes.size())
       return invalid_argument("shape has ", shape.size(), " elements, expected ", axes.size());
     Shape out = x.shape();
-    std::vector<int64_t> src0(size_t(rank), 0), dst0(size_t(rank), 0), cnt(x.shape().begin(), x.shape().end());
+    std::vector<int64_t> src0(size_t(rank), 0), dst0(size_t(rank), 0),
+        cnt(x.shape().begin(), x.shape().end());
     std::vector<bool> seen(size_t(rank), false);
     for (size_t i = 0; i < axes.size(); ++i) {
       int64_t a = axes[i];
-      if (!normalize_axis(a, rank)) return invalid_argument("axis ", axes[i], " is out of range for rank ", rank);
+      if (!normalize_axis(a, rank))
+        return invalid_argument("axis ", axes[i], " is out of range for rank ", rank);
       if (seen[size_t(a)]) return invalid_argument("axis ", a, " appears twice");
       seen[size_t(a)] = true;
       const int64_t dim = x.shape()[size_t(a)], want = shape[i];
       if (want < 0) return invalid_argument("shape has a negative value ", want);
       out[size_t(a)] = want;
       // The odd leftover goes to the end, as the spec's reference does.
-      if (want < dim) src0[size_t(a)] = (dim - want) / 2;
-      else dst0[size_t(a)] = (want - dim) / 2;
+      if (want < dim)
+        src0[size_t(a)] = (dim - want) / 2;
+      else
+        dst0[size_t(a)] = (want - dim) / 2;
       cnt[size_t(a)] = std::min(dim, want);
     }
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
@@ -182,7 +193,8 @@ class CenterCropPadKernel final : public Kernel {
 
 class Col2ImKernel final : public Kernel {
  public:
-  Col2ImKernel(std::vector<int64_t> dilations, std::vector<int64_t> pads, std::vector<int64_t> strides)
+  Col2ImKernel(std::vector<int64_t> dilations, std::vector<int64_t> pads,
+               std::vector<int64_t> strides)
       : dilations_(std::move(dilations)), pads_(std::move(pads)), strides_(std::move(strides)) {}
 
   Status compute(KernelContext& ctx) const override {
@@ -198,7 +210,9 @@ class Col2ImKernel final : public Kernel {
     std::vector<int64_t> pad = pads_.empty() ? std::vector<int64_t>(2 * r, 0) : pads_;
     if (dil.size() != r || str.size() != r || pad.size() != 2 * r)
       return invalid_argument("dilations/strides need ", r, " values and pads ", 2 * r);
-    if (x.rank() != 3) return invalid_argument("input must be [N, C*prod(block_shape), L], got ", x.shape().to_string());
+    if (x.rank() != 3)
+      return invalid_argument("input must be [N, C*prod(block_shape), L], got ",
+                              x.shape().to_string());
     int64_t kernel = 1;
     for (size_t i = 0; i < r; ++i) {
       if (image[i] <= 0 || block[i] <= 0 || dil[i] <= 0 || str[i] <= 0)
@@ -217,29 +231,35 @@ class Col2ImKernel final : public Kernel {
       blocks *= ncol[i];
     }
     if (blocks != L)
-      return invalid_argument("input dim 2 is ", L, " but the image holds ", blocks, " sliding blocks");
+      return invalid_argument("input dim 2 is ", L, " but the image holds ", blocks,
+                              " sliding blocks");
     Shape out{N, C};
     for (int64_t d : image) out.push_back(d);
-    if (checked_numel(out.span()) < 0) return invalid_argument("output shape ", out.to_string(), " is too large");
+    if (checked_numel(out.span()) < 0)
+      return invalid_argument("output shape ", out.to_string(), " is too large");
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out));
     switch (x.dtype()) {
-      NXRT_CASES_NUMERIC(run<T>(x, *y, image, block, dil, pad, str, ncol, C, kernel); return Status())
-      default: break;
+      NXRT_CASES_NUMERIC(run<T>(x, *y, image, block, dil, pad, str, ncol, C, kernel);
+                         return Status())
+      default:
+        break;
     }
     return not_implemented("type ", tensor_type_name(x.dtype()), " is not supported");
   }
 
  private:
   template <typename T>
-  static void run(const Tensor& x, Tensor& y, const std::vector<int64_t>& image, const std::vector<int64_t>& block,
-                  const std::vector<int64_t>& dil, const std::vector<int64_t>& pad, const std::vector<int64_t>& str,
+  static void run(const Tensor& x, Tensor& y, const std::vector<int64_t>& image,
+                  const std::vector<int64_t>& block, const std::vector<int64_t>& dil,
+                  const std::vector<int64_t>& pad, const std::vector<int64_t>& str,
                   const std::vector<int64_t>& ncol, int64_t C, int64_t kernel) {
     const size_t r = image.size();
     const int64_t N = x.shape()[0], L = x.shape()[2];
     int64_t img = 1;
     for (int64_t d : image) img *= d;
     // Accumulate in float for half types so repeated adds do not round each time.
-    using A = std::conditional_t<std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>, float, T>;
+    using A =
+        std::conditional_t<std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>, float, T>;
     std::vector<A> acc(static_cast<size_t>(img));
     std::vector<int64_t> koff(r), col(r);
     const T* xp = x.data<T>();
@@ -287,7 +307,8 @@ Expected<KernelPtr> create_non_max_suppression(KernelInit& init) {
   AttrReader attrs(init.node);
   const int64_t center = attrs.get_int("center_point_box", 0);
   NXRT_RETURN_IF_ERROR(attrs.status());
-  if (center != 0 && center != 1) return init.error(StatusCode::kInvalidGraph, "center_point_box must be 0 or 1");
+  if (center != 0 && center != 1)
+    return init.error(StatusCode::kInvalidGraph, "center_point_box must be 0 or 1");
   if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
   if (init.input_type(1) != DataType::kFloat) return init.unsupported_type(1);
   if (init.has_input(3) && init.input_type(3) != DataType::kFloat) return init.unsupported_type(3);

@@ -18,7 +18,9 @@ class StringNormalizerKernel final : public Kernel {
  public:
   StringNormalizerKernel(CaseChange change, bool case_sensitive, bool turkic,
                          std::unordered_set<std::string> stopwords)
-      : change_(change), case_sensitive_(case_sensitive), turkic_(turkic),
+      : change_(change),
+        case_sensitive_(case_sensitive),
+        turkic_(turkic),
         stopwords_(std::move(stopwords)) {}
 
   Status compute(KernelContext& ctx) const override {
@@ -56,9 +58,15 @@ class StringNormalizerKernel final : public Kernel {
     for (size_t k = 0; k < kept.size(); ++k) {
       const std::string& src = in[kept[k]];
       switch (change_) {
-        case CaseChange::kNone: out[k] = src; break;
-        case CaseChange::kLower: out[k] = utf8_change_case(src, false, turkic_); break;
-        case CaseChange::kUpper: out[k] = utf8_change_case(src, true, turkic_); break;
+        case CaseChange::kNone:
+          out[k] = src;
+          break;
+        case CaseChange::kLower:
+          out[k] = utf8_change_case(src, false, turkic_);
+          break;
+        case CaseChange::kUpper:
+          out[k] = utf8_change_case(src, true, turkic_);
+          break;
       }
     }
     return Status();
@@ -88,15 +96,16 @@ class StringConcatKernel final : public Kernel {
     const std::string* pa = a.data<std::string>();
     const std::string* pb = b.data<std::string>();
     std::string* out = y->data<std::string>();
-    for_each_broadcast_run(plan, [&](const int64_t* off, int64_t o, int64_t count, const int64_t* step) {
-      for (int64_t i = 0; i < count; ++i) {
-        const std::string& l = pa[off[0] + i * step[0]];
-        const std::string& r = pb[off[1] + i * step[1]];
-        std::string& dst = out[o + i];
-        dst.reserve(l.size() + r.size());
-        dst.assign(l).append(r);
-      }
-    });
+    for_each_broadcast_run(plan,
+                           [&](const int64_t* off, int64_t o, int64_t count, const int64_t* step) {
+                             for (int64_t i = 0; i < count; ++i) {
+                               const std::string& l = pa[off[0] + i * step[0]];
+                               const std::string& r = pb[off[1] + i * step[1]];
+                               std::string& dst = out[o + i];
+                               dst.reserve(l.size() + r.size());
+                               dst.assign(l).append(r);
+                             }
+                           });
     return Status();
   }
 };
@@ -117,7 +126,8 @@ void split_on_separator(const std::string& s, const std::string& sep, int64_t ma
   parts.push_back(rest);
 }
 
-void split_on_whitespace(const std::string& s, int64_t maxsplit, std::vector<std::string_view>& parts) {
+void split_on_whitespace(const std::string& s, int64_t maxsplit,
+                         std::vector<std::string_view>& parts) {
   const size_t n = s.size();
   size_t i = 0;
   while (true) {
@@ -192,7 +202,7 @@ class StringSplitKernel final : public Kernel {
 struct RegexTranslation {
   std::wstring pattern;
   std::regex_constants::syntax_option_type flags = std::regex_constants::ECMAScript;
-  std::string error;  // non-empty: unsupported or malformed
+  std::string error;       // non-empty: unsupported or malformed
   bool malformed = false;  // the error is a pattern RE2 itself rejects
 };
 
@@ -213,9 +223,14 @@ RegexTranslation translate_re2(const std::string& re2) {
     size_t j = i + 2;
     bool ok = true, any = false;
     for (; j < n && p[j] != U')'; ++j) {
-      if (p[j] == U'i') r.flags |= std::regex_constants::icase;
-      else if (p[j] == U's') dotall = true;
-      else { ok = false; break; }
+      if (p[j] == U'i')
+        r.flags |= std::regex_constants::icase;
+      else if (p[j] == U's')
+        dotall = true;
+      else {
+        ok = false;
+        break;
+      }
       any = true;
     }
     if (!ok || !any || j >= n) break;
@@ -233,17 +248,32 @@ RegexTranslation translate_re2(const std::string& re2) {
       if (i + 1 >= n) return fail("trailing backslash", true);
       const char32_t e = p[++i];
       switch (e) {
-        case U'd': r.pattern += in_class ? L"0-9" : L"[0-9]"; break;
-        case U'w': r.pattern += in_class ? L"0-9A-Za-z_" : L"[0-9A-Za-z_]"; break;
-        case U's': r.pattern += in_class ? L"\\t\\n\\f\\r " : L"[\\t\\n\\f\\r ]"; break;
+        case U'd':
+          r.pattern += in_class ? L"0-9" : L"[0-9]";
+          break;
+        case U'w':
+          r.pattern += in_class ? L"0-9A-Za-z_" : L"[0-9A-Za-z_]";
+          break;
+        case U's':
+          r.pattern += in_class ? L"\\t\\n\\f\\r " : L"[\\t\\n\\f\\r ]";
+          break;
         case U'D':
-          if (in_class) r.pattern += L"\\D"; else r.pattern += L"[^0-9]";
+          if (in_class)
+            r.pattern += L"\\D";
+          else
+            r.pattern += L"[^0-9]";
           break;
         case U'W':
-          if (in_class) r.pattern += L"\\W"; else r.pattern += L"[^0-9A-Za-z_]";
+          if (in_class)
+            r.pattern += L"\\W";
+          else
+            r.pattern += L"[^0-9A-Za-z_]";
           break;
         case U'S':
-          if (in_class) r.pattern += L"\\S"; else r.pattern += L"[^\\t\\n\\f\\r ]";
+          if (in_class)
+            r.pattern += L"\\S";
+          else
+            r.pattern += L"[^\\t\\n\\f\\r ]";
           break;
         case U'A':
           if (in_class) return fail("\\A inside a character class");
@@ -257,21 +287,26 @@ RegexTranslation translate_re2(const std::string& re2) {
           // literal text up to \E
           ++i;
           for (; i < n; ++i) {
-            if (p[i] == U'\\' && i + 1 < n && p[i + 1] == U'E') { ++i; break; }
+            if (p[i] == U'\\' && i + 1 < n && p[i + 1] == U'E') {
+              ++i;
+              break;
+            }
             append_escaped(r.pattern, p[i]);
           }
           break;
         }
-        case U'E': break;  // stray \E is ignored by RE2
+        case U'E':
+          break;  // stray \E is ignored by RE2
         case U'x': {
           if (i + 1 < n && p[i + 1] == U'{') {
             size_t j = i + 2;
             uint32_t v = 0;
             for (; j < n && p[j] != U'}'; ++j) {
               const char32_t h = p[j];
-              int d = h >= U'0' && h <= U'9' ? int(h - U'0')
-                    : h >= U'a' && h <= U'f' ? int(h - U'a' + 10)
-                    : h >= U'A' && h <= U'F' ? int(h - U'A' + 10) : -1;
+              int d = h >= U'0' && h <= U'9'   ? int(h - U'0')
+                      : h >= U'a' && h <= U'f' ? int(h - U'a' + 10)
+                      : h >= U'A' && h <= U'F' ? int(h - U'A' + 10)
+                                               : -1;
               if (d < 0 || v > 0x10FFFF) return fail("bad \\x{...} escape", true);
               v = v * 16 + uint32_t(d);
             }
@@ -283,10 +318,13 @@ RegexTranslation translate_re2(const std::string& re2) {
           }
           break;
         }
-        case U'p': case U'P':
+        case U'p':
+        case U'P':
           return fail("Unicode character classes (\\p, \\P) are not supported");
-        case U'C': return fail("\\C (any byte) is not supported");
-        case U'b': case U'B':
+        case U'C':
+          return fail("\\C (any byte) is not supported");
+        case U'b':
+        case U'B':
           if (in_class) return fail("\\b inside a character class");
           r.pattern += L'\\';
           r.pattern += wchar_t(e);
@@ -317,8 +355,14 @@ RegexTranslation translate_re2(const std::string& re2) {
         in_class = true;
         r.pattern += L'[';
         // a leading ']' (after an optional '^') is a literal in RE2
-        if (i + 1 < n && p[i + 1] == U'^') { r.pattern += L'^'; ++i; }
-        if (i + 1 < n && p[i + 1] == U']') { r.pattern += L"\\]"; ++i; }
+        if (i + 1 < n && p[i + 1] == U'^') {
+          r.pattern += L'^';
+          ++i;
+        }
+        if (i + 1 < n && p[i + 1] == U']') {
+          r.pattern += L"\\]";
+          ++i;
+        }
         break;
       case U'.':
         r.pattern += dotall ? L"[\\s\\S]" : L".";
@@ -397,12 +441,15 @@ Expected<KernelPtr> create_string_normalizer(KernelInit& init) {
   std::vector<std::string> stopwords = attrs.get_strings("stopwords");
   NXRT_RETURN_IF_ERROR(attrs.status());
   CaseChange change;
-  if (action == "NONE") change = CaseChange::kNone;
-  else if (action == "LOWER") change = CaseChange::kLower;
-  else if (action == "UPPER") change = CaseChange::kUpper;
+  if (action == "NONE")
+    change = CaseChange::kNone;
+  else if (action == "LOWER")
+    change = CaseChange::kLower;
+  else if (action == "UPPER")
+    change = CaseChange::kUpper;
   else
-    return init.error(StatusCode::kInvalidGraph, "case_change_action must be LOWER, UPPER or NONE, got '",
-                      action, "'");
+    return init.error(StatusCode::kInvalidGraph,
+                      "case_change_action must be LOWER, UPPER or NONE, got '", action, "'");
   // Only the language part of the locale changes case mapping, and only for the Turkic
   // dotted/dotless i; other locales map like the root locale.
   const std::string lang = locale.substr(0, locale.find_first_of("_-.@"));
@@ -440,11 +487,12 @@ Expected<KernelPtr> create_regex_full_match(KernelInit& init) {
   AttrReader attrs(init.node);
   const std::string pattern = attrs.get_string("pattern", "");
   NXRT_RETURN_IF_ERROR(attrs.status());
-  if (!attrs.has("pattern")) return init.error(StatusCode::kInvalidGraph, "attribute 'pattern' is required");
+  if (!attrs.has("pattern"))
+    return init.error(StatusCode::kInvalidGraph, "attribute 'pattern' is required");
   RegexTranslation t = translate_re2(pattern);
   if (!t.error.empty())
-    return init.error(t.malformed ? StatusCode::kInvalidGraph : StatusCode::kNotImplemented, "pattern '",
-                      pattern, "': ", t.error);
+    return init.error(t.malformed ? StatusCode::kInvalidGraph : StatusCode::kNotImplemented,
+                      "pattern '", pattern, "': ", t.error);
   std::wregex re;
   try {
     re.assign(t.pattern, t.flags);

@@ -132,7 +132,8 @@ class TfIdfKernel final : public Kernel {
         if (start + skip * (first_size - 1) >= cols) break;
         int32_t node = 0;
         int64_t item = start;
-        for (int64_t size = 1; size <= cfg_.max_gram && item < cols && trie.has_children(node); ++size) {
+        for (int64_t size = 1; size <= cfg_.max_gram && item < cols && trie.has_children(node);
+             ++size) {
           node = trie.child(node, row[item]);
           if (node < 0) break;
           if (size >= first_size && trie.column(node) >= 0) counts[trie.column(node)] += 1.0f;
@@ -153,9 +154,14 @@ class TfIdfKernel final : public Kernel {
       for (int64_t c = 0; c < width; ++c) {
         const float w = weighted ? cfg_.weights[size_t(c)] : 1.0f;
         switch (cfg_.weighting) {
-          case Weighting::kTF: break;
-          case Weighting::kIDF: row[c] = row[c] > 0 ? w : 0.0f; break;
-          case Weighting::kTFIDF: row[c] *= w; break;
+          case Weighting::kTF:
+            break;
+          case Weighting::kIDF:
+            row[c] = row[c] > 0 ? w : 0.0f;
+            break;
+          case Weighting::kTFIDF:
+            row[c] *= w;
+            break;
         }
       }
     }
@@ -184,12 +190,17 @@ Expected<KernelPtr> create_tfidf_vectorizer(KernelInit& init) {
   NXRT_RETURN_IF_ERROR(attrs.status());
   auto bad = [&](const auto&... msg) { return init.error(StatusCode::kInvalidGraph, msg...); };
 
-  if (mode == "TF") cfg.weighting = Weighting::kTF;
-  else if (mode == "IDF") cfg.weighting = Weighting::kIDF;
-  else if (mode == "TFIDF") cfg.weighting = Weighting::kTFIDF;
-  else return bad("mode must be TF, IDF or TFIDF, got '", mode, "'");
+  if (mode == "TF")
+    cfg.weighting = Weighting::kTF;
+  else if (mode == "IDF")
+    cfg.weighting = Weighting::kIDF;
+  else if (mode == "TFIDF")
+    cfg.weighting = Weighting::kTFIDF;
+  else
+    return bad("mode must be TF, IDF or TFIDF, got '", mode, "'");
   if (cfg.min_gram < 1 || cfg.max_gram < cfg.min_gram)
-    return bad("need 1 <= min_gram_length <= max_gram_length, got ", cfg.min_gram, " and ", cfg.max_gram);
+    return bad("need 1 <= min_gram_length <= max_gram_length, got ", cfg.min_gram, " and ",
+               cfg.max_gram);
   if (cfg.max_skip < 0) return bad("max_skip_count must be >= 0, got ", cfg.max_skip);
   if (!pool_ints.empty() && !pool_strings.empty())
     return bad("only one of pool_int64s and pool_strings may be set");
@@ -202,7 +213,8 @@ Expected<KernelPtr> create_tfidf_vectorizer(KernelInit& init) {
   std::vector<int64_t> pool(static_cast<size_t>(pool_size));
   for (int64_t i = 0; i < pool_size; ++i) {
     if (cfg.string_pool) {
-      auto [it, fresh] = cfg.string_ids.try_emplace(pool_strings[size_t(i)], int64_t(cfg.string_ids.size()));
+      auto [it, fresh] =
+          cfg.string_ids.try_emplace(pool_strings[size_t(i)], int64_t(cfg.string_ids.size()));
       pool[size_t(i)] = it->second;
     } else {
       pool[size_t(i)] = pool_ints[size_t(i)];
@@ -216,7 +228,8 @@ Expected<KernelPtr> create_tfidf_vectorizer(KernelInit& init) {
   }
   cfg.output_size = max_index + 1;
   if (!cfg.weights.empty() && int64_t(cfg.weights.size()) < cfg.output_size)
-    return bad("weights has ", cfg.weights.size(), " entries but the output has ", cfg.output_size, " columns");
+    return bad("weights has ", cfg.weights.size(), " entries but the output has ", cfg.output_size,
+               " columns");
 
   // ngram_counts[k] is where the (k+1)-grams start in the pool; n-grams are numbered in
   // pool order and ngram_indexes maps that number to an output column.
@@ -228,7 +241,8 @@ Expected<KernelPtr> create_tfidf_vectorizer(KernelInit& init) {
     if (begin < 0 || end < begin || end > pool_size)
       return bad("ngram_counts ", begin, "..", end, " is outside the pool of ", pool_size);
     if ((end - begin) % n != 0)
-      return bad("the ", n, "-gram section of the pool has ", end - begin, " items, not a multiple of ", n);
+      return bad("the ", n, "-gram section of the pool has ", end - begin,
+                 " items, not a multiple of ", n);
     const bool wanted = n >= cfg.min_gram && n <= cfg.max_gram;
     for (int64_t g = begin; g < end; g += n, ++ngram_number) {
       if (!wanted) continue;

@@ -30,8 +30,10 @@ double read_double(const Tensor& t, int64_t i) {
 }
 
 void write_double(Tensor& t, int64_t i, double v) {
-  if (t.dtype() == DataType::kDouble) t.data<double>()[i] = v;
-  else t.data<float>()[i] = float(v);
+  if (t.dtype() == DataType::kDouble)
+    t.data<double>()[i] = v;
+  else
+    t.data<float>()[i] = float(v);
 }
 
 class OptimizerKernel final : public Kernel {
@@ -42,9 +44,11 @@ class OptimizerKernel final : public Kernel {
     const Tensor& r_t = *ctx.input(0);
     const Tensor& t_t = *ctx.input(1);
     if (r_t.numel() != 1)
-      return invalid_argument("learning rate R must be a scalar, got shape ", r_t.shape().to_string());
+      return invalid_argument("learning rate R must be a scalar, got shape ",
+                              r_t.shape().to_string());
     if (t_t.numel() != 1)
-      return invalid_argument("update count T must be a scalar, got shape ", t_t.shape().to_string());
+      return invalid_argument("update count T must be a scalar, got shape ",
+                              t_t.shape().to_string());
     const double R = read_double(r_t, 0);
     const int64_t T = t_t.data<int64_t>()[0];
     const size_t per = inputs_per_var(cfg_.kind);
@@ -172,8 +176,10 @@ Expected<KernelPtr> create_momentum(KernelInit& init) {
   cfg.norm_coefficient = attrs.get_float("norm_coefficient", 0.0f);
   const std::string mode = attrs.get_string("mode", "");
   NXRT_RETURN_IF_ERROR(attrs.status());
-  if (mode == "standard") cfg.kind = Optimizer::kMomentum;
-  else if (mode == "nesterov") cfg.kind = Optimizer::kNesterov;
+  if (mode == "standard")
+    cfg.kind = Optimizer::kMomentum;
+  else if (mode == "nesterov")
+    cfg.kind = Optimizer::kNesterov;
   else
     return init.error(StatusCode::kInvalidGraph, "mode '", mode,
                       "' is not 'standard' or 'nesterov'");

@@ -15,10 +15,20 @@ char32_t decode_one(const std::string& s, size_t i, size_t& len) {
   if (b0 < 0x80) return b0;
   size_t need;
   char32_t cp, min;
-  if ((b0 & 0xE0) == 0xC0) { need = 1; cp = b0 & 0x1F; min = 0x80; }
-  else if ((b0 & 0xF0) == 0xE0) { need = 2; cp = b0 & 0x0F; min = 0x800; }
-  else if ((b0 & 0xF8) == 0xF0) { need = 3; cp = b0 & 0x07; min = 0x10000; }
-  else return kInvalid;
+  if ((b0 & 0xE0) == 0xC0) {
+    need = 1;
+    cp = b0 & 0x1F;
+    min = 0x80;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    need = 2;
+    cp = b0 & 0x0F;
+    min = 0x800;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    need = 3;
+    cp = b0 & 0x07;
+    min = 0x10000;
+  } else
+    return kInvalid;
   if (i + need >= s.size()) return kInvalid;
   for (size_t k = 1; k <= need; ++k) {
     const auto b = uint8_t(s[i + k]);
@@ -55,9 +65,9 @@ struct PairRange {
   bool upper_even;
 };
 constexpr PairRange kPairs[] = {
-    {0x0100, 0x012F, true},  {0x0132, 0x0137, true},  {0x0139, 0x0148, false},
-    {0x014A, 0x0177, true},  {0x0179, 0x017E, false}, {0x0460, 0x0481, true},
-    {0x048A, 0x04BF, true},  {0x04D0, 0x04FF, true},  {0x1E00, 0x1E95, true},
+    {0x0100, 0x012F, true}, {0x0132, 0x0137, true},  {0x0139, 0x0148, false},
+    {0x014A, 0x0177, true}, {0x0179, 0x017E, false}, {0x0460, 0x0481, true},
+    {0x048A, 0x04BF, true}, {0x04D0, 0x04FF, true},  {0x1E00, 0x1E95, true},
     {0x1EA0, 0x1EFF, true},
 };
 

@@ -26,19 +26,19 @@ class WhereKernel final : public Kernel {
       const T* px = x.data<T>();
       const T* py = y.data<T>();
       T* po = out->data<T>();
-      for_each_broadcast_run(plan, [&](const int64_t* off, int64_t o, int64_t count,
-                                       const int64_t* step) {
-        const bool* cc = pc + off[0];
-        const T* xx = px + off[1];
-        const T* yy = py + off[2];
-        T* z = po + o;
-        if (step[0] == 1 && step[1] == 1 && step[2] == 1) {
-          for (int64_t i = 0; i < count; ++i) z[i] = cc[i] ? xx[i] : yy[i];
-        } else {
-          for (int64_t i = 0; i < count; ++i)
-            z[i] = cc[i * step[0]] ? xx[i * step[1]] : yy[i * step[2]];
-        }
-      });
+      for_each_broadcast_run(
+          plan, [&](const int64_t* off, int64_t o, int64_t count, const int64_t* step) {
+            const bool* cc = pc + off[0];
+            const T* xx = px + off[1];
+            const T* yy = py + off[2];
+            T* z = po + o;
+            if (step[0] == 1 && step[1] == 1 && step[2] == 1) {
+              for (int64_t i = 0; i < count; ++i) z[i] = cc[i] ? xx[i] : yy[i];
+            } else {
+              for (int64_t i = 0; i < count; ++i)
+                z[i] = cc[i * step[0]] ? xx[i * step[1]] : yy[i * step[2]];
+            }
+          });
       return Status();
     });
   }
