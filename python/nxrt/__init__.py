@@ -6,10 +6,10 @@ Swap ``import onnxruntime as ort`` for ``import nxrt as ort`` and existing code 
 from ._errors import (EngineError, EPFail, Fail, InvalidArgument, InvalidGraph,
                       InvalidProtobuf, ModelLoaded, NoModel, NoSuchFile, NotImplemented,
                       NxrtError, RuntimeException)
+from ._providers import get_all_providers, get_available_providers, get_device
 from ._session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, ModelMetadata,
-                       NodeArg, RunOptions, SessionOptions, get_all_providers,
-                       get_available_providers, get_device)
-from ._call import BoundOutputs, Outputs, load
+                       NodeArg, RunOptions, SessionOptions, load)
+from ._call import BoundOutputs, Outputs
 from ._value import NxrtValue, OrtValue
 from ._iobinding import IOBinding, SessionIOBinding
 from ._module_api import (cuda_version, disable_telemetry_events, enable_telemetry_events,

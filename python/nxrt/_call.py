@@ -1,13 +1,12 @@
-"""The ergonomic layer over ``InferenceSession``: ``nxrt.load``, calling a session like a
-function, the ``Outputs`` container and ``bind_outputs``.
+"""The ergonomic layer over ``InferenceSession``: calling a session like a function, the
+``Outputs`` container and ``bind_outputs`` (``nxrt.load`` is in ``_session``).
 
 Everything here is plain Python over ``InferenceSession.run``; it only turns call
-arguments into a feed dict and the result list into something pleasant. Nothing here
-imports ``_session`` at module level, because ``_session`` imports this module.
+arguments into a feed dict and the result list into something pleasant. It never imports
+``_session`` (which imports it): a session arrives as an argument.
 """
 
 import difflib
-import os
 import re
 from collections.abc import Mapping
 
@@ -421,73 +420,3 @@ class BoundOutputs:
     def __repr__(self):
         state = " (closed)" if self._session is None else ""
         return f"BoundOutputs({', '.join(repr(n) for n in self._output_names)}){state}"
-
-
-_DEVICE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
-
-
-def providers_for_device(device):
-    """The providers list that ``device`` ("cpu", "cuda", "cuda:N") asks for.
-
-    Raises ValueError for a malformed device and for one this build cannot compute on:
-    a session never falls back to the CPU silently when a GPU was asked for."""
-    from ._session import get_available_providers
-
-    if not isinstance(device, str):
-        if hasattr(device, "type"):  # torch.device and alikes print as "cuda:0"
-            device = str(device)
-        else:
-            raise TypeError(f"device must be a str such as 'cpu', 'cuda' or 'cuda:0', not "
-                            f"{type(device).__name__}")
-    m = _DEVICE.match(device.strip().lower())
-    if not m:
-        raise ValueError(f"unknown device {device!r}; use 'cpu', 'cuda' or 'cuda:N' "
-                         f"(N = GPU index)")
-    kind, index = m.group(1), int(m.group(2) or 0)
-    available = get_available_providers()
-    if kind == "cpu":
-        if index != 0:
-            raise ValueError(f"device {device!r}: there is only one CPU device, 'cpu' (or "
-                             f"'cpu:0')")
-        return ["CPUExecutionProvider"]
-    if "CUDAExecutionProvider" not in available:
-        raise ValueError(
-            f"device {device!r} is not available: this build of nxrt has no CUDA execution "
-            f"provider (available providers: {available}); use device='cpu', or install a "
-            f"build of nxrt with CUDA support")
-    return [("CUDAExecutionProvider", {"device_id": str(index)}), "CPUExecutionProvider"]
-
-
-def load(path, *, device=None, providers=None, sess_options=None):
-    """Loads an ONNX model and returns a callable ``InferenceSession``.
-
-    ``path`` is a file path (str or os.PathLike) or the serialized model as bytes.
-    ``device`` picks where to compute: "cpu" (the default), "cuda" or "cuda:N"; a device
-    that is not available raises ValueError instead of falling back to the CPU. An
-    explicit ``providers`` list (as for ``InferenceSession``) wins over ``device``.
-    ``sess_options`` is an optional ``SessionOptions``.
-
-    Example::
-
-        sess = nxrt.load("model.onnx")
-        y = sess(x)                      # one output: the array itself
-        out = sess(input_ids=ids)        # several outputs: out.logits, out[0], ...
-    """
-    from ._session import InferenceSession
-
-    if device is not None:
-        # Validated even when providers wins, so a typo such as 'gpu' does not go unseen.
-        device_providers = providers_for_device(device) if providers is None else None
-        if device_providers is None:
-            if not isinstance(device, str) and not hasattr(device, "type"):
-                raise TypeError(f"device must be a str such as 'cpu', 'cuda' or 'cuda:0', "
-                                f"not {type(device).__name__}")
-            if not _DEVICE.match(str(device).strip().lower()):
-                raise ValueError(f"unknown device {device!r}; use 'cpu', 'cuda' or 'cuda:N' "
-                                 f"(N = GPU index)")
-        else:
-            providers = device_providers
-    if not isinstance(path, (str, bytes, bytearray, memoryview, os.PathLike)):
-        raise TypeError(f"nxrt.load takes a file path (str or os.PathLike) or the serialized "
-                        f"model as bytes, not {type(path).__name__}")
-    return InferenceSession(path, sess_options=sess_options, providers=providers)

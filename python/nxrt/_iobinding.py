@@ -13,10 +13,12 @@ class IOBinding:
     """Binds inputs and outputs of one InferenceSession (``session.io_binding()``)."""
 
     def __init__(self, session):
-        from ._session import InferenceSession
-
-        if not isinstance(session, InferenceSession):
-            raise TypeError("IOBinding needs an nxrt InferenceSession")
+        # Checked by what it offers rather than by class: _session imports this module,
+        # never the other way round.
+        if not callable(getattr(session, "run_with_iobinding", None)) or not hasattr(
+                session, "_feedable"):
+            raise TypeError(f"IOBinding needs an nxrt InferenceSession, not "
+                            f"{type(session).__name__}")
         self._session = session
         self._inputs = {}  # name -> native value
         self._keep = {}  # name -> the Python object whose memory an input reads

@@ -10,27 +10,12 @@ from . import _dtypes
 from ._errors import ALL as _ERROR_CLASSES
 from . import _nxrt
 from . import _call
+from . import _convert
 from . import _value
+from . import _providers
+from ._iobinding import IOBinding
 
 _nxrt._register_errors(_ERROR_CLASSES)
-
-_AVAILABLE_PROVIDERS = ["CPUExecutionProvider"]
-
-
-def get_available_providers():
-    """Execution providers this build can use, in priority order."""
-    return list(_AVAILABLE_PROVIDERS)
-
-
-def get_all_providers():
-    """Every execution provider nxrt knows of (available or not)."""
-    return ["CUDAExecutionProvider", "CPUExecutionProvider"]
-
-
-def get_device():
-    """The device nxrt computes on by default ("CPU")."""
-    return "CPU"
-
 
 class GraphOptimizationLevel(enum.IntEnum):
     ORT_DISABLE_ALL = 0
@@ -148,31 +133,6 @@ class ModelMetadata:
         self.custom_metadata_map = dict(meta["custom_metadata_map"])
 
 
-def _parse_providers(providers, provider_options):
-    if providers is None:
-        return ["CPUExecutionProvider"], [{}]
-    if isinstance(providers, str):
-        providers = [providers]
-    names, options = [], []
-    for i, entry in enumerate(providers):
-        if isinstance(entry, (tuple, list)):
-            if len(entry) != 2 or not isinstance(entry[1], dict):
-                raise ValueError("a provider given as a tuple must be (name, options dict)")
-            name, opts = entry
-        else:
-            name, opts = entry, (provider_options[i] if provider_options else {})
-        if name not in _AVAILABLE_PROVIDERS:
-            known = "known" if name in get_all_providers() else "unknown"
-            raise ValueError(
-                f"{known} execution provider '{name}' is not available in this build of nxrt; "
-                f"available providers: {get_available_providers()}")
-        names.append(name)
-        options.append({str(k): str(v) for k, v in opts.items()})
-    if not names:
-        raise ValueError("providers must name at least one execution provider")
-    return names, options
-
-
 def _convert_python_feeds(session, input_feed):
     """input_feed with Python lists (and scalars) turned into arrays of each input's
     declared element type, as onnxruntime does: [[1, 2]] for an int32 input is int32, not
@@ -202,70 +162,13 @@ def _convert_python_feeds(session, input_feed):
     return converted if converted is not None else input_feed
 
 
-def _to_feed(name, value, is_sequence=False):
-    """(name, code, array, strings, shape) for the native run call."""
-    if value is None:
-        return (name, 0, None, None, None)
-    if is_sequence:
-        if not isinstance(value, (list, tuple)):
-            raise TypeError(f"input '{name}' is a sequence: feed a list of arrays")
-        return (name, -1, [_to_feed(name, v)[1:] for v in value], None, None)
-    if not isinstance(value, np.ndarray):
-        native = _value.as_native_feed(value, name)  # NxrtValue, OrtValue, DLPack: in place
-        if native is not None:
-            return (name, native.code, native, None, None)
-        value = np.asarray(value)
-    code = _dtypes.code_of(value.dtype)
-    if code is None:
-        raise TypeError(
-            f"input '{name}' has dtype {value.dtype}, which nxrt does not support; cast it "
-            f"first, e.g. x.astype(np.float32) (supported: bool, int8/16/32/64, "
-            f"uint8/16/32/64, float16, float32, float64, str, and from ml_dtypes bfloat16, "
-            f"float8, float4_e2m1fn, int4, uint4, int2, uint2)")
-    if code == _dtypes.STRING:
-        flat = [v.decode() if isinstance(v, bytes) else str(v) for v in value.reshape(-1).tolist()]
-        return (name, code, None, flat, list(value.shape))
-    if value.dtype.byteorder == ">" or (value.dtype.byteorder == "<" and np.little_endian is False):
-        value = value.astype(value.dtype.newbyteorder("="))
-    if not value.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
-        value = value.copy(order="C")
-    if code == _dtypes.BFLOAT16_CODE:
-        value = value.view(np.uint16)
-    elif code == 9 or _dtypes.is_byte_float(code):
-        value = value.view(np.uint8)
-    elif _dtypes.is_sub_byte(code):
-        value = _dtypes.sub_byte_to_native(code, value)
-    return (name, code, value, None, None)
-
-
-def _from_result(code, value):
-    if code == -1:
-        return [_from_result(c, v) for c, v in value]
-    if code == -2:  # a sequence of maps (ZipMap): the list of dicts, as onnxruntime returns it
-        return value
-    if code == 0:
-        return None
-    if code == _dtypes.STRING:
-        items, shape = value
-        out = np.empty(len(items), dtype=object)
-        out[:] = [b.decode("utf-8", errors="surrogateescape") for b in items]
-        return out.reshape(shape)
-    if code == _dtypes.BFLOAT16_CODE and _dtypes.BFLOAT16 is not None:
-        return value.view(_dtypes.BFLOAT16)
-    if _dtypes.is_byte_float(code):
-        return value.view(_dtypes.numpy_dtype(code))
-    if _dtypes.is_sub_byte(code):
-        return _dtypes.sub_byte_from_native(code, value)
-    return value
-
-
 class InferenceSession:
     """Loads an ONNX model and runs it; a drop-in for ``onnxruntime.InferenceSession``."""
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None,
                  **kwargs):
         self._sess_options = sess_options if sess_options is not None else SessionOptions()
-        self._providers, self._provider_options = _parse_providers(providers, provider_options)
+        self._providers, self._provider_options = _providers.parse_providers(providers, provider_options)
         options = self._sess_options._native()
         disabled = kwargs.pop("disabled_optimizers", None)
         if disabled:
@@ -360,7 +263,7 @@ class InferenceSession:
 
     def set_providers(self, providers=None, provider_options=None):
         """Changes the provider list (only CPUExecutionProvider is available)."""
-        self._providers, self._provider_options = _parse_providers(providers, provider_options)
+        self._providers, self._provider_options = _providers.parse_providers(providers, provider_options)
 
     def run(self, output_names, input_feed, run_options=None):
         """Runs the model; returns a list of numpy arrays, one per requested output."""
@@ -376,11 +279,11 @@ class InferenceSession:
                 raise _ERROR_CLASSES["InvalidArgument"](
                     f"Invalid input name: '{name}'; the model's inputs are {self._input_names}")
         input_feed = _convert_python_feeds(self, input_feed)
-        feeds = [_to_feed(n, v, n in self._sequence_inputs) for n, v in input_feed.items()]
+        feeds = [_convert.to_feed(n, v, n in self._sequence_inputs) for n, v in input_feed.items()]
         names = list(output_names) if output_names else []
         flag = run_options._flag if run_options is not None else None
         results = self._sess.run(names, feeds, flag)
-        return [_from_result(code, value) for code, value in results]
+        return [_convert.from_result(code, value) for code, value in results]
 
     # Zero-copy values and onnxruntime's IoBinding; the logic lives in _value.py/_iobinding.py.
     def run_with_values(self, output_names, input_feed, run_options=None):
@@ -393,7 +296,7 @@ class InferenceSession:
                 raise _ERROR_CLASSES["InvalidArgument"](
                     f"Invalid input name: '{name}'; the model's inputs are {self._input_names}")
         input_feed = _convert_python_feeds(self, input_feed)
-        feeds = [_to_feed(n, v, n in self._sequence_inputs) for n, v in input_feed.items()]
+        feeds = [_convert.to_feed(n, v, n in self._sequence_inputs) for n, v in input_feed.items()]
         flag = run_options._flag if run_options is not None else None
         results = self._sess.run(list(output_names or []), feeds, flag, None, True)
         return [_value.wrap_result(code, value) for code, value in results]
@@ -429,15 +332,11 @@ class InferenceSession:
 
     def io_binding(self):
         """An ``IOBinding`` for this session (onnxruntime's API)."""
-        from ._iobinding import IOBinding
-
         return IOBinding(self)
 
     def run_with_iobinding(self, iobinding, run_options=None):
         """Runs with the inputs and outputs bound in `iobinding`; read the results with
         ``iobinding.get_outputs()`` or ``copy_outputs_to_cpu()``."""
-        from ._iobinding import IOBinding
-
         if not isinstance(iobinding, IOBinding):
             raise TypeError(f"run_with_iobinding needs an IOBinding from session.io_binding(), "
                             f"not {type(iobinding).__name__}")
@@ -455,3 +354,36 @@ class InferenceSession:
             f.write(self._sess.take_profile())
         self._profiling = False
         return path
+
+
+def load(path, *, device=None, providers=None, sess_options=None):
+    """Loads an ONNX model and returns a callable ``InferenceSession``.
+
+    ``path`` is a file path (str or os.PathLike) or the serialized model as bytes.
+    ``device`` picks where to compute: "cpu" (the default), "cuda" or "cuda:N"; a device
+    that is not available raises ValueError instead of falling back to the CPU. An
+    explicit ``providers`` list (as for ``InferenceSession``) wins over ``device``.
+    ``sess_options`` is an optional ``SessionOptions``.
+
+    Example::
+
+        sess = nxrt.load("model.onnx")
+        y = sess(x)                      # one output: the array itself
+        out = sess(input_ids=ids)        # several outputs: out.logits, out[0], ...
+    """
+    if device is not None:
+        # Validated even when providers wins, so a typo such as 'gpu' does not go unseen.
+        device_providers = _providers.providers_for_device(device) if providers is None else None
+        if device_providers is None:
+            if not isinstance(device, str) and not hasattr(device, "type"):
+                raise TypeError(f"device must be a str such as 'cpu', 'cuda' or 'cuda:0', "
+                                f"not {type(device).__name__}")
+            if not _providers.DEVICE_PATTERN.match(str(device).strip().lower()):
+                raise ValueError(f"unknown device {device!r}; use 'cpu', 'cuda' or 'cuda:N' "
+                                 f"(N = GPU index)")
+        else:
+            providers = device_providers
+    if not isinstance(path, (str, bytes, bytearray, memoryview, os.PathLike)):
+        raise TypeError(f"nxrt.load takes a file path (str or os.PathLike) or the serialized "
+                        f"model as bytes, not {type(path).__name__}")
+    return InferenceSession(path, sess_options=sess_options, providers=providers)

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _nxrt
 from ._op_table import DEFAULT_OUTPUTS as _DEFAULT_OUTPUTS
-from ._session import _from_result, _to_feed
+from ._convert import from_result as _from_result, to_feed as _to_feed
 
 __all__ = ["dispatch", "cache_stats", "clear_cache", "opset", "Sequence", "LATEST_ONNX_OPSET"]
 

@@ -658,3 +658,31 @@ def test_public_api_has_docstrings():
                 nxrt.InferenceSession.output_names, nxrt.Outputs.keys, nxrt.Outputs.values,
                 nxrt.Outputs.items, nxrt.BoundOutputs.__call__):
         assert inspect.getdoc(obj), obj
+
+
+def test_package_modules_import_without_cycles():
+    """No module of python/nxrt imports one that imports it back, directly or through
+    others, not even inside a function (the providers and conversions are leaf modules)."""
+    import ast
+
+    edges = {}
+    for path in PKG.glob("*.py"):
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                deps.update([node.module.split(".")[0]] if node.module
+                            else [a.name for a in node.names])
+        edges[path.stem] = deps - {path.stem}
+    assert {"_providers", "_convert"} <= set(edges)
+
+    def cycle_from(start, path):
+        for dep in sorted(edges.get(path[-1], ())):
+            if dep == start:
+                return path + [dep]
+            if dep not in path and (found := cycle_from(start, path + [dep])):
+                return found
+        return None
+
+    for module in sorted(edges):
+        cycle = cycle_from(module, [module])
+        assert cycle is None, " -> ".join(cycle)

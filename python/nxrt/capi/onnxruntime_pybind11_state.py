@@ -10,6 +10,6 @@ from .._module_api import (disable_telemetry_events, enable_telemetry_events,  #
                            register_execution_provider_library, set_default_logger_severity,
                            set_default_logger_verbosity, set_seed,
                            unregister_execution_provider_library)
+from .._providers import get_all_providers, get_available_providers, get_device  # noqa: F401
 from .._session import (ExecutionMode, GraphOptimizationLevel, InferenceSession,  # noqa: F401
-                        ModelMetadata, NodeArg, RunOptions, SessionOptions, get_all_providers,
-                        get_available_providers, get_device)
+                        ModelMetadata, NodeArg, RunOptions, SessionOptions)
