@@ -5,11 +5,8 @@
 namespace nxrt::ir {
 
 std::string Node::describe() const {
-  std::string out = op_type + " node";
-  if (!name.empty())
-    out += " '" + name + "'";
-  else if (!outputs.empty())
-    out += " producing '" + outputs[0] + "'";
+  std::string out = "[" + op_type + "] node '" + name + "'";
+  if (name.empty() && !outputs.empty()) out += " (output '" + outputs[0] + "')";
   return out;
 }
 

@@ -84,7 +84,8 @@ struct Node {
       if (a.name == attr_name) return &a;
     return nullptr;
   }
-  // "Conv node 'conv_3'" (or "Conv node #7" when unnamed) for error messages.
+  // How every error message names a node: "[Conv] node 'conv_3'", or
+  // "[Conv] node '' (output 'y')" when it has no name.
   std::string describe() const;
 };
 

@@ -33,11 +33,7 @@ const char* attr_type_name(ir::Attribute::Type type) {
 
 }  // namespace
 
-std::string node_context(const ir::Node& node) {
-  std::string out = "[" + node.op_type + "] node '" + node.name + "'";
-  if (node.name.empty() && !node.outputs.empty()) out += " (output '" + node.outputs[0] + "')";
-  return out + ": ";
-}
+std::string node_context(const ir::Node& node) { return node.describe() + ": "; }
 
 const ir::Attribute* AttrReader::find(const char* name, ir::Attribute::Type type) {
   const ir::Attribute* a = node_.find_attribute(name);

@@ -67,8 +67,7 @@ Status dequantize_lstm(ir::Graph& graph, PassContext& ctx) {
     auto w = dequantize_weight("W", *wq, *ws, wz, ctx.limits);
     auto r = dequantize_weight("R", *rq, *rs, rz, ctx.limits);
     for (const Status& st : {w.status(), r.status()})
-      if (!st.ok())
-        return invalid_graph("[DynamicQuantizeLSTM] node '", node.name, "': ", st.message());
+      if (!st.ok()) return invalid_graph(node.describe(), ": ", st.message());
     const std::string w_name = edit.fresh_name(node.inputs[1] + "_dequantized");
     const std::string r_name = edit.fresh_name(node.inputs[2] + "_dequantized");
     edit.add_initializer(w_name, std::move(w).value());

@@ -120,7 +120,7 @@ class NllLossKernel final : public Kernel {
       default:
         break;
     }
-    return not_implemented("unsupported type");
+    return not_implemented("input 0 has unsupported type ", tensor_type_name(dtype_));
   }
 
  private:
@@ -140,7 +140,7 @@ class SoftmaxCrossEntropyKernel final : public Kernel {
     switch (dtype_) {
       NXRT_CASES_FLOAT(widen<T>(x, logp))
       default:
-        return not_implemented("unsupported type");
+        return not_implemented("input 0 has unsupported type ", tensor_type_name(dtype_));
     }
     // log-softmax over the class axis (stride d), stabilised by the max.
     for (int64_t i = 0; i < n; ++i) {
@@ -165,7 +165,7 @@ class SoftmaxCrossEntropyKernel final : public Kernel {
       default:
         break;
     }
-    return not_implemented("unsupported type");
+    return not_implemented("input 0 has unsupported type ", tensor_type_name(dtype_));
   }
 
  private:

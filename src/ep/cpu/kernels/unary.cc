@@ -41,7 +41,7 @@ class FloatUnaryKernel final : public Kernel {
     switch (dtype_) {
       NXRT_CASES_FLOAT(apply_float<T>(x, *y, fn_, params_))
       default:
-        return not_implemented("unsupported type");
+        return not_implemented("input X has unsupported type ", tensor_type_name(dtype_));
     }
     return Status();
   }
@@ -248,7 +248,7 @@ class SignedUnaryKernel final : public Kernel {
         for (int64_t i = 0; i < n; ++i) out[i] = signed_apply<T>(op_, in[i]);
       })
       default:
-        return not_implemented("unsupported type");
+        return not_implemented("input X has unsupported type ", tensor_type_name(dtype_));
     }
     return Status();
   }
@@ -289,7 +289,7 @@ class PredicateKernel final : public Kernel {
       switch (dtype_) {
         NXRT_CASES_INT(for (int64_t i = 0; i < n; ++i) y->data<T>()[i] = T(~x.data<T>()[i]))
         default:
-          return not_implemented("unsupported type");
+          return not_implemented("input X has unsupported type ", tensor_type_name(dtype_));
       }
       return Status();
     }
@@ -301,7 +301,7 @@ class PredicateKernel final : public Kernel {
                                                                        (v < 0 && detect_neg_));
       })
       default:
-        return not_implemented("unsupported type");
+        return not_implemented("input X has unsupported type ", tensor_type_name(dtype_));
     }
     return Status();
   }
