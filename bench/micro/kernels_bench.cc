@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "core/parallel.h"
@@ -46,6 +47,55 @@ void BM_Sgemm(benchmark::State& state) {
   set_flops(state, double(n) * double(n) * double(n));
 }
 BENCHMARK(BM_Sgemm)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+// Each micro-kernel the CPU runs (not only the dispatched one) on 256^3 and on a large
+// 1x1 convolution's product (64 outputs, 3136 positions, 256 inputs): args kernel, M, N, K.
+void BM_SgemmPerKernel(benchmark::State& state) {
+  const auto kernel = nxrt::gemm::MicroKernel(state.range(0));
+  if (!nxrt::gemm::kernel_available(kernel)) {
+    state.SkipWithError("micro-kernel not available on this CPU");
+    return;
+  }
+  const int64_t M = state.range(1), N = state.range(2), K = state.range(3);
+  const auto a = random_floats(size_t(M * K), 1), b = random_floats(size_t(K * N), 2);
+  std::vector<float> c(size_t(M * N));
+  for (auto _ : state) {
+    nxrt::gemm::sgemm(false, false, M, N, K, 1.0f, a.data(), K, b.data(), N, 0.0f, c.data(), N,
+                      kernel);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_flops(state, double(M) * double(N) * double(K));
+}
+void per_kernel_shapes(benchmark::internal::Benchmark* b) {
+  using nxrt::gemm::MicroKernel;
+  for (MicroKernel k :
+       {MicroKernel::kPortable, MicroKernel::kAvx2, MicroKernel::kAvx512, MicroKernel::kAvx512x48})
+    for (auto [m, n, k_] : {std::tuple{256, 256, 256}, std::tuple{64, 3136, 256}})
+      b->Args({int64_t(k), m, n, k_});
+}
+BENCHMARK(BM_SgemmPerKernel)->Apply(per_kernel_shapes)->Unit(benchmark::kMicrosecond);
+
+// The small convolutions of the audio models (Silero, openWakeWord) and an LSTM step's gate
+// product with their weights packed once as the right operand (Y = W * col computed as
+// col^T * W^T): args M (outputs), N (positions), K (inputs x taps).
+void BM_SgemmPackedRightSmallConv(benchmark::State& state) {
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  const auto w = random_floats(size_t(M * K), 6), col = random_floats(size_t(K * N), 7);
+  std::vector<float> y(size_t(M * N));
+  const auto wt = PackedMatrix::pack_right(true, K, M, w.data(), K);
+  for (auto _ : state) {
+    nxrt::gemm::sgemm_packed_right(true, N, 1.0f, col.data(), N, wt, 0.0f, y.data(), N, true);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flops(state, double(M) * double(N) * double(K));
+}
+BENCHMARK(BM_SgemmPackedRightSmallConv)
+    ->Args({258, 4, 256})
+    ->Args({128, 4, 387})
+    ->Args({64, 2, 384})
+    ->Args({257, 5, 512})
+    ->Args({512, 1, 128})
+    ->Unit(benchmark::kMicrosecond);
 
 // A convolution's product after im2col: constant weights (M x K, packed once) times a
 // K x N column matrix read in place.

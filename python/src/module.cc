@@ -1,8 +1,17 @@
 // The _nxrt extension module: thin glue only. Policy (argument checks, defaults,
 // onnxruntime-compatible classes) lives in the pure-Python package python/nxrt/.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "core/random_seed.h"
+#include "ep/cpu/cpu_provider.h"
+#include "ep/cpu/registry.h"
 #include "errors.h"
 
 namespace nb = nanobind;
@@ -21,6 +30,16 @@ NB_MODULE(_nxrt, m) {
   m.def(
       "set_seed", [](int64_t seed) { nxrt::set_default_random_seed(uint64_t(seed)); },
       nb::arg("seed"), "Seeds the random ops that have no seed attribute, process-wide.");
+  m.def(
+      "kernel_table",
+      [] {
+        std::vector<std::tuple<std::string, std::string, int, int, std::string>> rows;
+        const std::string provider(nxrt::cpu::cpu_provider()->name());
+        for (const nxrt::cpu::KernelEntry& e : nxrt::cpu::kernel_table())
+          rows.emplace_back(e.domain, e.op_type, e.since_version, e.until_version, provider);
+        return rows;
+      },
+      "Every kernel nxrt has: (domain, op, first opset, last opset, provider).");
   nxrt::py::bind_value(m);
   nxrt::py::bind_session(m);
   nxrt::py::bind_eager(m);

@@ -4,9 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -201,70 +199,6 @@ TEST(Gemm, DoubleSimple) {
   EXPECT_EQ(c[1], 5);
   EXPECT_EQ(c[2], 10);
   EXPECT_EQ(c[3], 11);
-}
-
-double gflops(int64_t m, int64_t n, int64_t k, int reps, double seconds) {
-  return 2.0 * double(m * n * k) * reps / seconds * 1e-9;
-}
-
-template <typename Fn>
-double time_reps(int reps, Fn fn) {
-  fn();
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int r = 0; r < reps; ++r) fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Prints GFLOP/s per kernel for 256^3, a large 1x1 convolution, and the small
-// convolutions of the audio models with their weights pre-packed (computed as
-// Y = W * col through W^T packed as the right operand and a transposed C). Not a
-// pass/fail criterion: machines differ.
-TEST(Gemm, Throughput) {
-#ifdef NXRT_SANITIZED
-  GTEST_SKIP() << "timings mean nothing under sanitizers";
-#endif
-  const int64_t n = 256;
-  const auto a = random_vec(size_t(n * n), 1), b = random_vec(size_t(n * n), 2);
-  std::vector<float> c(size_t(n * n));
-  for (MicroKernel kernel : available_kernels()) {
-    const double s = time_reps(50, [&] {
-      nxrt::gemm::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n,
-                        kernel);
-    });
-    std::printf("sgemm 256^3 %-8s: %6.1f GFLOP/s\n", kernel_name(kernel), gflops(n, n, n, 50, s));
-  }
-  // A 1x1 convolution: 64 output channels, 256 input channels, 56x56 positions.
-  {
-    const int64_t M = 64, N = 3136, K = 256;
-    const auto w = random_vec(size_t(M * K), 4), x = random_vec(size_t(K * N), 5);
-    std::vector<float> y(size_t(M * N));
-    for (MicroKernel kernel : available_kernels()) {
-      const double s = time_reps(20, [&] {
-        nxrt::gemm::sgemm(false, false, M, N, K, 1.0f, w.data(), K, x.data(), N, 0.0f, y.data(), N,
-                          kernel);
-      });
-      std::printf("sgemm 64x3136x256 %-8s: %6.1f GFLOP/s\n", kernel_name(kernel),
-                  gflops(M, N, K, 20, s));
-    }
-  }
-  // Output channels x positions x (input channels * kernel) of silero/openwakeword convs,
-  // and an LSTM step's gate product (4 * hidden 128 outputs, one row).
-  const Case convs[] = {{258, 4, 256}, {128, 4, 387}, {64, 2, 384}, {257, 5, 512}, {512, 1, 128}};
-  for (const Case& cv : convs) {
-    const auto w = random_vec(size_t(cv.m * cv.k), 6), col = random_vec(size_t(cv.k * cv.n), 7);
-    std::vector<float> y(size_t(cv.m * cv.n));
-    for (MicroKernel kernel : available_kernels()) {
-      const auto wt =
-          nxrt::gemm::PackedMatrix::pack_right(true, cv.k, cv.m, w.data(), cv.k, kernel);
-      const double s = time_reps(2000, [&] {
-        nxrt::gemm::sgemm_packed_right(true, cv.n, 1.0f, col.data(), cv.n, wt, 0.0f, y.data(), cv.n,
-                                       true);
-      });
-      std::printf("W*X %lldx%lldx%lld packed %-8s: %6.1f GFLOP/s (%.2f us)\n", (long long)cv.m,
-                  (long long)cv.n, (long long)cv.k, kernel_name(kernel),
-                  gflops(cv.m, cv.n, cv.k, 2000, s), s / 2000 * 1e6);
-    }
-  }
 }
 
 }  // namespace

@@ -686,3 +686,19 @@ def test_package_modules_import_without_cycles():
     for module in sorted(edges):
         cycle = cycle_from(module, [module])
         assert cycle is None, " -> ".join(cycle)
+
+
+def test_operators_doc_is_generated_from_the_kernel_table():
+    """docs/OPERATORS.md is what tools/gen_operators_md.py makes of the kernel table."""
+    import subprocess
+    import sys
+
+    root = PKG.parent.parent
+    proc = subprocess.run([sys.executable, str(root / "tools" / "gen_operators_md.py"), "--check"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    table = nxrt._nxrt.kernel_table()
+    assert ("", "Conv", 1, 99, "CPUExecutionProvider") in table
+    text = (root / "docs" / "OPERATORS.md").read_text()
+    assert "| Conv | 1 and later | CPUExecutionProvider |" in text
+    assert "## com.microsoft" in text and "| OneHotMatMul |" in text

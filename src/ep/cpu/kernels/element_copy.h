@@ -63,4 +63,11 @@ inline void copy_run(const T* src, T* dst, int64_t count) {
   }
 }
 
+// Copies `count` elements of `bytes` each; strings are copied as objects.
+inline void copy_run(DataType t, size_t bytes, const void* src, int64_t src_index, void* dst,
+                     int64_t dst_index, int64_t count) {
+  copy_elements(t, static_cast<const char*>(src) + size_t(src_index) * bytes,
+                static_cast<char*>(dst) + size_t(dst_index) * bytes, count);
+}
+
 }  // namespace nxrt::cpu
