@@ -1,27 +1,10 @@
 // Det: the determinant of each trailing square matrix.
 #include <cmath>
-#include <type_traits>
 
 #include "ep/cpu/kernels/common.h"
 
 namespace nxrt::cpu {
 namespace {
-
-template <typename T>
-double widen(T v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
-    return double(float(v));
-  else
-    return double(v);
-}
-
-template <typename T>
-T narrow_to(double v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
-    return T(float(v));
-  else
-    return T(v);
-}
 
 // Determinant of each trailing [n, n] matrix by LU factorisation with partial pivoting,
 // in double.
@@ -30,7 +13,7 @@ void determinants(const T* x, int64_t count, int64_t n, T* y) {
   std::vector<double> a(size_t(n * n));
   for (int64_t m = 0; m < count; ++m) {
     const T* src = x + m * n * n;
-    for (int64_t i = 0; i < n * n; ++i) a[size_t(i)] = widen(src[i]);
+    for (int64_t i = 0; i < n * n; ++i) a[size_t(i)] = double(wide_t<T>(src[i]));
     double det = 1.0;
     for (int64_t k = 0; k < n && det != 0.0; ++k) {
       int64_t p = k;
@@ -52,7 +35,7 @@ void determinants(const T* x, int64_t count, int64_t n, T* y) {
         for (int64_t j = k + 1; j < n; ++j) a[size_t(i * n + j)] -= f * a[size_t(k * n + j)];
       }
     }
-    y[m] = narrow_to<T>(det);
+    y[m] = narrow<T>(det);
   }
 }
 
