@@ -285,13 +285,27 @@ Expected<std::string> encode_model(const ir::Model& model) {
   return bytes;
 }
 
+// Written beside `path` and renamed over it: `path` may be the model being loaded, whose
+// mapped pages the session still reads (truncating it in place would fault them), and a
+// failed write leaves no half file.
 Status write_model_file(const ir::Model& model, const std::string& path) {
   NXRT_ASSIGN_OR_RETURN(std::string bytes, encode_model(model));
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!file) return make_error(StatusCode::kFail, "cannot open '", path, "' to write the model");
-  if (std::fwrite(bytes.data(), 1, bytes.size(), file.get()) != bytes.size() ||
-      std::fflush(file.get()) != 0)
-    return make_error(StatusCode::kFail, "writing the model to '", path, "' failed");
+  const std::string temp = path + ".nxrt-partial";
+  {
+    std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(temp.c_str(), "wb"), &std::fclose);
+    if (!file) return make_error(StatusCode::kFail, "cannot open '", path, "' to write the model");
+    const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), file.get()) == bytes.size() &&
+                    std::fflush(file.get()) == 0;
+    if (!ok) {
+      file.reset();
+      std::remove(temp.c_str());
+      return make_error(StatusCode::kFail, "writing the model to '", path, "' failed");
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    return make_error(StatusCode::kFail, "cannot replace '", path, "' with the written model");
+  }
   return Status();
 }
 

@@ -91,7 +91,7 @@ def conv_case(rng):
     elif kind == "grouped" and c % 2 == 0:
         group, m = 2, int(rng.choice([16, 32]))
     else:
-        group, m = 1, int(rng.choice([8, 16, 20, 64, 72]))
+        kind, group, m = "dense", 1, int(rng.choice([8, 16, 20, 64, 72]))
     k = int(rng.choice([1, 3, 3, 5]))
     stride = int(rng.choice([1, 1, 2]))
     dilation = int(rng.choice([1, 1, 2])) if k > 1 and stride == 1 else 1

@@ -125,3 +125,22 @@ def test_unwritable_path_fails_the_session_with_the_path(tmp_path):
     options.optimized_model_filepath = str(tmp_path / "no such folder" / "m.onnx")
     with pytest.raises(nxrt.Fail, match="cannot open '.*no such folder/m.onnx' to write"):
         nxrt.InferenceSession(os.path.join(SHARED, ORT_MODELS[2]), options)
+
+
+def test_writing_over_the_model_being_loaded_keeps_the_session_working(tmp_path):
+    # The session still reads the mapped file while the optimized one replaces it.
+    import shutil
+
+    path = tmp_path / "vad.onnx"
+    shutil.copy(os.path.join(SHARED, "models", "silero_vad_v5.onnx"), path)
+    reference = nxrt.InferenceSession(str(path))
+    feeds = _random_feeds(reference)
+    want = reference.run(None, feeds)
+    options = nxrt.SessionOptions()
+    options.optimized_model_filepath = str(path)
+    session = nxrt.InferenceSession(str(path), options)
+    for got, w in zip(session.run(None, feeds), want):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+    for got, w in zip(nxrt.InferenceSession(str(path)).run(None, feeds), want):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+    assert os.listdir(tmp_path) == ["vad.onnx"]  # no partial file left

@@ -63,7 +63,9 @@ class OneHotMatMulKernel final : public Kernel {
                      float* y, int64_t rows) {
     bool counting = a_last == 1;
     for (int64_t k = 0; k < K && counting; ++k) counting = r[k] == T(k);
-    const int64_t pieces = std::min<int64_t>(rows, 64);
+    // Row copies are memory-bound: a piece of at least 64K floats is worth a thread.
+    const int64_t pieces = std::min<int64_t>(
+        rows, int64_t(parallel_pieces(double(rows) * double(N), double(1 << 16))));
     parallel_for(size_t(pieces), [&](size_t piece) {
       const int64_t i0 = rows * int64_t(piece) / pieces, i1 = rows * int64_t(piece + 1) / pieces;
       for (int64_t i = i0; i < i1; ++i) {
