@@ -14,6 +14,15 @@
 namespace nxrt::gemm::detail {
 namespace {
 
+// acc += the dot products of a's and b's groups of four bytes. In inline assembly because
+// GCC 12 allocates registers badly around the intrinsic's tied accumulator: in the 12 x 32
+// tile it copies and spills accumulators every step (661 GOP/s with everything in L1,
+// against 970 for this form on a Zen 5 core whose peak is 990).
+__attribute__((target("avx512f,avx512vnni"), always_inline)) inline void dot_accumulate(
+    __m512i& acc, __m512i a, __m512i b) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+}
+
 template <int R>
 __attribute__((target("avx512f,avx512vnni"), always_inline)) inline void qtile(
     int64_t k4, const uint8_t* a, int64_t lda, const int8_t* b, int64_t panel_bytes, int32_t* c,
@@ -31,8 +40,8 @@ __attribute__((target("avx512f,avx512vnni"), always_inline)) inline void qtile(
       int32_t four;
       __builtin_memcpy(&four, a + r * lda + g, 4);
       const __m512i av = _mm512_set1_epi32(four);
-      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, v0);
-      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, v1);
+      dot_accumulate(acc[r][0], av, v0);
+      dot_accumulate(acc[r][1], av, v1);
     }
   }
   const int64_t n0 = nr < kQPanel ? nr : kQPanel, n1 = nr - n0;
