@@ -341,7 +341,10 @@ def _conv_integer_reference(x, w, xz, wz, strides, pads, dilations, group):
     ((1, 12, 40), (7,), (1,), (9, 9), (3,), 1, True),
     ((1, 8, 33), (5,), (2,), (2, 1), (1,), 2, False),
     ((1, 6, 11, 13), (3, 3), (1, 2), (1, 0, 1, 2), (1, 1), 1, True),
-    ((2, 8, 9, 9), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 4, False)])
+    ((2, 8, 9, 9), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 4, False),
+    # Long enough for several chunks of positions: windows read in place, then gathered.
+    ((1, 64, 1500), (11,), (1,), (5, 5), (1,), 1, False),
+    ((1, 32, 1900), (3,), (2,), (1, 3), (3,), 1, True)])
 def test_conv_integer_matches_exact_reference(shape, kernel, strides, pads, dilations, group,
                                               per_channel, w_type, threads):
     rng = np.random.default_rng(3)

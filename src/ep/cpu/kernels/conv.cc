@@ -16,6 +16,7 @@
 #include "ep/cpu/gemm/qgemm.h"
 #include "ep/cpu/kernels/conv_geometry.h"
 #include "ep/cpu/kernels/fused_activation.h"
+#include "ep/cpu/kernels/qconv_gemm.h"
 #include "ep/cpu/vmath/vmath.h"
 #include "ep/cpu/vmath/winograd.h"
 
@@ -1266,18 +1267,18 @@ class ConvIntegerKernel final : public Kernel {
       return invalid_argument("x_zero_point must be a scalar, got ", xz->shape().to_string());
     if (wz && wz->numel() != 1 && wz->numel() != M)
       return invalid_argument("w_zero_point has ", wz->numel(), " values; expected 1 or ", M);
+    const int32_t x0 = xz ? int_at(*xz, 0) : 0;
     if (L.r <= 2) {
-      // The 8-bit GEMM: per image and group, Y_g^T (positions x Mg) = cols (positions x
-      // K, bytes, padding holding x's zero point) times W_g^T, then transposed into Y.
+      // The 8-bit GEMM on a channels-last copy of x (kernels/qconv_gemm.h).
       const bool same = w.raw() == packed_w_ && (wz ? wz->raw() : nullptr) == packed_wz_;
       std::vector<gemm::PackedQuantB> fresh;
       if (!same || packed_.empty()) fresh = pack_groups(w, wz);
       const std::vector<gemm::PackedQuantB>& packed = fresh.empty() ? packed_ : fresh;
-      run_gemm(L, N, C, M, x, xz ? int_at(*xz, 0) : 0, packed, y->data<int32_t>());
+      run_qconv(geometry(C, M, &L), N, static_cast<const uint8_t*>(x.raw()),
+                x.dtype() == DataType::kInt8, x0, packed, y->data<int32_t>());
       return Status();
     }
     std::vector<int32_t> wx(size_t(x.numel())), ww(size_t(w.numel()));
-    const int32_t x0 = xz ? int_at(*xz, 0) : 0;
     for (size_t i = 0; i < wx.size(); ++i) wx[i] = int_at(x, int64_t(i)) - x0;
     const int64_t per_m = M > 0 ? w.numel() / M : 0;
     for (size_t i = 0; i < ww.size(); ++i) {
@@ -1294,75 +1295,41 @@ class ConvIntegerKernel final : public Kernel {
                                          : int32_t(t.data<int8_t>()[i]);
   }
 
-  // W_g^T (K x Mg) of each group packed, with w's zero points per output channel.
+  // The geometry of a lattice of rank 1 or 2; without one (packing) only the channels and
+  // the group count matter, the window's taps come from W.
+  QConvGeometry geometry(int64_t C, int64_t M, const Lattice* L) const {
+    QConvGeometry g;
+    g.C = C;
+    g.M = M;
+    g.group = group_;
+    if (!L) return g;
+    const size_t last = L->r - 1;
+    g.W = L->image[last];
+    g.OW = L->grid[last];
+    g.KW = L->kernel[last];
+    g.SW = L->stride[last];
+    g.DW = L->dilation[last];
+    g.PL = L->pad[last];
+    if (L->r == 2) {
+      g.H = L->image[0];
+      g.OH = L->grid[0];
+      g.KH = L->kernel[0];
+      g.SH = L->stride[0];
+      g.DH = L->dilation[0];
+      g.PT = L->pad[0];
+    }
+    return g;
+  }
+
+  // W_g^T ((kh, kw, c) x Mg) of each group packed, with w's zero points per output channel.
   std::vector<gemm::PackedQuantB> pack_groups(const Tensor& w, const Tensor* wz) const {
-    const int64_t M = w.shape()[0], Mg = M / group_, K = w.numel() / M;
-    std::vector<gemm::PackedQuantB> out;
-    std::vector<uint8_t> wt(static_cast<size_t>(K * Mg));
-    std::vector<int32_t> zero(static_cast<size_t>(Mg));
-    const auto* bytes = static_cast<const uint8_t*>(w.raw());
-    for (int64_t g = 0; g < group_; ++g) {
-      for (int64_t m = 0; m < Mg; ++m) {
-        for (int64_t k = 0; k < K; ++k) wt[size_t(k * Mg + m)] = bytes[(g * Mg + m) * K + k];
-        zero[size_t(m)] = wz ? int_at(*wz, wz->numel() == 1 ? 0 : g * Mg + m) : 0;
-      }
-      out.push_back(gemm::PackedQuantB::pack(K, Mg, wt.data(), Mg, w.dtype() == DataType::kInt8,
-                                             zero.data(), Mg));
-    }
-    return out;
-  }
-
-  // Rows [p0, p1) of cols: row p holds the K = Cg * taps input bytes output position p
-  // reads (1-D or 2-D).
-  static void gather_columns(const Lattice& L, int64_t Cg, const uint8_t* x, uint8_t pad,
-                             uint8_t* cols, int64_t p0, int64_t p1) {
-    const bool two = L.r == 2;
-    const int64_t H = two ? L.image[0] : 1, W = L.image[L.r - 1];
-    const int64_t OW = L.grid[L.r - 1];
-    const int64_t KH = two ? L.kernel[0] : 1, KW = L.kernel[L.r - 1];
-    const int64_t SH = two ? L.stride[0] : 1, SW = L.stride[L.r - 1];
-    const int64_t DH = two ? L.dilation[0] : 1, DW = L.dilation[L.r - 1];
-    const int64_t PT = two ? L.pad[0] : 0, PL = L.pad[L.r - 1];
-    const int64_t K = Cg * KH * KW;
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t oh = p / OW, ow = p % OW;
-      uint8_t* row = cols + p * K;
-      for (int64_t c = 0; c < Cg; ++c)
-        for (int64_t kh = 0; kh < KH; ++kh) {
-          const int64_t h = oh * SH + kh * DH - PT;
-          const uint8_t* src = x + (c * H + h) * W;
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            const int64_t v = ow * SW + kw * DW - PL;
-            *row++ = h >= 0 && h < H && v >= 0 && v < W ? src[v] : pad;
-          }
-        }
-    }
-  }
-
-  void run_gemm(const Lattice& L, int64_t N, int64_t C, int64_t M, const Tensor& x, int32_t x0,
-                const std::vector<gemm::PackedQuantB>& packed, int32_t* y) const {
-    const int64_t Cg = C / group_, Mg = M / group_, K = Cg * L.kernel_size();
-    const int64_t P = L.grid_size(), in_size = L.image_size();
-    uint8_t* cols = thread_scratch<uint8_t>(size_t(P * K), 1);
-    int32_t* prod = thread_scratch<int32_t>(size_t(P * Mg), 2);
-    const auto* xb = static_cast<const uint8_t*>(x.raw());
-    const bool x_signed = x.dtype() == DataType::kInt8;
-    // The gather and the transpose split across the run's threads like the GEMM.
-    const int64_t pieces = int64_t(parallel_pieces(double(P * (K + Mg)), double(1 << 18)));
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t g = 0; g < group_; ++g) {
-        const uint8_t* xg = xb + (n * C + g * Cg) * in_size;
-        parallel_for(size_t(pieces), [&](size_t piece) {
-          gather_columns(L, Cg, xg, uint8_t(x0), cols, P * int64_t(piece) / pieces,
-                         P * int64_t(piece + 1) / pieces);
-        });
-        gemm::qgemm(P, cols, K, x_signed, x0, packed[size_t(g)], prod, Mg);
-        int32_t* yg = y + (n * M + g * Mg) * P;
-        parallel_for(size_t(pieces), [&](size_t piece) {
-          for (int64_t m = Mg * int64_t(piece) / pieces; m < Mg * int64_t(piece + 1) / pieces; ++m)
-            for (int64_t p = 0; p < P; ++p) yg[m * P + p] = prod[p * Mg + m];
-        });
-      }
+    const int64_t M = w.shape()[0];
+    QConvGeometry g = geometry(w.shape()[1] * group_, M, nullptr);
+    g.KW = w.numel() / (M * w.shape()[1]);  // all taps, in W's (row-major) order
+    std::vector<int32_t> zero(size_t(wz ? wz->numel() : 0));
+    for (size_t i = 0; i < zero.size(); ++i) zero[i] = int_at(*wz, int64_t(i));
+    return pack_qconv_weights(g, static_cast<const uint8_t*>(w.raw()),
+                              w.dtype() == DataType::kInt8, zero.data(), int64_t(zero.size()));
   }
 
   ConvKernel conv_;

@@ -4,6 +4,7 @@
 // apart, copying them element by element.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -12,6 +13,25 @@
 #include "ep/cpu/kernels/common.h"
 
 namespace nxrt::cpu {
+
+// out[i * out_stride + j] = in[i + j * col_stride] for a rows x cols output, in square
+// tiles so both the reads (down input columns) and the writes stay within cache.
+template <typename T>
+void transpose_2d(const T* in, T* out, int64_t rows, int64_t cols, int64_t col_stride,
+                  int64_t out_stride) {
+  constexpr int64_t kTile = 32;
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+    const int64_t i1 = std::min(rows, i0 + kTile);
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      const int64_t j1 = std::min(cols, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i) {
+        T* o = out + i * out_stride;
+        const T* s = in + i;
+        for (int64_t j = j0; j < j1; ++j) o[j] = s[j * col_stride];
+      }
+    }
+  }
+}
 
 template <typename T>
 struct TypeTag {

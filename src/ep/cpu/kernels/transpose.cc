@@ -41,24 +41,6 @@ TransposePlan plan_transpose(const Shape& in, std::span<const int64_t> perm) {
   return p;
 }
 
-// out[i][j] = in[i + j * col_stride] for a rows x cols output, in square tiles so both the
-// reads (down input columns) and the writes stay within cache.
-template <typename T>
-void transpose_2d(const T* in, T* out, int64_t rows, int64_t cols, int64_t col_stride) {
-  constexpr int64_t kTile = 32;
-  for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
-    const int64_t i1 = std::min(rows, i0 + kTile);
-    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-      const int64_t j1 = std::min(cols, j0 + kTile);
-      for (int64_t i = i0; i < i1; ++i) {
-        T* o = out + i * cols;
-        const T* s = in + i;
-        for (int64_t j = j0; j < j1; ++j) o[j] = s[j * col_stride];
-      }
-    }
-  }
-}
-
 template <typename T>
 void transpose_typed(const T* src, T* dst, const TransposePlan& p, int64_t numel) {
   const size_t r = p.dims.size();
@@ -79,7 +61,7 @@ void transpose_typed(const T* src, T* dst, const TransposePlan& p, int64_t numel
     const T* in = src + offset;
     T* o = dst + out;
     if (tiled) {
-      transpose_2d(in, o, p.dims[r - 2], last, last_stride);
+      transpose_2d(in, o, p.dims[r - 2], last, last_stride, last);
     } else if (last_stride == 1) {
       copy_run(in, o, last);
     } else {
