@@ -1124,11 +1124,13 @@ class ConvKernel final : public Kernel {
       const int64_t block = (C + pieces - 1) / pieces, blocks = (C + block - 1) / block;
       for (int64_t n = 0; n < N; ++n)
         parallel_for(size_t(blocks), [&](size_t b) {
-          const int64_t c0 = int64_t(b) * block, count = std::min(block, C - c0);
-          depthwise(L, count, Mg, x + (n * C + c0) * in_size, w + c0 * Mg * ksize,
-                    y + (n * M + c0 * Mg) * out_size);
-          finish(y, z, bias, scale, out_size, (n * M + c0 * Mg) * out_size, c0 * Mg, count * Mg,
-                 out_size);
+          // Bias and activation per channel, while its outputs are still in L1.
+          const int64_t c1 = std::min(C, int64_t(b + 1) * block);
+          for (int64_t c = int64_t(b) * block; c < c1; ++c) {
+            depthwise(L, 1, Mg, x + (n * C + c) * in_size, w + c * Mg * ksize,
+                      y + (n * M + c * Mg) * out_size);
+            finish(y, z, bias, scale, out_size, (n * M + c * Mg) * out_size, c * Mg, Mg, out_size);
+          }
         });
       return;
     }
