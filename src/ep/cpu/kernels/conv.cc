@@ -326,7 +326,8 @@ void depthwise_2d_f32(const Lattice& L, int64_t channels, int64_t mult, const fl
   const int64_t HP = std::max(H + PT, (OH - 1) * SH + (KH - 1) * DH + 1);
   const int64_t WP = std::max(W + PL, (OW - 1) * SW + (KW - 1) * DW + 1);
   const bool padded = PT > 0 || PL > 0 || HP > H || WP > W;
-  float* plane = padded ? thread_scratch<float>(size_t(HP * WP), 1) : nullptr;
+  float* plane =
+      padded ? thread_scratch<float>(size_t(HP * WP + vmath::kPlaneSlack), 1) : nullptr;
   for (int64_t c = 0; c < channels; ++c) {
     const float* xc = x + c * H * W;
     int64_t ld = W;
@@ -337,7 +338,8 @@ void depthwise_2d_f32(const Lattice& L, int64_t channels, int64_t mult, const fl
     }
     // The whole plane in one call (per-row calls cost as much as the arithmetic on the
     // 7 to 28 wide maps of mobile networks).
-    const vmath::PoolWindow win{OH, OW, KH, KW, SH, SW, DH, DW};
+    vmath::PoolWindow win{OH, OW, KH, KW, SH, SW, DH, DW};
+    if (padded) win.slack = vmath::kPlaneSlack;
     for (int64_t m = 0; m < mult; ++m)
       vmath::depthwise_plane(xc, ld, win, w + (c * mult + m) * KH * KW,
                              y + (c * mult + m) * OH * OW);

@@ -194,6 +194,23 @@ void pool2d_plane(const Pool2d& g, bool max, bool include_pad, const float* x, f
   }
 }
 
+// Averages over zero-padded planes were all divided by KH * KW; an output whose window has
+// fewer taps gets its own divisor. The divisor factors into row and column taps, so the
+// corrections are row_factor[oh] * col_factor[ow] (KH / row taps, KW / column taps); full
+// rows only touch the few border columns (listed in border_cols).
+void rescale_borders(const Pool2d& g, const float* row_factor, const float* col_factor,
+                     const int64_t* border_cols, int64_t border_count, float* y) {
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    float* row = y + oh * g.OW;
+    const float rf = row_factor[oh];
+    if (rf != 1.0f) {
+      for (int64_t ow = 0; ow < g.OW; ++ow) row[ow] *= rf * col_factor[ow];
+      continue;
+    }
+    for (int64_t i = 0; i < border_count; ++i) row[border_cols[i]] *= col_factor[border_cols[i]];
+  }
+}
+
 // Stride-1 2-D pooling of `planes` planes at once, without per-row calls or border
 // cases: the planes are stacked into one tall zero- (average) or -inf- (max) bordered image
 // of HP x WP each (the padded extent), so the horizontal pass is one reduce_taps over the
@@ -301,7 +318,7 @@ class PoolKernel final : public Kernel {
     const int64_t planes = x.shape()[0] * x.shape()[1];
     const int64_t in_size = g.H * g.W, out_size = g.OH * g.OW;
     const double work = double(planes) * double(out_size) * double(g.KH * g.KW);
-    const size_t pieces = std::min(parallel_pieces(work, double(1 << 18)), size_t(planes));
+    const size_t pieces = std::min(parallel_pieces(work, double(1 << 16)), size_t(planes));
     const bool max = prm_.kind == PoolKind::kMax;
     // Every window reaches the input when each pad is smaller than the window's extent.
     const bool windows_reach = g.PT < (g.KH - 1) * g.DH + 1 && g.PB < (g.KH - 1) * g.DH + 1 &&
@@ -379,21 +396,48 @@ class PoolKernel final : public Kernel {
       });
       return;
     }
-    if ((max && windows_reach && last_inside) || inside) {
-      const vmath::PoolWindow win{g.OH, g.OW, g.KH, g.KW, g.SH, g.SW, g.DH, g.DW};
+    if ((windows_reach && last_inside) || inside) {
+      // Whole planes through vmath::pool_plane, padded first when windows reach into the
+      // padding: with -inf for max, with zeros for averages, whose border outputs then get
+      // their own divisors (a window's divisor is its row taps times its column taps).
+      vmath::PoolWindow win{g.OH, g.OW, g.KH, g.KW, g.SH, g.SW, g.DH, g.DW};
+      if (!inside) win.slack = vmath::kPlaneSlack;
       const float scale = 1.0f / float(g.KH * g.KW);
+      const bool fix_borders = !max && !inside;
+      // AveragePool's divisor along one dim: the window's taps inside the input, or inside
+      // the padded input with count_include_pad.
+      auto taps = [&](int64_t start, int64_t kernel, int64_t dilation, int64_t in,
+                      int64_t pad_begin, int64_t pad_end) {
+        if (prm_.count_include_pad)
+          return padded_taps(start, kernel, dilation, in, pad_begin, pad_end);
+        const DimRange r = window_range(start, kernel, dilation, in);
+        return r.k_hi - r.k_lo;
+      };
+      float* row_factor = fix_borders ? thread_scratch<float>(size_t(g.OH + g.OW), 2) : nullptr;
+      float* col_factor = row_factor ? row_factor + g.OH : nullptr;
+      int64_t* border_cols = fix_borders ? thread_scratch<int64_t>(size_t(g.OW), 3) : nullptr;
+      int64_t border_count = 0;
+      for (int64_t oh = 0; fix_borders && oh < g.OH; ++oh)
+        row_factor[oh] = float(g.KH) / float(taps(oh * g.SH - g.PT, g.KH, g.DH, g.H, g.PT, g.PB));
+      for (int64_t ow = 0; fix_borders && ow < g.OW; ++ow) {
+        col_factor[ow] = float(g.KW) / float(taps(ow * g.SW - g.PL, g.KW, g.DW, g.W, g.PL, g.PR));
+        if (col_factor[ow] != 1.0f) border_cols[border_count++] = ow;
+      }
+      const float fill = max ? -std::numeric_limits<float>::infinity() : 0.0f;
       parallel_for(pieces, [&](size_t piece) {
-        float* plane = inside ? nullptr : thread_scratch<float>(size_t(HP * WP + 16), 1);
+        float* plane = inside ? nullptr : thread_scratch<float>(size_t(HP * WP + vmath::kPlaneSlack), 1);
         for (int64_t p = int64_t(piece); p < planes; p += int64_t(pieces)) {
           const float* src = x.data<float>() + p * in_size;
+          float* dst = y.data<float>() + p * out_size;
           int64_t ld = g.W;
           if (!inside) {
-            vmath::pad_planes(src, 1, g.H, g.W, g.PT, g.PL, HP, WP, HP * WP,
-                              -std::numeric_limits<float>::infinity(), plane);
+            vmath::pad_planes(src, 1, g.H, g.W, g.PT, g.PL, HP, WP, HP * WP, fill, plane);
             src = plane;
             ld = WP;
           }
-          vmath::pool_plane(max, src, ld, win, scale, y.data<float>() + p * out_size);
+          vmath::pool_plane(max, src, ld, win, scale, dst);
+          if (fix_borders)
+            rescale_borders(g, row_factor, col_factor, border_cols, border_count, dst);
         }
       });
       return;

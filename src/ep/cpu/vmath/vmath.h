@@ -84,9 +84,16 @@ void reduce_taps(bool max, const float* r, size_t count, int64_t stride, int64_t
 struct PoolWindow {
   int64_t OH, OW, KH, KW, SH, SW, DH, DW;
   int64_t out_ld = 0;  // floats between output rows; 0: OW (dense)
+  // Floats the caller lets a kernel read past the end of the last window (a scratch copy
+  // with room after it: see kPlaneSlack), so narrow rows still take whole vector loads.
+  int64_t slack = 0;
   int64_t out_stride() const { return out_ld > 0 ? out_ld : OW; }
 };
 void pool_plane(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale, float* out);
+
+// The slack a plane copy should leave after it for PoolWindow::slack: the 32 floats of a
+// stride-2 vector load, rounded up.
+constexpr int64_t kPlaneSlack = 64;
 
 // Copies `planes` H x W planes into planes of HP x WP floats (dst_stride floats apart),
 // each placed at row `top`, column `left` of a border of `fill`; input rows and columns

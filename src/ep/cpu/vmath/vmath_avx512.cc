@@ -192,15 +192,16 @@ NXRT_AVX512 __m512 load_whole(const float* p) {
 
 // Runs a plane's output rows in blocks of sixteen for a stride S of 1 or 2:
 // block(p, dst, lanes, whole) computes the outputs at dst from the windows starting at p;
-// `whole` is std::true_type when every tap's 16 * S floats lie in the plane (plain loads,
-// all lanes), else std::false_type and only `lanes` are computed, through masked loads. A
-// row's last outputs go as one more whole block that overlaps the one before it (some
-// outputs computed twice, identically) when it can, so masks are rare.
+// `whole` is std::true_type when every tap's 16 * S floats are readable (in the plane or
+// its slack: plain loads, all lanes computed, `lanes` stored), else std::false_type and
+// only `lanes` are computed, through masked loads. A row's last outputs go as one more
+// whole block that overlaps the one before it (some outputs computed twice, identically)
+// when it can, so masks are rare.
 template <int S, typename Block>
 NXRT_AVX512 void plane_blocks(const float* x, int64_t ld, const PoolWindow& w, float* out,
                               Block&& block) {
-  const int64_t readable =
-      ((w.OH - 1) * w.SH + (w.KH - 1) * w.DH) * ld + (w.OW - 1) * w.SW + (w.KW - 1) * w.DW + 1;
+  const int64_t readable = ((w.OH - 1) * w.SH + (w.KH - 1) * w.DH) * ld + (w.OW - 1) * w.SW +
+                           (w.KW - 1) * w.DW + 1 + w.slack;
   const int64_t reach = (w.KH - 1) * w.DH * ld + (w.KW - 1) * w.DW + 16 * S;
   auto fits = [&](const float* p) { return (p - x) + reach <= readable; };
   for (int64_t oh = 0; oh < w.OH; ++oh) {
@@ -211,6 +212,11 @@ NXRT_AVX512 void plane_blocks(const float* x, int64_t ld, const PoolWindow& w, f
       block(top + o * S, dst + o, __mmask16(0xFFFF), std::true_type{});
     if (o < w.OW && w.OW >= 16 && fits(top + (w.OW - 16) * S)) {
       block(top + (w.OW - 16) * S, dst + w.OW - 16, __mmask16(0xFFFF), std::true_type{});
+      o = w.OW;
+    }
+    // A short row (or its end) with readable floats after it: whole loads, masked store.
+    if (o < w.OW && fits(top + o * S)) {
+      block(top + o * S, dst + o, first_lanes(w.OW - o), std::true_type{});
       o = w.OW;
     }
     for (; o < w.OW; o += 16) block(top + o * S, dst + o, first_lanes(w.OW - o), std::false_type{});
