@@ -29,6 +29,8 @@ constexpr double kMinWork = double(1 << 20);
 // (Measured against the direct tiles: 32 -> 64 and 64 -> 256 channels 0.8-0.9x the time,
 // 32 -> 32 channels 1.14x.)
 constexpr int64_t kWinogradMinInputs = 32, kWinogradMinOutputs = 64;
+// Input x output channels up to which a Winograd convolution takes F(4x4, 3x3).
+constexpr int64_t kWinogradF43MaxWeights = 128 * 256;
 
 int64_t blocks_of(int64_t channels) { return (channels + kB - 1) / kB; }
 
@@ -89,7 +91,7 @@ vmath::NchwcWindowArgs window_args(const Window& win) {
 
 class NchwcConvKernel final : public Kernel {
  public:
-  NchwcConvKernel(WindowAttrs attrs, bool depthwise, bool winograd, int64_t out_channels,
+  NchwcConvKernel(WindowAttrs attrs, bool depthwise, int64_t winograd, int64_t out_channels,
                   int64_t in_channels, std::vector<int64_t> kernel, Tensor weights,
                   vmath::NchwcEpilogue epilogue, bool has_sum, std::vector<float> constant_bias)
       : attrs_(std::move(attrs)),
@@ -139,7 +141,7 @@ class NchwcConvKernel final : public Kernel {
     }
     const int64_t H = in_spatial[0], W = in_spatial[1];
     const int64_t in_image = x.numel() / std::max<int64_t>(N, 1), out_image = Mb * OH * OW * kB;
-    if (winograd_) {
+    if (winograd_ > 0) {
       run_winograd(x, blocked, win, e, z, *y);
       return Status();
     }
@@ -222,11 +224,11 @@ class NchwcConvKernel final : public Kernel {
   }
 
  private:
-  // The 3x3 stride-1 convolution by Winograd F(2x2, 3x3) (vmath/nchwc.h): per chunk of
-  // tiles, on the thread that takes it, the input tiles transformed into 16 matrices
-  // [C][tiles] (blocked), 16 blocked 1x1 products with the transformed weights, and the
-  // products transformed back into Y through the epilogue. 16 multiply-adds per 4
-  // outputs per channel pair instead of 36.
+  // The 3x3 stride-1 convolution by Winograd F(4x4, 3x3) or F(2x2, 3x3) (vmath/nchwc.h):
+  // per chunk of tiles, on the thread that takes it, the input tiles transformed into 36
+  // (16) matrices [C][tiles] (blocked), as many blocked 1x1 products with the transformed
+  // weights, and the products transformed back into Y through the epilogue. 36
+  // multiply-adds per 16 outputs per channel pair (16 per 4) instead of 144 (36).
   void run_winograd(const Tensor& x, bool blocked, const Window& win, const vmath::NchwcEpilogue& e,
                     const Tensor* z, Tensor& y) const {
     const int64_t N = x.shape()[0], H = win.in[0], W = win.in[1];
@@ -244,13 +246,15 @@ class NchwcConvKernel final : public Kernel {
     g.pad_left = win.pad_begin[1];
     g.out_h = win.out[0];
     g.out_w = win.out[1];
-    g.tiles_w = (g.out_w + 1) / 2;
-    const int64_t tiles = (g.out_h + 1) / 2 * g.tiles_w;
+    g.tile = winograd_;
+    g.tiles_w = (g.out_w + g.tile - 1) / g.tile;
+    const int64_t tiles = (g.out_h + g.tile - 1) / g.tile * g.tiles_w;
+    const int64_t matrices = (g.tile + 2) * (g.tile + 2);
     // Chunks whose transformed tiles and products stay within about 1 MiB (16 values of
     // 16 lanes per tile and channel block), cut finer when there are threads to feed.
-    int64_t chunk = std::max<int64_t>(8, (int64_t(1) << 20) / ((Cb + Mb) * 16 * kB * 4));
+    int64_t chunk = std::max<int64_t>(8, (int64_t(1) << 20) / ((Cb + Mb) * matrices * kB * 4));
     const int64_t width = int64_t(
-        parallel_pieces(double(N * tiles) * double(in_channels_ * out_channels_) * 16, kMinWork));
+        parallel_pieces(double(N * tiles) * double(in_channels_ * out_channels_) * double(matrices), kMinWork));
     if (width > 1) chunk = std::min(chunk, std::max<int64_t>(8, (N * tiles + width - 1) / width));
     chunk = std::min(chunk, tiles);
     const int64_t in_image = Cb * H * W * kB, out_image = Mb * g.out_h * g.out_w * kB;
@@ -279,14 +283,14 @@ class NchwcConvKernel final : public Kernel {
       // the threads split the products by output blocks (each reads its share of the
       // weights) rather than the tiles (each would read all of them).
       g.count = tiles;
-      float* v = thread_scratch<float>(size_t(16 * Cb * tiles * kB), 2);
-      float* m = thread_scratch<float>(size_t(16 * Mb * tiles * kB), 3);
+      float* v = thread_scratch<float>(size_t(matrices * Cb * tiles * kB), 2);
+      float* m = thread_scratch<float>(size_t(matrices * Mb * tiles * kB), 3);
       const int64_t groups = (Mb + 3) / 4;
       for (int64_t n = 0; n < N; ++n) {
         parallel_for(size_t(Cb), [&](size_t b) {
           vmath::nchwc_winograd_input(source + n * in_image, Cb, int64_t(b), int64_t(b) + 1, g, v);
         });
-        parallel_for(size_t(16 * groups), [&](size_t task) {
+        parallel_for(size_t(matrices * groups), [&](size_t task) {
           const int64_t xi = int64_t(task) / groups, b0 = int64_t(task) % groups * 4;
           products(v, m, tiles, xi, b0, std::min(Mb, b0 + 4));
         });
@@ -305,10 +309,10 @@ class NchwcConvKernel final : public Kernel {
       vmath::NchwcWinogradTiles gc = g;
       gc.first = c * chunk;
       gc.count = std::min(chunk, tiles - gc.first);
-      float* v = thread_scratch<float>(size_t(16 * Cb * gc.count * kB), 2);
-      float* m = thread_scratch<float>(size_t(16 * Mb * gc.count * kB), 3);
+      float* v = thread_scratch<float>(size_t(matrices * Cb * gc.count * kB), 2);
+      float* m = thread_scratch<float>(size_t(matrices * Mb * gc.count * kB), 3);
       vmath::nchwc_winograd_input(source + n * in_image, Cb, 0, Cb, gc, v);
-      for (int64_t xi = 0; xi < 16; ++xi) products(v, m, gc.count, xi, 0, Mb);
+      for (int64_t xi = 0; xi < matrices; ++xi) products(v, m, gc.count, xi, 0, Mb);
       vmath::NchwcEpilogue ei = e;
       ei.z = z ? z->data<float>() + n * out_image : nullptr;
       vmath::nchwc_winograd_output(m, Mb, 0, Mb, gc, ei, y.data<float>() + n * out_image);
@@ -341,7 +345,8 @@ class NchwcConvKernel final : public Kernel {
 
   WindowAttrs attrs_;
   bool depthwise_;
-  bool winograd_;                 // weights_ then holds the 16 transformed matrices
+  int64_t winograd_;              // 0, or Winograd's output tile (2 or 4): weights_ then
+                                  // holds its 16 or 36 transformed matrices
   std::vector<float> zero_bias_;  // the Winograd products' bias
   int64_t out_channels_, in_channels_;
   std::vector<int64_t> kernel_;
@@ -351,17 +356,27 @@ class NchwcConvKernel final : public Kernel {
   std::vector<float> constant_bias_;  // B padded to whole blocks when it is a constant
 };
 
-// Winograd F(2x2, 3x3) for a dense 3x3 stride-1 convolution with enough channels that
-// the tile transforms cost less than the multiply-adds they save.
-// NXRT_NCHWC_NO_WINOGRAD=1 keeps the direct tiles (to compare).
-bool use_winograd(const WindowAttrs& w, bool depthwise, int64_t KH, int64_t KW, int64_t C,
-                  int64_t M) {
+// Winograd for a dense 3x3 stride-1 convolution with enough channels that the tile
+// transforms cost less than the multiply-adds they save: the output tile, 4 (F(4x4, 3x3))
+// or 2 (F(2x2, 3x3)), 0 for none. NXRT_NCHWC_NO_WINOGRAD=1 keeps the direct tiles and
+// NXRT_WINOGRAD_TILE=2 the smaller tiles (to compare).
+int64_t winograd_tile(const WindowAttrs& w, bool depthwise, int64_t KH, int64_t KW, int64_t C,
+                      int64_t M) {
   static const bool disabled = std::getenv("NXRT_NCHWC_NO_WINOGRAD") != nullptr;
+  static const char* forced = std::getenv("NXRT_WINOGRAD_TILE");
   auto ones = [](const std::vector<int64_t>& v) {
     return std::all_of(v.begin(), v.end(), [](int64_t s) { return s == 1; });
   };
-  return !disabled && !depthwise && KH == 3 && KW == 3 && ones(w.strides) && ones(w.dilations) &&
-         C >= kWinogradMinInputs && M >= kWinogradMinOutputs;
+  const bool eligible = !disabled && !depthwise && KH == 3 && KW == 3 && ones(w.strides) &&
+                        ones(w.dilations) && C >= kWinogradMinInputs && M >= kWinogradMinOutputs;
+  if (!eligible) return 0;
+  if (forced) return std::strcmp(forced, "2") == 0 ? 2 : 4;
+  // F(4x4, 3x3) holds 36 transformed matrices of C x M weights, which deep layers stream
+  // for few tiles (their maps are small): alone, 512 x 512 on 7 x 7 took 1.54 ms with it
+  // against 1.23 with F(2x2, 3x3), and inside ResNet-50 256 x 256 on 14 x 14 took 10-20%
+  // longer; up to 128 x 256 it wins (64 x 64 on 56 x 56 in ResNet-50: 0.95 -> 0.57 ms;
+  // 32 x 128 on 27 x 27 alone: 364 -> 195 us).
+  return C * M <= kWinogradF43MaxWeights ? 4 : 2;
 }
 
 }  // namespace
@@ -405,22 +420,28 @@ Expected<KernelPtr> create_nchwc_conv(KernelInit& init) {
   NXRT_RETURN_IF_ERROR(attrs.status());
   const int64_t Mb = blocks_of(M), Cb = blocks_of(Cg), taps = KH * KW;
   const float* src = w->data<float>();
-  const bool winograd = use_winograd(window, depthwise, KH, KW, Cg, M);
+  const int64_t winograd = winograd_tile(window, depthwise, KH, KW, Cg, M);
+  const int64_t matrices = (winograd + 2) * (winograd + 2);
   // Blocked weights, zero-padded: depthwise [Mb][kh][kw][16], dense
-  // [Mb][Cb][kh][kw][16 inputs][16 outputs], Winograd [16][Mb][Cb][16 inputs][16 outputs].
-  const int64_t count = depthwise ? Mb * taps * kB : (winograd ? 16 : taps) * Mb * Cb * kB * kB;
+  // [Mb][Cb][kh][kw][16 inputs][16 outputs], Winograd [16 or 36][Mb][Cb][16 inputs][16
+  // outputs].
+  const int64_t count =
+      depthwise ? Mb * taps * kB : (winograd > 0 ? matrices : taps) * Mb * Cb * kB * kB;
   NXRT_ASSIGN_OR_RETURN(Tensor blocked, Tensor::allocate(DataType::kFloat, Shape{count}));
   float* dst = blocked.data<float>();
   if (depthwise) {
     for (int64_t m = 0; m < M; ++m)
       for (int64_t t = 0; t < taps; ++t) dst[(m / kB * taps + t) * kB + m % kB] = src[m * taps + t];
-  } else if (winograd) {
-    float u[16];
+  } else if (winograd > 0) {
+    float u[vmath::kWinogradF43Matrices];
     const int64_t matrix = Mb * Cb * kB * kB;
     for (int64_t m = 0; m < M; ++m)
       for (int64_t c = 0; c < Cg; ++c) {
-        vmath::winograd_f23_filter(src + (m * Cg + c) * 9, u, 1);
-        for (int64_t xi = 0; xi < 16; ++xi)
+        if (winograd == 4)
+          vmath::winograd_f43_filter(src + (m * Cg + c) * 9, u, 1);
+        else
+          vmath::winograd_f23_filter(src + (m * Cg + c) * 9, u, 1);
+        for (int64_t xi = 0; xi < matrices; ++xi)
           dst[xi * matrix + ((m / kB * Cb + c / kB) * kB + c % kB) * kB + m % kB] = u[xi];
       }
   } else {

@@ -69,26 +69,27 @@ enum class NchwcPool { kMax, kAverage, kAverageIncludePad };
 void nchwc_pool(const NchwcWindowArgs& a, NchwcPool kind, int64_t block0, int64_t block1,
                 int64_t row0, int64_t row1);
 
-// Winograd F(2x2, 3x3) on the blocked layout (vmath/winograd.h has the transforms): the
-// 3x3 stride-1 convolution as 16 products of [tiles][C] by [C][M], each a 1x1 blocked
-// convolution (nchwc_conv) over the tiles. Tile t of an image is its 2x2 output block
-// (t / tiles_w, t % tiles_w); its 4x4 input window starts at (2 * row - pad_top,
-// 2 * column - pad_left), zeros outside the input.
+// Winograd F(2x2, 3x3) or F(4x4, 3x3) on the blocked layout (vmath/winograd.h has the
+// transforms): the 3x3 stride-1 convolution as 16 (or 36) products of [tiles][C] by
+// [C][M], each a 1x1 blocked convolution (nchwc_conv) over the tiles. Tile t of an image
+// is its s x s output block (t / tiles_w, t % tiles_w), s = `tile`; its (s + 2)^2 input
+// window starts at (s * row - pad_top, s * column - pad_left), zeros outside the input.
 struct NchwcWinogradTiles {
   int64_t in_h = 0, in_w = 0, pad_top = 0, pad_left = 0;
   int64_t out_h = 0, out_w = 0;
-  int64_t tiles_w = 0;  // ceil(out_w / 2)
+  int64_t tile = 2;     // outputs per tile side: 2 (16 matrices) or 4 (36)
+  int64_t tiles_w = 0;  // ceil(out_w / tile)
   int64_t first = 0;    // the first tile of this chunk
   int64_t count = 0;    // tiles in the chunk
 };
 
 // Input tiles of blocks [block0, block1) of x ([blocks][in_h][in_w][16]) to
-// v[((xi * blocks + b) * count + t) * 16 + lane], xi the 16 transformed values.
+// v[((xi * blocks + b) * count + t) * 16 + lane], xi the 16 (or 36) transformed values.
 void nchwc_winograd_input(const float* x, int64_t blocks, int64_t block0, int64_t block1,
                           const NchwcWinogradTiles& g, float* v);
 
 // The products m[((xi * blocks + b) * count + t) * 16 + lane] of blocks [block0, block1)
-// back to the 2x2 outputs of y ([blocks][out_h][out_w][16]), through the epilogue
+// back to the tile x tile outputs of y ([blocks][out_h][out_w][16]), through the epilogue
 // (e.bias, e.z at y's layout).
 void nchwc_winograd_output(const float* m, int64_t blocks, int64_t block0, int64_t block1,
                            const NchwcWinogradTiles& g, const NchwcEpilogue& e, float* y);

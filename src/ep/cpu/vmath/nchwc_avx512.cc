@@ -447,10 +447,34 @@ inline void transpose16(__m512 (&r)[16]) {
 
 }  // namespace
 
-void nchwc_winograd_input(const float* x, int64_t blocks, int64_t block0, int64_t block1,
-                          const NchwcWinogradTiles& g, float* v) {
+namespace {
+
+// Input tile (r0, c0) of block xb, element (k, l) zero outside the image.
+inline __m512 tile_input(const float* xb, const NchwcWinogradTiles& g, int64_t r, int64_t c) {
+  return uint64_t(r) < uint64_t(g.in_h) && uint64_t(c) < uint64_t(g.in_w)
+             ? _mm512_loadu_ps(xb + (r * g.in_w + c) * kB)
+             : _mm512_setzero_ps();
+}
+
+// B^T d for F(4x4, 3x3) on one line of six: the rows of B^T (winograd.h) with the shared
+// sums computed once.
+inline void f43_input_line(const __m512 (&d)[6], __m512 (&t)[6]) {
+  const __m512 four = _mm512_set1_ps(4.0f), five = _mm512_set1_ps(5.0f);
+  const __m512 a = _mm512_fnmadd_ps(four, d[2], d[4]);  // d4 - 4 d2
+  const __m512 b = _mm512_fnmadd_ps(four, d[1], d[3]);  // d3 - 4 d1
+  const __m512 c = _mm512_sub_ps(d[4], d[2]);
+  const __m512 e = _mm512_add_ps(_mm512_sub_ps(d[3], d[1]), _mm512_sub_ps(d[3], d[1]));
+  t[0] = _mm512_fmadd_ps(four, d[0], _mm512_fnmadd_ps(five, d[2], d[4]));
+  t[1] = _mm512_add_ps(a, b);
+  t[2] = _mm512_sub_ps(a, b);
+  t[3] = _mm512_add_ps(c, e);
+  t[4] = _mm512_sub_ps(c, e);
+  t[5] = _mm512_fmadd_ps(four, d[1], _mm512_fnmadd_ps(five, d[3], d[5]));
+}
+
+void input_f23(const float* x, int64_t blocks, int64_t block0, int64_t block1,
+               const NchwcWinogradTiles& g, float* v) {
   const int64_t plane = g.in_h * g.in_w * kB, xi_step = blocks * g.count * kB;
-  const __m512 zero = _mm512_setzero_ps();
   for (int64_t b = block0; b < block1; ++b)
     for (int64_t t = 0; t < g.count; ++t) {
       const int64_t tile = g.first + t;
@@ -459,12 +483,7 @@ void nchwc_winograd_input(const float* x, int64_t blocks, int64_t block0, int64_
       const float* xb = x + b * plane;
       __m512 d[4][4];
       for (int k = 0; k < 4; ++k)
-        for (int l = 0; l < 4; ++l) {
-          const int64_t r = r0 + k, c = c0 + l;
-          d[k][l] = uint64_t(r) < uint64_t(g.in_h) && uint64_t(c) < uint64_t(g.in_w)
-                        ? _mm512_loadu_ps(xb + (r * g.in_w + c) * kB)
-                        : zero;
-        }
+        for (int l = 0; l < 4; ++l) d[k][l] = tile_input(xb, g, r0 + k, c0 + l);
       // B^T d down the columns, then (B^T d) B along the rows.
       __m512 u[4][4];
       for (int l = 0; l < 4; ++l) {
@@ -483,13 +502,50 @@ void nchwc_winograd_input(const float* x, int64_t blocks, int64_t block0, int64_
     }
 }
 
-void nchwc_winograd_output(const float* m, int64_t blocks, int64_t block0, int64_t block1,
-                           const NchwcWinogradTiles& g, const NchwcEpilogue& e, float* y) {
-  const int64_t plane = g.out_h * g.out_w * kB, xi_step = blocks * g.count * kB;
+void input_f43(const float* x, int64_t blocks, int64_t block0, int64_t block1,
+               const NchwcWinogradTiles& g, float* v) {
+  const int64_t plane = g.in_h * g.in_w * kB, xi_step = blocks * g.count * kB;
+  for (int64_t b = block0; b < block1; ++b)
+    for (int64_t t = 0; t < g.count; ++t) {
+      const int64_t tile = g.first + t;
+      const int64_t r0 = 4 * (tile / g.tiles_w) - g.pad_top,
+                    c0 = 4 * (tile % g.tiles_w) - g.pad_left;
+      const float* xb = x + b * plane;
+      // B^T d down each column, kept in u (36 vectors: more than the registers).
+      __m512 u[6][6];
+      for (int l = 0; l < 6; ++l) {
+        __m512 d[6], t6[6];
+        for (int k = 0; k < 6; ++k) d[k] = tile_input(xb, g, r0 + k, c0 + l);
+        f43_input_line(d, t6);
+        for (int k = 0; k < 6; ++k) u[k][l] = t6[k];
+      }
+      // Then (B^T d) B along each row.
+      float* out = v + (b * g.count + t) * kB;
+      for (int k = 0; k < 6; ++k) {
+        __m512 r6[6];
+        f43_input_line(u[k], r6);
+        for (int l = 0; l < 6; ++l) _mm512_storeu_ps(out + (6 * k + l) * xi_step, r6[l]);
+      }
+    }
+}
+
+// One finished output vector of block b at position (r, c): bias, sum input, activation
+// and post scale, as the direct tiles apply them.
+inline void store_output(const NchwcEpilogue& e, __m512 v, __m512 bias, int64_t at, float* y) {
   const bool relu = e.has_activation && e.activation == Unary::kRelu;
   const bool in_registers = relu || !e.has_activation;
-  const __m512 zero = _mm512_setzero_ps(), scale = _mm512_set1_ps(e.post_scale),
-               shift = _mm512_set1_ps(e.post_shift);
+  v = _mm512_add_ps(v, bias);
+  if (e.z) v = _mm512_add_ps(v, _mm512_loadu_ps(e.z + at));
+  if (relu) v = _mm512_max_ps(_mm512_setzero_ps(), v);
+  if (in_registers)
+    v = _mm512_fmadd_ps(v, _mm512_set1_ps(e.post_scale), _mm512_set1_ps(e.post_shift));
+  _mm512_storeu_ps(y + at, v);
+  if (!in_registers) finish(e, y + at, kB);
+}
+
+void output_f23(const float* m, int64_t blocks, int64_t block0, int64_t block1,
+                const NchwcWinogradTiles& g, const NchwcEpilogue& e, float* y) {
+  const int64_t plane = g.out_h * g.out_w * kB, xi_step = blocks * g.count * kB;
   for (int64_t b = block0; b < block1; ++b) {
     const __m512 bias = _mm512_loadu_ps(e.bias + b * kB);
     for (int64_t t = 0; t < g.count; ++t) {
@@ -505,20 +561,65 @@ void nchwc_winograd_output(const float* m, int64_t blocks, int64_t block0, int64
       const int64_t tile = g.first + t;
       const int64_t r0 = 2 * (tile / g.tiles_w), c0 = 2 * (tile % g.tiles_w);
       for (int r = 0; r < 2 && r0 + r < g.out_h; ++r) {
-        __m512 out[2] = {_mm512_add_ps(_mm512_add_ps(s[r][0], s[r][1]), s[r][2]),
-                         _mm512_sub_ps(_mm512_sub_ps(s[r][1], s[r][2]), s[r][3])};
-        for (int c = 0; c < 2 && c0 + c < g.out_w; ++c) {
-          const int64_t at = b * plane + ((r0 + r) * g.out_w + c0 + c) * kB;
-          __m512 v = _mm512_add_ps(out[c], bias);
-          if (e.z) v = _mm512_add_ps(v, _mm512_loadu_ps(e.z + at));
-          if (relu) v = _mm512_max_ps(zero, v);
-          if (in_registers) v = _mm512_fmadd_ps(v, scale, shift);
-          _mm512_storeu_ps(y + at, v);
-          if (!in_registers) finish(e, y + at, kB);
-        }
+        const __m512 out[2] = {_mm512_add_ps(_mm512_add_ps(s[r][0], s[r][1]), s[r][2]),
+                               _mm512_sub_ps(_mm512_sub_ps(s[r][1], s[r][2]), s[r][3])};
+        for (int c = 0; c < 2 && c0 + c < g.out_w; ++c)
+          store_output(e, out[c], bias, b * plane + ((r0 + r) * g.out_w + c0 + c) * kB, y);
       }
     }
   }
+}
+
+// A^T p for F(4x4, 3x3) on one line of six: o0 = p0 + s12 + s34, o1 = d12 + 2 d34,
+// o2 = s12 + 4 s34, o3 = d12 + 8 d34 + p5 (s: sums, d: differences of the pairs).
+inline void f43_output_line(const __m512 (&p)[6], __m512 (&o)[4]) {
+  const __m512 s12 = _mm512_add_ps(p[1], p[2]), d12 = _mm512_sub_ps(p[1], p[2]);
+  const __m512 s34 = _mm512_add_ps(p[3], p[4]), d34 = _mm512_sub_ps(p[3], p[4]);
+  o[0] = _mm512_add_ps(_mm512_add_ps(p[0], s12), s34);
+  o[1] = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), d34, d12);
+  o[2] = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), s34, s12);
+  o[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), d34, d12), p[5]);
+}
+
+void output_f43(const float* m, int64_t blocks, int64_t block0, int64_t block1,
+                const NchwcWinogradTiles& g, const NchwcEpilogue& e, float* y) {
+  const int64_t plane = g.out_h * g.out_w * kB, xi_step = blocks * g.count * kB;
+  for (int64_t b = block0; b < block1; ++b) {
+    const __m512 bias = _mm512_loadu_ps(e.bias + b * kB);
+    for (int64_t t = 0; t < g.count; ++t) {
+      const float* in = m + (b * g.count + t) * kB;
+      // A^T p down each column of the 6x6 products: s[r][l], rows 0-3.
+      __m512 s[4][6];
+      for (int l = 0; l < 6; ++l) {
+        __m512 p[6], o[4];
+        for (int k = 0; k < 6; ++k) p[k] = _mm512_loadu_ps(in + (6 * k + l) * xi_step);
+        f43_output_line(p, o);
+        for (int r = 0; r < 4; ++r) s[r][l] = o[r];
+      }
+      const int64_t tile = g.first + t;
+      const int64_t r0 = 4 * (tile / g.tiles_w), c0 = 4 * (tile % g.tiles_w);
+      for (int r = 0; r < 4 && r0 + r < g.out_h; ++r) {
+        __m512 out[4];
+        f43_output_line(s[r], out);
+        for (int c = 0; c < 4 && c0 + c < g.out_w; ++c)
+          store_output(e, out[c], bias, b * plane + ((r0 + r) * g.out_w + c0 + c) * kB, y);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void nchwc_winograd_input(const float* x, int64_t blocks, int64_t block0, int64_t block1,
+                          const NchwcWinogradTiles& g, float* v) {
+  if (g.tile == 4) return input_f43(x, blocks, block0, block1, g, v);
+  input_f23(x, blocks, block0, block1, g, v);
+}
+
+void nchwc_winograd_output(const float* m, int64_t blocks, int64_t block0, int64_t block1,
+                           const NchwcWinogradTiles& g, const NchwcEpilogue& e, float* y) {
+  if (g.tile == 4) return output_f43(m, blocks, block0, block1, g, e, y);
+  output_f23(m, blocks, block0, block1, g, e, y);
 }
 
 void nchwc_affine(const float* x, int64_t positions, const float* scale, const float* shift,

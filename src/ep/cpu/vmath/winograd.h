@@ -19,6 +19,20 @@ constexpr int kWinogradMatrices = 16;
 // G g G^T of one 3x3 filter g (row-major) into u[xi * u_step] for xi in [0, 16).
 void winograd_f23_filter(const float* g, float* u, int64_t u_step);
 
+// F(4x4, 3x3), same paper, interpolation points 0, +-1, +-2 (and infinity): 6x6 input
+// tiles, 36 products per 16 outputs (2.25 per output and channel pair, against 4 for
+// F(2x2, 3x3) and 9 direct).
+//   B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0;
+//          0 4 0 -5 0 1],
+//   G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1],
+//   A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1].
+// Element (k, l) of a 6x6 transform is matrix xi = 6k + l of the 36.
+constexpr int kWinogradF43Matrices = 36;
+
+// G g G^T of one 3x3 filter g (row-major) into u[xi * u_step] for xi in [0, 36), computed
+// in double (the sixths and twenty-fourths round once).
+void winograd_f43_filter(const float* g, float* u, int64_t u_step);
+
 // B^T d B of tiles j in [0, count) (count <= 16), tile j's 4x4 input at p + 2j (rows ld
 // floats apart; p already at the tile row's first input row and first tile's column):
 // value xi of tile j to v[xi * v_step + j]. Reads 34 floats of each of the 4 rows from p.

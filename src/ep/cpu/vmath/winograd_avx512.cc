@@ -48,6 +48,25 @@ void winograd_f23_filter(const float* g, float* u, int64_t u_step) {
   }
 }
 
+void winograd_f43_filter(const float* g, float* u, int64_t u_step) {
+  // G times a 3-vector (a, b, c).
+  auto column = [](double a, double b, double c, double (&out)[6]) {
+    out[0] = a / 4;
+    out[1] = -(a + b + c) / 6;
+    out[2] = -(a - b + c) / 6;
+    out[3] = a / 24 + b / 12 + c / 6;
+    out[4] = a / 24 - b / 12 + c / 6;
+    out[5] = c;
+  };
+  double t[3][6];  // t[c] = G g[:, c]: the columns of G g (6 x 3)
+  for (int c = 0; c < 3; ++c) column(g[c], g[3 + c], g[6 + c], t[c]);
+  for (int k = 0; k < 6; ++k) {
+    double row[6];  // row k of (G g) G^T = G applied to row k of G g
+    column(t[0][k], t[1][k], t[2][k], row);
+    for (int l = 0; l < 6; ++l) u[(6 * k + l) * u_step] = float(row[l]);
+  }
+}
+
 __attribute__((target("avx512f"))) void winograd_f23_input(const float* p, int64_t ld,
                                                            int64_t count, float* v,
                                                            int64_t v_step) {
