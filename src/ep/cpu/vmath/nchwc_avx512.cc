@@ -472,61 +472,67 @@ inline void f43_input_line(const __m512 (&d)[6], __m512 (&t)[6]) {
   t[5] = _mm512_fmadd_ps(four, d[1], _mm512_fnmadd_ps(five, d[3], d[5]));
 }
 
-void input_f23(const float* x, int64_t blocks, int64_t block0, int64_t block1,
-               const NchwcWinogradTiles& g, float* v) {
-  const int64_t plane = g.in_h * g.in_w * kB, xi_step = blocks * g.count * kB;
+// Calls fn(xb, r0, c0, out) for the tiles of blocks [block0, block1): xb the block's
+// input, (r0, c0) the tile's first input row and column (negative in the padding), out
+// where its transformed values start (value xi at out + xi * xi_step).
+template <typename Fn>
+void for_each_input_tile(const float* x, int64_t block0, int64_t block1,
+                         const NchwcWinogradTiles& g, float* v, Fn fn) {
+  const int64_t plane = g.in_h * g.in_w * kB;
   for (int64_t b = block0; b < block1; ++b)
     for (int64_t t = 0; t < g.count; ++t) {
       const int64_t tile = g.first + t;
-      const int64_t r0 = 2 * (tile / g.tiles_w) - g.pad_top,
-                    c0 = 2 * (tile % g.tiles_w) - g.pad_left;
-      const float* xb = x + b * plane;
-      __m512 d[4][4];
-      for (int k = 0; k < 4; ++k)
-        for (int l = 0; l < 4; ++l) d[k][l] = tile_input(xb, g, r0 + k, c0 + l);
-      // B^T d down the columns, then (B^T d) B along the rows.
-      __m512 u[4][4];
-      for (int l = 0; l < 4; ++l) {
-        u[0][l] = _mm512_sub_ps(d[0][l], d[2][l]);
-        u[1][l] = _mm512_add_ps(d[1][l], d[2][l]);
-        u[2][l] = _mm512_sub_ps(d[2][l], d[1][l]);
-        u[3][l] = _mm512_sub_ps(d[1][l], d[3][l]);
-      }
-      float* out = v + (b * g.count + t) * kB;
-      for (int k = 0; k < 4; ++k) {
-        _mm512_storeu_ps(out + (4 * k + 0) * xi_step, _mm512_sub_ps(u[k][0], u[k][2]));
-        _mm512_storeu_ps(out + (4 * k + 1) * xi_step, _mm512_add_ps(u[k][1], u[k][2]));
-        _mm512_storeu_ps(out + (4 * k + 2) * xi_step, _mm512_sub_ps(u[k][2], u[k][1]));
-        _mm512_storeu_ps(out + (4 * k + 3) * xi_step, _mm512_sub_ps(u[k][1], u[k][3]));
-      }
+      fn(x + b * plane, g.tile * (tile / g.tiles_w) - g.pad_top,
+         g.tile * (tile % g.tiles_w) - g.pad_left, v + (b * g.count + t) * kB);
     }
+}
+
+void input_f23(const float* x, int64_t blocks, int64_t block0, int64_t block1,
+               const NchwcWinogradTiles& g, float* v) {
+  const int64_t xi_step = blocks * g.count * kB;
+  for_each_input_tile(
+      x, block0, block1, g, v, [&](const float* xb, int64_t r0, int64_t c0, float* out) {
+        __m512 d[4][4];
+        for (int k = 0; k < 4; ++k)
+          for (int l = 0; l < 4; ++l) d[k][l] = tile_input(xb, g, r0 + k, c0 + l);
+        // B^T d down the columns, then (B^T d) B along the rows.
+        __m512 u[4][4];
+        for (int l = 0; l < 4; ++l) {
+          u[0][l] = _mm512_sub_ps(d[0][l], d[2][l]);
+          u[1][l] = _mm512_add_ps(d[1][l], d[2][l]);
+          u[2][l] = _mm512_sub_ps(d[2][l], d[1][l]);
+          u[3][l] = _mm512_sub_ps(d[1][l], d[3][l]);
+        }
+        for (int k = 0; k < 4; ++k) {
+          _mm512_storeu_ps(out + (4 * k + 0) * xi_step, _mm512_sub_ps(u[k][0], u[k][2]));
+          _mm512_storeu_ps(out + (4 * k + 1) * xi_step, _mm512_add_ps(u[k][1], u[k][2]));
+          _mm512_storeu_ps(out + (4 * k + 2) * xi_step, _mm512_sub_ps(u[k][2], u[k][1]));
+          _mm512_storeu_ps(out + (4 * k + 3) * xi_step, _mm512_sub_ps(u[k][1], u[k][3]));
+        }
+      });
 }
 
 void input_f43(const float* x, int64_t blocks, int64_t block0, int64_t block1,
                const NchwcWinogradTiles& g, float* v) {
-  const int64_t plane = g.in_h * g.in_w * kB, xi_step = blocks * g.count * kB;
-  for (int64_t b = block0; b < block1; ++b)
-    for (int64_t t = 0; t < g.count; ++t) {
-      const int64_t tile = g.first + t;
-      const int64_t r0 = 4 * (tile / g.tiles_w) - g.pad_top,
-                    c0 = 4 * (tile % g.tiles_w) - g.pad_left;
-      const float* xb = x + b * plane;
-      // B^T d down each column, kept in u (36 vectors: more than the registers).
-      __m512 u[6][6];
-      for (int l = 0; l < 6; ++l) {
-        __m512 d[6], t6[6];
-        for (int k = 0; k < 6; ++k) d[k] = tile_input(xb, g, r0 + k, c0 + l);
-        f43_input_line(d, t6);
-        for (int k = 0; k < 6; ++k) u[k][l] = t6[k];
-      }
-      // Then (B^T d) B along each row.
-      float* out = v + (b * g.count + t) * kB;
-      for (int k = 0; k < 6; ++k) {
-        __m512 r6[6];
-        f43_input_line(u[k], r6);
-        for (int l = 0; l < 6; ++l) _mm512_storeu_ps(out + (6 * k + l) * xi_step, r6[l]);
-      }
-    }
+  const int64_t xi_step = blocks * g.count * kB;
+  for_each_input_tile(x, block0, block1, g, v,
+                      [&](const float* xb, int64_t r0, int64_t c0, float* out) {
+                        // B^T d down each column, kept in u (36 vectors: more than the registers).
+                        __m512 u[6][6];
+                        for (int l = 0; l < 6; ++l) {
+                          __m512 d[6], t6[6];
+                          for (int k = 0; k < 6; ++k) d[k] = tile_input(xb, g, r0 + k, c0 + l);
+                          f43_input_line(d, t6);
+                          for (int k = 0; k < 6; ++k) u[k][l] = t6[k];
+                        }
+                        // Then (B^T d) B along each row.
+                        for (int k = 0; k < 6; ++k) {
+                          __m512 r6[6];
+                          f43_input_line(u[k], r6);
+                          for (int l = 0; l < 6; ++l)
+                            _mm512_storeu_ps(out + (6 * k + l) * xi_step, r6[l]);
+                        }
+                      });
 }
 
 // One finished output vector of block b at position (r, c): bias, sum input, activation
@@ -543,31 +549,47 @@ inline void store_output(const NchwcEpilogue& e, __m512 v, __m512 bias, int64_t 
   if (!in_registers) finish(e, y + at, kB);
 }
 
-void output_f23(const float* m, int64_t blocks, int64_t block0, int64_t block1,
-                const NchwcWinogradTiles& g, const NchwcEpilogue& e, float* y) {
+// The S x S outputs of every tile of blocks [block0, block1): transform(in, xi_step, out)
+// turns a tile's products (value xi at in + xi * xi_step) into out[row][column], which
+// go to y through the epilogue, the rows and columns past the map dropped.
+template <int S, typename Transform>
+void for_each_output_tile(const float* m, int64_t blocks, int64_t block0, int64_t block1,
+                          const NchwcWinogradTiles& g, const NchwcEpilogue& e, float* y,
+                          Transform transform) {
   const int64_t plane = g.out_h * g.out_w * kB, xi_step = blocks * g.count * kB;
   for (int64_t b = block0; b < block1; ++b) {
     const __m512 bias = _mm512_loadu_ps(e.bias + b * kB);
     for (int64_t t = 0; t < g.count; ++t) {
-      const float* in = m + (b * g.count + t) * kB;
-      __m512 p[16];
-      for (int xi = 0; xi < 16; ++xi) p[xi] = _mm512_loadu_ps(in + xi * xi_step);
-      // A^T p down the columns (rows 0-3 of the 4x4 products), then along the rows.
-      __m512 s[2][4];
-      for (int l = 0; l < 4; ++l) {
-        s[0][l] = _mm512_add_ps(_mm512_add_ps(p[l], p[4 + l]), p[8 + l]);
-        s[1][l] = _mm512_sub_ps(_mm512_sub_ps(p[4 + l], p[8 + l]), p[12 + l]);
-      }
+      __m512 out[S][S];
+      transform(m + (b * g.count + t) * kB, xi_step, out);
       const int64_t tile = g.first + t;
-      const int64_t r0 = 2 * (tile / g.tiles_w), c0 = 2 * (tile % g.tiles_w);
-      for (int r = 0; r < 2 && r0 + r < g.out_h; ++r) {
-        const __m512 out[2] = {_mm512_add_ps(_mm512_add_ps(s[r][0], s[r][1]), s[r][2]),
-                               _mm512_sub_ps(_mm512_sub_ps(s[r][1], s[r][2]), s[r][3])};
-        for (int c = 0; c < 2 && c0 + c < g.out_w; ++c)
-          store_output(e, out[c], bias, b * plane + ((r0 + r) * g.out_w + c0 + c) * kB, y);
-      }
+      const int64_t r0 = S * (tile / g.tiles_w), c0 = S * (tile % g.tiles_w);
+      for (int r = 0; r < S && r0 + r < g.out_h; ++r)
+        for (int c = 0; c < S && c0 + c < g.out_w; ++c)
+          store_output(e, out[r][c], bias, b * plane + ((r0 + r) * g.out_w + c0 + c) * kB, y);
     }
   }
+}
+
+void output_f23(const float* m, int64_t blocks, int64_t block0, int64_t block1,
+                const NchwcWinogradTiles& g, const NchwcEpilogue& e, float* y) {
+  for_each_output_tile<2>(m, blocks, block0, block1, g, e, y,
+                          [](const float* in, int64_t xi_step, __m512(&out)[2][2]) {
+                            __m512 p[16];
+                            for (int xi = 0; xi < 16; ++xi)
+                              p[xi] = _mm512_loadu_ps(in + xi * xi_step);
+                            // A^T p down the columns (rows 0-3 of the 4x4 products), then along the
+                            // rows.
+                            __m512 s[2][4];
+                            for (int l = 0; l < 4; ++l) {
+                              s[0][l] = _mm512_add_ps(_mm512_add_ps(p[l], p[4 + l]), p[8 + l]);
+                              s[1][l] = _mm512_sub_ps(_mm512_sub_ps(p[4 + l], p[8 + l]), p[12 + l]);
+                            }
+                            for (int r = 0; r < 2; ++r) {
+                              out[r][0] = _mm512_add_ps(_mm512_add_ps(s[r][0], s[r][1]), s[r][2]);
+                              out[r][1] = _mm512_sub_ps(_mm512_sub_ps(s[r][1], s[r][2]), s[r][3]);
+                            }
+                          });
 }
 
 // A^T p for F(4x4, 3x3) on one line of six: o0 = p0 + s12 + s34, o1 = d12 + 2 d34,
@@ -583,29 +605,20 @@ inline void f43_output_line(const __m512 (&p)[6], __m512 (&o)[4]) {
 
 void output_f43(const float* m, int64_t blocks, int64_t block0, int64_t block1,
                 const NchwcWinogradTiles& g, const NchwcEpilogue& e, float* y) {
-  const int64_t plane = g.out_h * g.out_w * kB, xi_step = blocks * g.count * kB;
-  for (int64_t b = block0; b < block1; ++b) {
-    const __m512 bias = _mm512_loadu_ps(e.bias + b * kB);
-    for (int64_t t = 0; t < g.count; ++t) {
-      const float* in = m + (b * g.count + t) * kB;
-      // A^T p down each column of the 6x6 products: s[r][l], rows 0-3.
-      __m512 s[4][6];
-      for (int l = 0; l < 6; ++l) {
-        __m512 p[6], o[4];
-        for (int k = 0; k < 6; ++k) p[k] = _mm512_loadu_ps(in + (6 * k + l) * xi_step);
-        f43_output_line(p, o);
-        for (int r = 0; r < 4; ++r) s[r][l] = o[r];
-      }
-      const int64_t tile = g.first + t;
-      const int64_t r0 = 4 * (tile / g.tiles_w), c0 = 4 * (tile % g.tiles_w);
-      for (int r = 0; r < 4 && r0 + r < g.out_h; ++r) {
-        __m512 out[4];
-        f43_output_line(s[r], out);
-        for (int c = 0; c < 4 && c0 + c < g.out_w; ++c)
-          store_output(e, out[c], bias, b * plane + ((r0 + r) * g.out_w + c0 + c) * kB, y);
-      }
-    }
-  }
+  for_each_output_tile<4>(m, blocks, block0, block1, g, e, y,
+                          [](const float* in, int64_t xi_step, __m512(&out)[4][4]) {
+                            // A^T p down each column of the 6x6 products: s[r][l], rows 0-3; then
+                            // along the rows.
+                            __m512 s[4][6];
+                            for (int l = 0; l < 6; ++l) {
+                              __m512 p[6], o[4];
+                              for (int k = 0; k < 6; ++k)
+                                p[k] = _mm512_loadu_ps(in + (6 * k + l) * xi_step);
+                              f43_output_line(p, o);
+                              for (int r = 0; r < 4; ++r) s[r][l] = o[r];
+                            }
+                            for (int r = 0; r < 4; ++r) f43_output_line(s[r], out[r]);
+                          });
 }
 
 }  // namespace
