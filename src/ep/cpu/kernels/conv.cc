@@ -326,8 +326,7 @@ void depthwise_2d_f32(const Lattice& L, int64_t channels, int64_t mult, const fl
   const int64_t HP = std::max(H + PT, (OH - 1) * SH + (KH - 1) * DH + 1);
   const int64_t WP = std::max(W + PL, (OW - 1) * SW + (KW - 1) * DW + 1);
   const bool padded = PT > 0 || PL > 0 || HP > H || WP > W;
-  float* plane =
-      padded ? thread_scratch<float>(size_t(HP * WP + vmath::kPlaneSlack), 1) : nullptr;
+  float* plane = padded ? thread_scratch<float>(size_t(HP * WP + vmath::kPlaneSlack), 1) : nullptr;
   for (int64_t c = 0; c < channels; ++c) {
     const float* xc = x + c * H * W;
     int64_t ld = W;
@@ -1332,8 +1331,8 @@ class ConvIntegerKernel final : public Kernel {
     g.KW = w.numel() / (M * w.shape()[1]);  // all taps, in W's (row-major) order
     std::vector<int32_t> zero(size_t(wz ? wz->numel() : 0));
     for (size_t i = 0; i < zero.size(); ++i) zero[i] = int_at(*wz, int64_t(i));
-    return pack_qconv_weights(g, static_cast<const uint8_t*>(w.raw()),
-                              w.dtype() == DataType::kInt8, zero.data(), int64_t(zero.size()));
+    return pack_qconv_weights(g, static_cast<const uint8_t*>(w.raw()), w.dtype() == DataType::kInt8,
+                              zero.data(), int64_t(zero.size()));
   }
 
   ConvKernel conv_;

@@ -253,8 +253,8 @@ class NchwcConvKernel final : public Kernel {
     // Chunks whose transformed tiles and products stay within about 1 MiB (16 values of
     // 16 lanes per tile and channel block), cut finer when there are threads to feed.
     int64_t chunk = std::max<int64_t>(8, (int64_t(1) << 20) / ((Cb + Mb) * matrices * kB * 4));
-    const int64_t width = int64_t(
-        parallel_pieces(double(N * tiles) * double(in_channels_ * out_channels_) * double(matrices), kMinWork));
+    const int64_t width = int64_t(parallel_pieces(
+        double(N * tiles) * double(in_channels_ * out_channels_) * double(matrices), kMinWork));
     if (width > 1) chunk = std::min(chunk, std::max<int64_t>(8, (N * tiles + width - 1) / width));
     chunk = std::min(chunk, tiles);
     const int64_t in_image = Cb * H * W * kB, out_image = Mb * g.out_h * g.out_w * kB;

@@ -425,7 +425,8 @@ class PoolKernel final : public Kernel {
       }
       const float fill = max ? -std::numeric_limits<float>::infinity() : 0.0f;
       parallel_for(pieces, [&](size_t piece) {
-        float* plane = inside ? nullptr : thread_scratch<float>(size_t(HP * WP + vmath::kPlaneSlack), 1);
+        float* plane =
+            inside ? nullptr : thread_scratch<float>(size_t(HP * WP + vmath::kPlaneSlack), 1);
         for (int64_t p = int64_t(piece); p < planes; p += int64_t(pieces)) {
           const float* src = x.data<float>() + p * in_size;
           float* dst = y.data<float>() + p * out_size;

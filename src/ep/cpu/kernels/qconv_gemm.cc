@@ -56,8 +56,7 @@ std::vector<gemm::PackedQuantB> pack_qconv_weights(const QConvGeometry& g, const
       const uint8_t* filter = w + (grp * Mg + m) * K;  // [Cg][taps]
       for (int64_t c = 0; c < Cg; ++c)
         for (int64_t t = 0; t < taps; ++t) wt[size_t((t * Cg + c) * Mg + m)] = filter[c * taps + t];
-      zero[size_t(m)] =
-          w_zero_count == 0 ? 0 : w_zero[w_zero_count == 1 ? 0 : grp * Mg + m];
+      zero[size_t(m)] = w_zero_count == 0 ? 0 : w_zero[w_zero_count == 1 ? 0 : grp * Mg + m];
     }
     out.push_back(gemm::PackedQuantB::pack(K, Mg, wt.data(), Mg, w_signed, zero.data(), Mg));
   }
@@ -98,8 +97,7 @@ void run_qconv(const QConvGeometry& g, int64_t N, const uint8_t* x, bool x_signe
             const int64_t oh = p / g.OW, ow = p % g.OW;
             uint8_t* dst = cols + (p - p0) * K;
             for (int64_t kh = 0; kh < g.KH; ++kh) {
-              const uint8_t* src =
-                  xt + ((oh * g.SH + kh * g.DH) * Wp + ow * g.SW) * g.C + grp * Cg;
+              const uint8_t* src = xt + ((oh * g.SH + kh * g.DH) * Wp + ow * g.SW) * g.C + grp * Cg;
               for (int64_t kw = 0; kw < g.KW; ++kw, dst += Cg)
                 std::memcpy(dst, src + kw * g.DW * g.C, size_t(Cg));
             }

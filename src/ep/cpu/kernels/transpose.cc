@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "core/parallel.h"
-
 #include "ep/cpu/kernels/element_copy.h"
 
 namespace nxrt::cpu {
@@ -65,8 +64,8 @@ void transpose_typed(const T* src, T* dst, const TransposePlan& p, int64_t numel
   const size_t outer_rank = r - (tiled ? 2 : 1);
   const int64_t inner = tiled ? p.dims[r - 2] * last : last;
   const int64_t steps = numel / inner;
-  const size_t pieces = std::min<size_t>(parallel_pieces(double(numel), kMinTransposePiece),
-                                         size_t(steps));
+  const size_t pieces =
+      std::min<size_t>(parallel_pieces(double(numel), kMinTransposePiece), size_t(steps));
   parallel_for(pieces, [&](size_t piece) {
     const int64_t s0 = steps * int64_t(piece) / int64_t(pieces);
     const int64_t s1 = steps * int64_t(piece + 1) / int64_t(pieces);
@@ -128,7 +127,8 @@ class TransposeKernel final : public Kernel {
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out_shape));
     const int64_t numel = x.numel();
     if (numel == 0) return Status();
-    const TransposePlan plan = plan_transpose(x.shape(), std::span<const int64_t>(perm.data(), perm.size()));
+    const TransposePlan plan =
+        plan_transpose(x.shape(), std::span<const int64_t>(perm.data(), perm.size()));
     return visit_by_element_size(dtype_, [&](auto tag) {
       using T = typename decltype(tag)::type;
       transpose_typed(x.data<T>(), y->data<T>(), plan, numel);

@@ -50,7 +50,7 @@ void winograd_f23_filter(const float* g, float* u, int64_t u_step) {
 
 void winograd_f43_filter(const float* g, float* u, int64_t u_step) {
   // G times a 3-vector (a, b, c).
-  auto column = [](double a, double b, double c, double (&out)[6]) {
+  auto column = [](double a, double b, double c, double(&out)[6]) {
     out[0] = a / 4;
     out[1] = -(a + b + c) / 6;
     out[2] = -(a - b + c) / 6;
