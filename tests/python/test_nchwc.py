@@ -125,15 +125,16 @@ def test_conv_of_a_blocked_input(c_in, c_out, h, w, k, attrs):
 
 
 WINOGRAD_CASES = [
-    # 3x3 stride-1 convolutions with at least 32 inputs and 64 outputs take Winograd's
+    # 3x3 stride-1 convolutions with at least 16 inputs and outputs take Winograd's
     # F(4x4, 3x3), F(2x2, 3x3) above 128 x 256 channels: odd and even maps, asymmetric and
-    # no padding, a partial last block; the first two run the direct tiles.
+    # no padding, a partial last block; the last runs the direct tiles (8 inputs).
     (32, 32, 7, 7, dict(pads=[1, 1, 1, 1])),
     (48, 40, 9, 6, dict(pads=[0, 1, 2, 0])),
     (64, 64, 5, 11, {}),
     (40, 72, 14, 14, dict(auto_pad="SAME_UPPER")),
     (64, 80, 13, 10, dict(pads=[1, 0, 2, 1])),
     (136, 256, 9, 10, dict(pads=[1, 1, 1, 1])),
+    (8, 24, 9, 9, dict(pads=[1, 1, 1, 1])),
 ]
 
 

@@ -25,10 +25,12 @@ namespace {
 constexpr int64_t kB = vmath::kNchwcBlock;
 // Multiply-adds (or window taps) below which a piece of work stays on one thread.
 constexpr double kMinWork = double(1 << 20);
-// Channels from which a 3x3 stride-1 convolution takes Winograd's F(2x2, 3x3).
-// (Measured against the direct tiles: 32 -> 64 and 64 -> 256 channels 0.8-0.9x the time,
-// 32 -> 32 channels 1.14x.)
-constexpr int64_t kWinogradMinInputs = 32, kWinogradMinOutputs = 64;
+// Channels from which a 3x3 stride-1 convolution takes Winograd. Measured with F(4x4,
+// 3x3) against the direct tiles, one conv alone: 16 -> 16 on 112x112 0.77x the time,
+// 16 -> 32 on 56x56 0.69x, 16 -> 64 on 55x55 0.61x, 128 -> 32 on 28x28 0.42x; 8 -> 32
+// 1.0x and 8 -> 16 1.11x (half of each 16-lane input block empty). In models: densenet121
+// 0.87x (its 128 -> 32 layers), squeezenet 0.95x, ddddocr 0.95x.
+constexpr int64_t kWinogradMinInputs = 16, kWinogradMinOutputs = 16;
 // Input x output channels up to which a Winograd convolution takes F(4x4, 3x3).
 constexpr int64_t kWinogradF43MaxWeights = 128 * 256;
 
