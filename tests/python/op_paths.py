@@ -212,6 +212,23 @@ def softmax_case(rng):
                 {"x": _normal(rng, shape, dtype, scale=4.0)}, {}, ["y"], opset=13)
 
 
+def reduce_case(rng):
+    """Reductions over inner, outer and all axes: the vector paths for contiguous float
+    runs and the generic folds."""
+    op = str(rng.choice(["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"]))
+    shape = [int(d) for d in rng.integers(1, 30, size=int(rng.integers(1, 5)))]
+    dtype = [np.float32, np.float32, np.float64][int(rng.integers(0, 3))]
+    rank = len(shape)
+    axes = sorted({int(a) % rank for a in rng.integers(-rank, rank, size=int(rng.integers(0, rank + 1)))})
+    inputs, weights = ["x"], {}
+    if axes:
+        inputs.append("axes")
+        weights["axes"] = np.array(axes, np.int64)
+    node = helper.make_node(op, inputs, ["y"], keepdims=int(rng.integers(0, 2)))
+    return Case(f"{op.lower()}_{np.dtype(dtype).name}", [node], {"x": _normal(rng, shape, dtype)},
+                weights, ["y"], opset=18)
+
+
 def batchnorm_case(rng):
     """BatchNormalization after a Conv (folded into it when constant) or alone (nxrt's
     ChannelAffine), maybe with a Relu."""
@@ -266,7 +283,8 @@ def layernorm_case(rng):
 GENERATORS = {"conv": (conv_case, 60), "matmul": (matmul_case, 25), "gemm": (gemm_case, 20),
               "pool": (pool_case, 30), "unary": (unary_case, 40), "binary": (binary_case, 25),
               "softmax": (softmax_case, 12), "batchnorm": (batchnorm_case, 16),
-              "rnn": (rnn_case, 16), "layernorm": (layernorm_case, 12)}
+              "rnn": (rnn_case, 16), "layernorm": (layernorm_case, 12),
+              "reduce": (reduce_case, 20)}
 
 
 def all_cases():

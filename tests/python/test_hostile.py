@@ -419,6 +419,13 @@ def test_nan_and_inf_inputs():
             assert f"{op}_node" in str(e) or op in str(e), str(e)
             continue
         assert result[0].size >= 0
+    # A NaN wins ReduceMax, on the contiguous vector path (all axes, a row) as elsewhere.
+    row = np.arange(40, dtype=np.float32)
+    row[17] = np.nan
+    for axes in ([0, 1], [1]):
+        s, feeds = _run_one("ReduceMax", [np.stack([row, row + 1]), np.array(axes, np.int64)], {},
+                            1, opset=18)
+        assert np.isnan(s.run(None, feeds)[0]).all()
     # NaN and infinities propagate through arithmetic.
     s, feeds = _run_one("Add", [special, special])
     out = s.run(None, feeds)[0]

@@ -13,6 +13,7 @@
 
 #include "ep/cpu/kernels/common.h"
 #include "ep/cpu/kernels/reduce_plan.h"
+#include "ep/cpu/vmath/vmath.h"
 
 namespace nxrt::cpu {
 namespace {
@@ -191,7 +192,21 @@ void reduce_typed(const ReducePlan& p, const T* x, T* y) {
   } else {
     using F = Fold<Op, A>;
     std::fill(acc, acc + p.out_numel, F::identity());
-    fold_into<F>(p, x, acc, [](A v, int64_t) { return map_element<Op>(v); });
+    constexpr bool kVector =
+        std::is_same_v<T, float> &&
+        (Op == ReduceOp::kSum || Op == ReduceOp::kMean || Op == ReduceOp::kMax);
+    if (kVector && p.inner_reduced && p.inner > 0) {
+      // Contiguous runs of float: eight partial sums the compiler vectorizes, or the
+      // vector max that keeps NaN (the scalar chains ran at a fifth of memory speed).
+      for_each_reduce_run(p, [&](int64_t in, int64_t out) {
+        const float* r = reinterpret_cast<const float*>(x + in);
+        const float v =
+            Op == ReduceOp::kMax ? vmath::max_value(r, size_t(p.inner)) : partial_sum(r, p.inner);
+        acc[out] = F::combine(acc[out], A(v));
+      });
+    } else {
+      fold_into<F>(p, x, acc, [](A v, int64_t) { return map_element<Op>(v); });
+    }
     for (int64_t o = 0; o < p.out_numel; ++o) y[o] = store<T>(finish<Op>(acc[o], p.reduce_count));
   }
 }
