@@ -280,7 +280,7 @@ class PoolKernel final : public Kernel {
     const Tensor& x = *ctx.input(0);
     if (x.rank() < 3)
       return invalid_argument("pooling needs an input of rank >= 3, got ", x.shape().to_string());
-    const std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+    const std::span<const int64_t> in = x.shape().span().subspan(2);  // no copy per run
     if (attrs_.kernel_shape.size() != in.size())
       return invalid_argument("kernel_shape has ", attrs_.kernel_shape.size(),
                               " values; the input has ", in.size(), " spatial dims");
