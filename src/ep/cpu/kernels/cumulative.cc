@@ -27,7 +27,7 @@ class CumulativeKernel final : public Kernel {
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
-    std::vector<int64_t> axes;
+    SmallVec<int64_t> axes;
     NXRT_RETURN_IF_ERROR(read_int_list(*ctx.input(1), axes, "axis input"));
     if (axes.size() != 1) return invalid_argument("axis must be a scalar");
     const int64_t rank = std::max<int64_t>(1, int64_t(x.rank()));

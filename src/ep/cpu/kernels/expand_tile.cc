@@ -39,11 +39,11 @@ class ExpandKernel final : public Kernel {
   explicit ExpandKernel(DataType dtype) : dtype_(dtype) {}
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
-    std::vector<int64_t> dims;
+    SmallVec<int64_t> dims;  // per run: inline, no heap traffic
     NXRT_RETURN_IF_ERROR(read_int_list(*ctx.input(1), dims, "shape input"));
+    const Shape target(std::span<const int64_t>(dims.data(), dims.size()));
     for (int64_t d : dims)
-      if (d < 0) return invalid_argument("shape ", Shape(dims).to_string(), " has a negative dim");
-    const Shape target(dims);
+      if (d < 0) return invalid_argument("shape ", target.to_string(), " has a negative dim");
     const Shape* shapes[] = {&x.shape(), &target};
     Shape out_shape;
     if (!broadcast_shapes(shapes, out_shape))
@@ -63,7 +63,7 @@ class TileKernel final : public Kernel {
   explicit TileKernel(DataType dtype) : dtype_(dtype) {}
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
-    std::vector<int64_t> repeats;
+    SmallVec<int64_t> repeats;
     NXRT_RETURN_IF_ERROR(read_int_list(*ctx.input(1), repeats, "repeats input"));
     const size_t rank = x.rank();
     if (repeats.size() != rank)

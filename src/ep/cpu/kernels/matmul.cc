@@ -42,7 +42,9 @@ void narrow_into(const std::vector<float>& src, T* dst) {
 struct MatMulPlan {
   Shape out;
   int64_t M = 1, N = 1, K = 1;
-  std::vector<int64_t> a_off, b_off;
+  // Per batch: offsets into A and B (inline for up to 64 batches, so a warm run of the
+  // attention products of most models does not touch the heap).
+  SmallVec<int64_t, 64> a_off, b_off;
   bool b_shared = false;  // B is one matrix for every batch
 };
 
@@ -58,7 +60,7 @@ Status plan_matmul(const Shape& a, const Shape& b, MatMulPlan& p) {
                             " do not match: ", p.K, " vs ", kb);
   const size_t ra = a1 ? 0 : a.rank() - 2, rb = b1 ? 0 : b.rank() - 2;
   const size_t rank = std::max(ra, rb);
-  std::vector<int64_t> dims(rank), sa(rank, 0), sb(rank, 0);
+  SmallVec<int64_t> dims(rank), sa(rank, 0), sb(rank, 0);
   int64_t stride_a = p.M * p.K, stride_b = p.K * p.N;
   for (size_t i = rank; i-- > 0;) {
     const int64_t da = i + ra >= rank ? a[i + ra - rank] : 1;
@@ -72,7 +74,7 @@ Status plan_matmul(const Shape& a, const Shape& b, MatMulPlan& p) {
     stride_a *= da;
     stride_b *= db;
   }
-  p.out = Shape(dims);
+  p.out = Shape(std::span<const int64_t>(dims.data(), dims.size()));
   if (!a1) p.out.push_back(p.M);
   if (!b1) p.out.push_back(p.N);
   if (checked_numel(p.out.span()) < 0) return invalid_argument("MatMul output is too large");
@@ -82,7 +84,7 @@ Status plan_matmul(const Shape& a, const Shape& b, MatMulPlan& p) {
   for (int64_t s : sb) p.b_shared &= s == 0;
   p.a_off.assign(size_t(batches), 0);
   p.b_off.assign(size_t(batches), 0);
-  std::vector<int64_t> idx(rank, 0);
+  SmallVec<int64_t> idx(rank, 0);
   int64_t oa = 0, ob = 0;
   for (int64_t n = 0; n < batches; ++n) {
     p.a_off[size_t(n)] = oa;
