@@ -100,8 +100,15 @@ bool has_avx512_vnni() {
 
 PackedQuantB PackedQuantB::pack(int64_t K, int64_t N, const void* B, int64_t ldb, bool is_signed,
                                 const int32_t* b_zero, int64_t b_zero_count) {
-  using detail::kQPanel;
   PackedQuantB p;
+  p.repack(K, N, B, ldb, is_signed, b_zero, b_zero_count);
+  return p;
+}
+
+void PackedQuantB::repack(int64_t K, int64_t N, const void* B, int64_t ldb, bool is_signed,
+                          const int32_t* b_zero, int64_t b_zero_count) {
+  using detail::kQPanel;
+  PackedQuantB& p = *this;
   p.K_ = K;
   p.N_ = N;
   const int64_t depth_step = detail::use_amx() ? 64 : 4;
@@ -125,7 +132,6 @@ PackedQuantB PackedQuantB::pack(int64_t K, int64_t N, const void* B, int64_t ldb
     const int32_t zb = b_zero_count == 0 ? 0 : b_zero[b_zero_count == 1 ? 0 : j];
     p.zero_[size_t(j)] = is_signed ? zb : zb - 128;
   }
-  return p;
 }
 
 namespace detail {

@@ -28,6 +28,10 @@ class PackedQuantB {
   // B[k * ldb + j]; b_zero holds N values or 1 (shared); is_signed: int8, else uint8.
   static PackedQuantB pack(int64_t K, int64_t N, const void* B, int64_t ldb, bool is_signed,
                            const int32_t* b_zero, int64_t b_zero_count);
+  // The same into this object, reusing its buffers: B operands packed per run (attention's
+  // K and V) then do not allocate once the buffers have grown.
+  void repack(int64_t K, int64_t N, const void* B, int64_t ldb, bool is_signed,
+              const int32_t* b_zero, int64_t b_zero_count);
 
   bool empty() const { return data_.empty(); }
   int64_t rows() const { return K_; }

@@ -408,11 +408,14 @@ class QuantProduct {
     if (p.b_shared && !packed_.empty() && b.raw() == b_ &&
         (b_zero ? b_zero->raw() : nullptr) == b_zero_)
       return multiply(packed_, p.M * batches, 0, 0);
-    std::vector<int32_t> zb;
+    // B packed per run (an activation: attention's K and V) into this thread's buffers,
+    // which stay grown from run to run.
+    thread_local std::vector<int32_t> zb;
+    thread_local gemm::PackedQuantB fresh;
     (void)read_zero_points(b_zero, b_zero ? b_zero->numel() : 0, "b_zero_point", zb);
-    auto pack = [&](int64_t b_off) {
-      return gemm::PackedQuantB::pack(p.K, p.N, b_bytes + b_off, p.N, b_signed, zb.data(),
-                                      int64_t(zb.size()));
+    auto pack = [&](int64_t b_off) -> const gemm::PackedQuantB& {
+      fresh.repack(p.K, p.N, b_bytes + b_off, p.N, b_signed, zb.data(), int64_t(zb.size()));
+      return fresh;
     };
     if (p.b_shared) return multiply(pack(0), p.M * batches, 0, 0);
     for (int64_t i = 0; i < batches; ++i)

@@ -115,10 +115,15 @@ Status make_layout(const Shape& x, const Tensor& scale, const Tensor* zero_point
   return Status();
 }
 
-// The values of a small tensor (scale, zero point) as floats; narrow floats decoded.
-Status widen(const Tensor& t, DataType as, std::vector<float>& out) {
+// The values of a small tensor (scale, zero point) as floats; narrow floats decoded. `out`
+// is this thread's scratch `slot` (a warm run does not allocate); empty for no tensor.
+Status widen(const Tensor* tensor, DataType as, size_t slot, std::span<const float>& result) {
+  result = {};
+  if (!tensor) return Status();
+  const Tensor& t = *tensor;
   const int64_t n = t.numel();
-  out.resize(size_t(n));
+  float* out = thread_scratch<float>(size_t(n), slot);
+  result = std::span<const float>(out, size_t(n));
   const auto* bytes = static_cast<const uint8_t*>(t.raw());
   switch (as) {
     case DataType::kFloat8E8M0:
@@ -218,9 +223,9 @@ class QuantizeKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(make_layout(x.shape(), scale, zp, axis_, block_, l));
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
     if (x.numel() == 0) return Status();
-    std::vector<float> scales, zps;
-    NXRT_RETURN_IF_ERROR(widen(scale, scale.dtype(), scales));
-    if (zp) NXRT_RETURN_IF_ERROR(widen(*zp, out_, zps));
+    std::span<const float> scales, zps;
+    NXRT_RETURN_IF_ERROR(widen(&scale, scale.dtype(), 2, scales));
+    NXRT_RETURN_IF_ERROR(widen(zp, out_, 3, zps));
     switch (x.dtype()) {
       NXRT_CASE(kFloat, return run<T>(x, l, scales, zps, *y))
       NXRT_CASE(kFloat16, return run<T>(x, l, scales, zps, *y))
@@ -234,8 +239,8 @@ class QuantizeKernel final : public Kernel {
 
  private:
   template <typename X>
-  Status run(const Tensor& x, const QuantLayout& l, const std::vector<float>& scales,
-             const std::vector<float>& zps, Tensor& y) const {
+  Status run(const Tensor& x, const QuantLayout& l, std::span<const float> scales,
+             std::span<const float> zps, Tensor& y) const {
     const X* px = x.data<X>();
     const float* pz = zps.empty() ? nullptr : zps.data();
     const int64_t n = x.numel();
@@ -315,9 +320,9 @@ class DequantizeKernel final : public Kernel {
     NXRT_RETURN_IF_ERROR(make_layout(x.shape(), scale, zp, axis_, block_, l));
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
     if (x.numel() == 0) return Status();
-    std::vector<float> scales, zps;
-    NXRT_RETURN_IF_ERROR(widen(scale, scale.dtype(), scales));
-    if (zp) NXRT_RETURN_IF_ERROR(widen(*zp, x.dtype(), zps));
+    std::span<const float> scales, zps;
+    NXRT_RETURN_IF_ERROR(widen(&scale, scale.dtype(), 2, scales));
+    NXRT_RETURN_IF_ERROR(widen(zp, x.dtype(), 3, zps));
     switch (out_) {
       NXRT_CASE(kFloat, return run(x, l, scales, zps, y->data<T>()))
       NXRT_CASE(kFloat16, return run(x, l, scales, zps, y->data<T>()))
@@ -331,8 +336,8 @@ class DequantizeKernel final : public Kernel {
  private:
   // y = (x - zero_point) * scale, with x widened by `value(e)`.
   template <typename Y, typename Value>
-  static void apply(int64_t n, const QuantLayout& l, const std::vector<float>& scales,
-                    const std::vector<float>& zps, Value value, Y* y) {
+  static void apply(int64_t n, const QuantLayout& l, std::span<const float> scales,
+                    std::span<const float> zps, Value value, Y* y) {
     const float* pz = zps.empty() ? nullptr : zps.data();
     for_each_element(n, l, [&](int64_t e, int64_t si) {
       const float d = value(e) - (pz ? pz[si] : 0.0f);
@@ -341,8 +346,8 @@ class DequantizeKernel final : public Kernel {
   }
 
   template <typename Y>
-  Status run(const Tensor& x, const QuantLayout& l, const std::vector<float>& scales,
-             const std::vector<float>& zps, Y* y) const {
+  Status run(const Tensor& x, const QuantLayout& l, std::span<const float> scales,
+             std::span<const float> zps, Y* y) const {
     const int64_t n = x.numel();
     const DataType xt = x.dtype();
     const auto* bytes = static_cast<const uint8_t*>(x.raw());
