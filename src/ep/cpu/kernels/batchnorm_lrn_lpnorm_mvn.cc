@@ -222,18 +222,20 @@ class LrnKernel final : public Kernel {
     const int64_t before = (size_ - 1) / 2;
     const int64_t after = size_ - 1 - before;
     const A scale = A(alpha_) / A(size_);
-    std::vector<A> sq(static_cast<size_t>(c * spatial)), sum(static_cast<size_t>(spatial));
+    // Squares and window sums in this thread's scratch: a warm run does not allocate.
+    A* sq = thread_scratch<A>(size_t(c * spatial), 0);
+    A* sum = thread_scratch<A>(size_t(spatial), 1);
     for (int64_t img = 0; img < n; ++img) {
       const T* xi = x + img * c * spatial;
       T* yi = y + img * c * spatial;
-      for (int64_t i = 0; i < c * spatial; ++i) sq[size_t(i)] = A(xi[i]) * A(xi[i]);
+      for (int64_t i = 0; i < c * spatial; ++i) sq[i] = A(xi[i]) * A(xi[i]);
       for (int64_t ch = 0; ch < c; ++ch) {
-        std::fill(sum.begin(), sum.end(), A(0));
+        std::fill(sum, sum + spatial, A(0));
         const int64_t lo = std::max<int64_t>(0, ch - before);
         const int64_t hi = std::min<int64_t>(c - 1, ch + after);
         for (int64_t k = lo; k <= hi; ++k) {
-          const A* plane = sq.data() + k * spatial;
-          for (int64_t i = 0; i < spatial; ++i) sum[size_t(i)] += plane[i];
+          const A* plane = sq + k * spatial;
+          for (int64_t i = 0; i < spatial; ++i) sum[i] += plane[i];
         }
         const T* xc = xi + ch * spatial;
         T* yc = yi + ch * spatial;
@@ -241,13 +243,13 @@ class LrnKernel final : public Kernel {
           // The common beta (AlexNet, GoogLeNet): b^0.75 = sqrt(b) * sqrt(sqrt(b)), which
           // vectorizes, where pow is a libm call per element.
           for (int64_t i = 0; i < spatial; ++i) {
-            const A b = A(bias_) + scale * sum[size_t(i)];
+            const A b = A(bias_) + scale * sum[i];
             const A r = std::sqrt(b);
             yc[i] = narrow<T>(A(xc[i]) / (r * std::sqrt(r)));
           }
         } else {
           for (int64_t i = 0; i < spatial; ++i)
-            yc[i] = narrow<T>(A(xc[i]) / std::pow(A(bias_) + scale * sum[size_t(i)], A(beta_)));
+            yc[i] = narrow<T>(A(xc[i]) / std::pow(A(bias_) + scale * sum[i], A(beta_)));
         }
       }
     }
