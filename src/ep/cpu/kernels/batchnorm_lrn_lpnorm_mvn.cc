@@ -13,13 +13,13 @@
 namespace nxrt::cpu {
 namespace {
 
+// t's values as A into out (t.numel() of them).
 template <typename A>
-Status load_values(const Tensor& t, std::vector<A>& out, const char* what) {
-  out.resize(size_t(t.numel()));
+Status load_values(const Tensor& t, A* out, const char* what) {
   switch (t.dtype()) {
     NXRT_CASES_FLOAT({
       const T* p = t.data<T>();
-      for (size_t i = 0; i < out.size(); ++i) {
+      for (size_t i = 0; i < size_t(t.numel()); ++i) {
         if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
           out[i] = A(p[i]);
         else
@@ -79,25 +79,29 @@ class BatchNormKernel final : public Kernel {
     // Per-channel parameters normally; spatial=0 (opset < 9) gives one per feature.
     const int64_t params = spatial_ || training_ ? c : c * spatial;
     const int64_t run_len = spatial_ || training_ ? spatial : 1;
-    std::vector<A> scale, bias, mean, var;
-    NXRT_RETURN_IF_ERROR(load_values(*ctx.input(1), scale, "scale"));
-    NXRT_RETURN_IF_ERROR(load_values(*ctx.input(2), bias, "B"));
-    NXRT_RETURN_IF_ERROR(load_values(*ctx.input(3), mean, "input_mean"));
-    NXRT_RETURN_IF_ERROR(load_values(*ctx.input(4), var, "input_var"));
-    for (const auto* v : {&scale, &bias, &mean, &var})
-      if (int64_t(v->size()) != params)
+    const Tensor* in[4] = {ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4)};
+    for (const Tensor* t : in)
+      if (t->numel() != params)
         return invalid_argument("scale, B, mean and var need ", params, " values each for input ",
-                                s.to_string(), ", got ", scale.size(), ", ", bias.size(), ", ",
-                                mean.size(), ", ", var.size());
+                                s.to_string(), ", got ", in[0]->numel(), ", ", in[1]->numel(), ", ",
+                                in[2]->numel(), ", ", in[3]->numel());
+    // The parameters and the folded a, b in this thread's scratch: a warm run of inference
+    // does not allocate.
+    A* values = thread_scratch<A>(size_t(6 * params), 0);
+    A *scale = values, *bias = values + params, *mean = values + 2 * params;
+    A *var = values + 3 * params, *a = values + 4 * params, *b = values + 5 * params;
+    NXRT_RETURN_IF_ERROR(load_values(*in[0], scale, "scale"));
+    NXRT_RETURN_IF_ERROR(load_values(*in[1], bias, "B"));
+    NXRT_RETURN_IF_ERROR(load_values(*in[2], mean, "input_mean"));
+    NXRT_RETURN_IF_ERROR(load_values(*in[3], var, "input_var"));
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, s));
     std::vector<A> batch_mean, batch_var;
     if (training_) {
       batch_stats(x, n, c, spatial, batch_mean, batch_var);
       NXRT_RETURN_IF_ERROR(write_training_outputs(ctx, mean, var, batch_mean, batch_var));
     }
-    const std::vector<A>& use_mean = training_ ? batch_mean : mean;
-    const std::vector<A>& use_var = training_ ? batch_var : var;
-    std::vector<A> a(static_cast<size_t>(params)), b(static_cast<size_t>(params));
+    const A* use_mean = training_ ? batch_mean.data() : mean;
+    const A* use_var = training_ ? batch_var.data() : var;
     for (size_t i = 0; i < size_t(params); ++i) {
       a[i] = scale[i] / std::sqrt(use_var[i] + A(epsilon_));
       b[i] = bias[i] - use_mean[i] * a[i];
@@ -164,8 +168,8 @@ class BatchNormKernel final : public Kernel {
   // Opset >= 14: (Y, running_mean, running_var). Before: (Y, mean, var, saved_mean,
   // saved_var) with mean/var the running statistics.
   template <typename A>
-  Status write_training_outputs(KernelContext& ctx, const std::vector<A>& mean,
-                                const std::vector<A>& var, const std::vector<A>& batch_mean,
+  Status write_training_outputs(KernelContext& ctx, const A* mean, const A* var,
+                                const std::vector<A>& batch_mean,
                                 const std::vector<A>& batch_var) const {
     const size_t c = batch_mean.size();
     const Shape shape{int64_t(c)};

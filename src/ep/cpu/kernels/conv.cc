@@ -130,7 +130,7 @@ void for_each_col_row(const Lattice& L, int64_t channels, int64_t row0, int64_t 
   const int64_t s = L.stride[r - 1], kl = L.kernel[r - 1];
   // One buffer: kernel and grid odometers, image strides, and the valid grid span per
   // last-dim kernel offset (the same for every channel and row; divisions are slow).
-  std::vector<int64_t> buf(3 * r + 2 * size_t(kl));
+  SmallVec<int64_t, 32> buf(3 * r + 2 * size_t(kl));  // inline for kernels up to 13 wide
   int64_t* k = buf.data();
   int64_t* o = k + r;
   int64_t* istride = o + r;

@@ -63,7 +63,8 @@ void apply(T& dst, const T& src, Reduction r) {
 }
 
 // Reads an int32/int64 index tensor into int64 values.
-Status read_indices(const Tensor& t, std::vector<int64_t>& out) {
+template <typename Out>
+Status read_indices(const Tensor& t, Out& out) {
   if (!copy_int_values(t, out))
     return invalid_argument("indices must be int32 or int64, got ", dtype_name(t.dtype()));
   return Status();
@@ -176,13 +177,15 @@ class ScatterNDKernel final : public Kernel {
     if (!(updates.shape() == expect))
       return invalid_argument("updates shape ", updates.shape().to_string(), " should be ",
                               expect.to_string());
-    std::vector<int64_t> idx;
+    // Inline for the few indices of the scatters real models run per step (state
+    // updates): a warm run does not allocate.
+    SmallVec<int64_t, 64> idx;
     NXRT_RETURN_IF_ERROR(read_indices(indices, idx));
     const int64_t slice = ds.product(size_t(k), ds.size());
-    std::vector<int64_t> stride(size_t(k), 0);
+    SmallVec<int64_t> stride(size_t(k), 0);
     for (int64_t j = 0; j < k; ++j) stride[size_t(j)] = ds.product(size_t(j) + 1, ds.size());
     const int64_t m = k == 0 ? is.product(0, is.size() - 1) : int64_t(idx.size()) / k;
-    std::vector<int64_t> offsets(size_t(m), 0);
+    SmallVec<int64_t, 64> offsets(size_t(m), 0);
     for (int64_t i = 0; i < m; ++i) {
       int64_t off = 0;
       for (int64_t j = 0; j < k; ++j) {
