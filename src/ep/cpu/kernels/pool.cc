@@ -33,6 +33,15 @@ int64_t padded_taps(int64_t start, int64_t kernel, int64_t dilation, int64_t in,
   return count;
 }
 
+// AveragePool's divisor along one dim for the window starting at input index `start`: its
+// taps inside the input, or inside the padded input with count_include_pad.
+int64_t divisor_taps(bool include_pad, int64_t start, int64_t kernel, int64_t dilation, int64_t in,
+                     int64_t pad_begin, int64_t pad_end) {
+  if (include_pad) return padded_taps(start, kernel, dilation, in, pad_begin, pad_end);
+  const DimRange r = window_range(start, kernel, dilation, in);
+  return r.k_hi - r.k_lo;
+}
+
 // Visits every output position of one (n, c) plane with the clipped window: calls
 // fn(out_index, window) where window lists the input offsets inside the image and
 // `full` is the number of positions of the window within the padded input.
@@ -252,9 +261,7 @@ void pool2d_stacked(const Pool2d& g, bool max, bool include_pad, const float* x,
   // of its column, from a table of the plane's divisors.
   auto taps_of = [&](int64_t start, int64_t kernel, int64_t dilation, int64_t in, int64_t pad_begin,
                      int64_t pad_end) {
-    const DimRange r = window_range(start, kernel, dilation, in);
-    return float(include_pad ? padded_taps(start, kernel, dilation, in, pad_begin, pad_end)
-                             : r.k_hi - r.k_lo);
+    return float(divisor_taps(include_pad, start, kernel, dilation, in, pad_begin, pad_end));
   };
   float* inverse = thread_scratch<float>(size_t(g.OH * g.OW), 3);
   for (int64_t oh = 0; oh < g.OH; ++oh) {
@@ -404,14 +411,10 @@ class PoolKernel final : public Kernel {
       if (!inside) win.slack = vmath::kPlaneSlack;
       const float scale = 1.0f / float(g.KH * g.KW);
       const bool fix_borders = !max && !inside;
-      // AveragePool's divisor along one dim: the window's taps inside the input, or inside
-      // the padded input with count_include_pad.
       auto taps = [&](int64_t start, int64_t kernel, int64_t dilation, int64_t in,
                       int64_t pad_begin, int64_t pad_end) {
-        if (prm_.count_include_pad)
-          return padded_taps(start, kernel, dilation, in, pad_begin, pad_end);
-        const DimRange r = window_range(start, kernel, dilation, in);
-        return r.k_hi - r.k_lo;
+        return divisor_taps(prm_.count_include_pad, start, kernel, dilation, in, pad_begin,
+                            pad_end);
       };
       float* row_factor = fix_borders ? thread_scratch<float>(size_t(g.OH + g.OW), 2) : nullptr;
       float* col_factor = row_factor ? row_factor + g.OH : nullptr;
