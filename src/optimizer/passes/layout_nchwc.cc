@@ -20,7 +20,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "ep/cpu/gemm/gemm.h"
+#include "ep/cpu/vmath/nchwc.h"
 #include "optimizer/passes/activation.h"
 #include "optimizer/passes/passes.h"
 
@@ -237,8 +237,8 @@ class NchwcRewriter {
 }  // namespace
 
 Status layout_nchwc(ir::Graph& graph, PassContext& ctx) {
-  // The blocked kernels exist for AVX-512 only.
-  if (!gemm::has_avx512f()) return Status();
+  // The blocked kernels exist for AVX-512 and AVX2.
+  if (!vmath::nchwc_available()) return Status();
   return NchwcRewriter(graph, ctx).run();
 }
 

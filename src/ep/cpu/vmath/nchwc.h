@@ -4,9 +4,10 @@
 // product per input channel (one broadcast input value times 16 output channels' weights)
 // with the sums of several positions and output blocks kept in registers, and a pool
 // runs on whole registers. No im2col, no packing per run: the weights are blocked once.
+// On AVX2 a block is two 8-lane registers: the same layout, smaller tiles.
 //
-// These exist for AVX-512 only: call them only when gemm::has_avx512f() (the layout pass
-// does not rewrite a model otherwise).
+// Call these only when nchwc_available() (the layout pass does not rewrite a model
+// otherwise).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,9 @@
 namespace nxrt::vmath {
 
 constexpr int64_t kNchwcBlock = 16;
+
+// Whether this CPU runs the blocked kernels (AVX-512F, or AVX2 with FMA).
+bool nchwc_available();
 
 // What a convolution does to each finished output before storing it:
 // post(act(sum + bias + z)) with post(v) = v * post_scale + post_shift.
