@@ -183,6 +183,7 @@ void pool_plane(bool max, const float* x, int64_t ld, const PoolWindow& w, float
                 float* out) {
   if (uses_avx512() && w.SW < (int64_t(1) << 27))
     return detail::pool_plane_avx512(max, x, ld, w, scale, out);
+  if (uses_avx2() && detail::pool_plane_avx2(max, x, ld, w, scale, out)) return;
   // Elsewhere separably, per output row: the window's rows into one, then its taps.
   thread_local std::vector<float> row;
   const int64_t width = (w.OW - 1) * w.SW + (w.KW - 1) * w.DW + 1;
@@ -235,6 +236,7 @@ void depthwise_plane(const float* x, int64_t ld, const PoolWindow& w, const floa
                      float* out) {
   if (uses_avx512() && w.SW < (int64_t(1) << 27))
     return detail::depthwise_plane_avx512(x, ld, w, weights, out);
+  if (uses_avx2() && detail::depthwise_plane_avx2(x, ld, w, weights, out)) return;
   // Elsewhere one output row at a time.
   thread_local std::vector<const float*> rows, wrows;
   rows.resize(size_t(w.KH));

@@ -45,6 +45,11 @@ void depthwise_row_avx2(const float* const* rows, const float* const* w, size_t 
                         size_t count);
 void reduce_taps_avx2(bool max, const float* r, size_t count, int64_t stride, int64_t taps,
                       int64_t dilation, float scale, float* out);
+// Strides 1 and 2 (vmath_plane_avx2.cc); false, doing nothing, for other strides.
+bool depthwise_plane_avx2(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
+                          float* out);
+bool pool_plane_avx2(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
+                     float* out);
 void reduce_rows_avx512(bool max, const float* const* rows, size_t nrows, float* out, size_t n);
 // Strides below 2^27 (int32 gather offsets).
 void pad_planes_avx512(const float* x, int64_t planes, int64_t H, int64_t W, int64_t top,
