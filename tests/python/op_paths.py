@@ -33,7 +33,7 @@ NP_TYPE = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64,
 # CPU has; the others force the narrower kernels (and the non-Winograd, im2col paths).
 ISA_CAPS = {
     "default": {},
-    "avx2": {"NXRT_GEMM_KERNEL": "avx2", "NXRT_VMATH": "avx2", "NXRT_QGEMM": "vnni"},
+    "avx2": {"NXRT_GEMM_KERNEL": "avx2", "NXRT_VMATH": "avx2", "NXRT_QGEMM": "avx2"},
     "portable": {"NXRT_GEMM_KERNEL": "portable", "NXRT_VMATH": "portable",
                  "NXRT_QGEMM": "portable", "NXRT_CONV_IM2COL": "1",
                  "NXRT_CONV_NO_WINOGRAD": "1", "NXRT_NCHWC_NO_WINOGRAD": "1"},

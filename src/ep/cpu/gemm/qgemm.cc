@@ -1,6 +1,7 @@
-// 8-bit GEMM driver: A is shifted to uint8 a block of rows at a time (rows padded to a
-// multiple of four k with zeros, which meet zero-padded B), the kernel computes the raw
-// sums a'b', and the zero-point correction turns them into the exact result.
+// 8-bit GEMM driver: A is shifted to uint8 (widened to int16 for the AVX2 kernel) a block
+// of rows at a time (rows padded to a multiple of four k with zeros, which meet zero-padded
+// B), the kernel computes the raw sums a'b', and the zero-point correction turns them into
+// the exact result.
 #include "ep/cpu/gemm/qgemm.h"
 
 #include <emmintrin.h>
@@ -29,18 +30,107 @@ void qkernel_portable(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* b
     }
 }
 
-QKernelFn pick_kernel() { return has_avx512_vnni() ? &qkernel_avx512_vnni : &qkernel_portable; }
-
-// AMX tiles when the CPU and OS allow them (NXRT_QGEMM=vnni or portable caps the choice);
-// B is then packed 64 k deep.
+// AMX tiles when the CPU and OS allow them (NXRT_QGEMM=vnni, avx2 or portable caps the
+// choice); B is then packed 64 k deep.
 bool use_amx() {
   static const bool yes = [] {
     const char* env = std::getenv("NXRT_QGEMM");
-    if (env && (std::strcmp(env, "vnni") == 0 || std::strcmp(env, "portable") == 0)) return false;
+    if (env && std::strcmp(env, "vnni") == 0) return false;
     return has_avx512_vnni() && amx_available();
   }();
   return yes;
 }
+
+// The kernel family of one call; each has its own row preparation and finishing.
+enum class QPath { kPortable, kAvx2, kVnni, kAmx };
+
+QPath pick_path(QKernel which, int64_t K4) {
+  if (which == QKernel::kPortable) return QPath::kPortable;
+  if (which == QKernel::kAvx2) return has_avx2() ? QPath::kAvx2 : QPath::kPortable;
+  // AMX needs B packed 64 k deep (it is whenever use_amx() holds).
+  if (K4 % 64 == 0 && use_amx()) return QPath::kAmx;
+  if (has_avx512_vnni()) return QPath::kVnni;
+  return has_avx2() ? QPath::kAvx2 : QPath::kPortable;
+}
+
+// a' rows (uint8, zero padded to K4) and their sums, in plain loops.
+void prepare_rows_portable(const uint8_t* src, int64_t lda, int64_t rows, int64_t K, int64_t K4,
+                           uint8_t flip, uint8_t* dst, int32_t* row_sum) {
+  for (int64_t i = 0; i < rows; ++i) {
+    uint8_t* d = dst + i * K4;
+    const uint8_t* s = src + i * lda;
+    int32_t sum = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      d[k] = uint8_t(s[k] ^ flip);
+      sum += d[k];
+    }
+    for (int64_t k = K; k < K4; ++k) d[k] = 0;
+    row_sum[i] = sum;
+  }
+}
+
+// finish_row_avx512 in plain loops.
+void finish_row_portable(const int32_t* raw, const int32_t* terms, const int32_t* zero,
+                         int32_t row_sum, int64_t n, int32_t* c_out, float* y, const float* scale,
+                         const float* bias) {
+  if (!y) {
+    for (int64_t j = 0; j < n; ++j) c_out[j] = raw[j] + terms[j] - zero[j] * row_sum;
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    const float v = float(raw[j] + terms[j] - zero[j] * row_sum) * scale[j];
+    y[j] = bias ? v + bias[j] : v;
+  }
+}
+
+using FinishRowFn = void (*)(const int32_t*, const int32_t*, const int32_t*, int32_t, int64_t,
+                             int32_t*, float*, const float*, const float*);
+
+FinishRowFn finish_row_for(QPath path) {
+  switch (path) {
+    case QPath::kPortable:
+      return &finish_row_portable;
+    case QPath::kAvx2:
+      return &finish_row_avx2;
+    default:
+      return &finish_row_avx512;
+  }
+}
+
+// One thread's block of A rows in the form its kernel reads: a' as uint8, or for AVX2
+// widened to int16. Runs the kernel over all N columns of the block into c.
+struct RowBlock {
+  QPath path;
+  int64_t K, K4;
+  uint8_t flip;
+  std::vector<uint8_t>& bytes;
+  std::vector<int16_t>& wide;
+
+  void prepare(const uint8_t* src, int64_t lda, int64_t mr, int32_t* row_sum) {
+    switch (path) {
+      case QPath::kPortable:
+        return prepare_rows_portable(src, lda, mr, K, K4, flip, bytes.data(), row_sum);
+      case QPath::kAvx2:
+        return prepare_rows_avx2(src, lda, mr, K, K4, flip, wide.data(), row_sum);
+      default:
+        return prepare_rows_avx512(src, lda, mr, K, K4, flip, bytes.data(), row_sum);
+    }
+  }
+
+  void multiply(const int8_t* panels, int64_t N, int32_t* c, int64_t ldc, int64_t mr) const {
+    const QKernelFn kernel = path == QPath::kPortable ? &qkernel_portable
+                             : path == QPath::kAmx    ? &qkernel_amx
+                                                      : &qkernel_avx512_vnni;
+    for (int64_t j = 0; j < N; j += 2 * kQPanel) {
+      const int8_t* b = panels + (j / kQPanel) * K4 * kQPanel;
+      const int64_t nr = std::min<int64_t>(2 * kQPanel, N - j);
+      if (path == QPath::kAvx2)
+        qkernel_avx2(K4, wide.data(), K4, b, K4 * kQPanel, c + j, ldc, mr, nr);
+      else
+        kernel(K4, bytes.data(), K4, b, K4 * kQPanel, c + j, ldc, mr, nr);
+    }
+  }
+};
 
 // Multiply-adds below which rows are not split across threads.
 constexpr double kMinQMacsPerPiece = double(1 << 20);
@@ -88,9 +178,22 @@ bool has_avx512_vnni() {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool yes = [] {
     const char* env = std::getenv("NXRT_QGEMM");
-    if (env && std::strcmp(env, "portable") == 0) return false;
+    if (env && (std::strcmp(env, "avx2") == 0 || std::strcmp(env, "portable") == 0)) return false;
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vnni");
+  }();
+  return yes;
+#else
+  return false;
+#endif
+}
+
+bool has_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool yes = [] {
+    const char* env = std::getenv("NXRT_QGEMM");
+    if (env && std::strcmp(env, "portable") == 0) return false;
+    return __builtin_cpu_supports("avx2") != 0;
   }();
   return yes;
 #else
@@ -149,12 +252,9 @@ struct FloatOut {
 void run_qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
                const int8_t* panels, const int32_t* col_sum, const int32_t* col_zero, int64_t N,
                int64_t K, int64_t K4, int32_t* C, int64_t ldc, const FloatOut* out, QKernel which) {
-  const bool amx = which != QKernel::kPortable && K4 % 64 == 0 && use_amx();
-  const QKernelFn kernel = which == QKernel::kPortable ? &qkernel_portable
-                           : amx                       ? &qkernel_amx
-                                                       : pick_kernel();
-  const bool vector_edges = which != QKernel::kPortable && has_avx512_vnni();
-  const int64_t block_rows = amx ? kQRowsAmx : kQRows;
+  const QPath path = pick_path(which, K4);
+  const FinishRowFn finish_row = finish_row_for(path);
+  const int64_t block_rows = path == QPath::kAmx ? kQRowsAmx : kQRows;
   const int32_t za = a_signed ? a_zero + 128 : a_zero;
   const uint8_t flip = a_signed ? 0x80 : 0;
   const auto* a_bytes = static_cast<const uint8_t*>(A);
@@ -169,57 +269,33 @@ void run_qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_z
   const int64_t per_piece = (blocks + int64_t(pieces) - 1) / int64_t(pieces);
   const int32_t* terms = col_term.data();
   parallel_for(pieces, [&](size_t piece) {
-    // This thread's block of A rows as a' (uint8, zero padded to K4) and their sums, and
-    // for float output the int32 tile of the block.
-    thread_local std::vector<uint8_t> rows;
+    // This thread's block of A rows as its kernel reads them and their sums, and for
+    // float output the int32 tile of the block.
+    thread_local std::vector<uint8_t> bytes;
+    thread_local std::vector<int16_t> wide;
     thread_local std::vector<int32_t> tile;
-    rows.resize(size_t(block_rows * K4));
+    if (path == QPath::kAvx2)
+      wide.resize(size_t(block_rows * K4));
+    else
+      bytes.resize(size_t(block_rows * K4));
     if (out) tile.resize(size_t(block_rows * N));
+    RowBlock rows{path, K, K4, flip, bytes, wide};
     int32_t row_sum[kQRowsAmx];
-    if (amx) amx_configure();
+    if (path == QPath::kAmx) amx_configure();
     const int64_t b0 = int64_t(piece) * per_piece, b1 = std::min(blocks, b0 + per_piece);
     for (int64_t blk = b0; blk < b1; ++blk) {
       const int64_t i0 = blk * block_rows, mr = std::min(block_rows, M - i0);
-      if (vector_edges)
-        prepare_rows_avx512(a_bytes + i0 * lda, lda, mr, K, K4, flip, rows.data(), row_sum);
-      for (int64_t i = 0; i < mr && !vector_edges; ++i) {
-        uint8_t* dst = rows.data() + i * K4;
-        const uint8_t* src = a_bytes + (i0 + i) * lda;
-        int32_t sum = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          dst[k] = uint8_t(src[k] ^ flip);
-          sum += dst[k];
-        }
-        for (int64_t k = K; k < K4; ++k) dst[k] = 0;
-        row_sum[i] = sum;
-      }
+      rows.prepare(a_bytes + i0 * lda, lda, mr, row_sum);
       int32_t* c = out ? tile.data() : C + i0 * ldc;
       const int64_t ld = out ? N : ldc;
-      for (int64_t j = 0; j < N; j += 2 * kQPanel)
-        kernel(K4, rows.data(), K4, panels + (j / kQPanel) * K4 * kQPanel, K4 * kQPanel, c + j, ld,
-               mr, std::min<int64_t>(2 * kQPanel, N - j));
+      rows.multiply(panels, N, c, ld, mr);
       // sum a'b' - za' sum b' - zb' sum a' + K za' zb'.
-      for (int64_t i = 0; i < mr; ++i) {
-        int32_t* row = c + i * ld;
-        const int32_t rs = row_sum[i];
-        if (vector_edges) {
-          finish_row_avx512(row, terms, col_zero, rs, N, row,
-                            out ? out->y + (i0 + i) * out->ldy : nullptr,
-                            out ? out->scale : nullptr, out ? out->bias : nullptr);
-          continue;
-        }
-        if (!out) {
-          for (int64_t j = 0; j < N; ++j) row[j] += terms[j] - col_zero[j] * rs;
-          continue;
-        }
-        float* y = out->y + (i0 + i) * out->ldy;
-        for (int64_t j = 0; j < N; ++j) {
-          const float v = float(row[j] + terms[j] - col_zero[j] * rs) * out->scale[j];
-          y[j] = out->bias ? v + out->bias[j] : v;
-        }
-      }
+      for (int64_t i = 0; i < mr; ++i)
+        finish_row(c + i * ld, terms, col_zero, row_sum[i], N, c + i * ld,
+                   out ? out->y + (i0 + i) * out->ldy : nullptr, out ? out->scale : nullptr,
+                   out ? out->bias : nullptr);
     }
-    if (amx) amx_release();
+    if (path == QPath::kAmx) amx_release();
   });
 }
 

@@ -8,7 +8,9 @@
 // top bit (a + 128, b - 128); the zero points and the row/column sums undo the shift:
 //   sum (a - za)(b - zb) = sum a'b' - za' sum b' - zb' sum a' + K za' zb',
 // with a' = a + 128 (when A is signed), za' = za + 128, b' = b - 128 (when B is unsigned),
-// zb' = zb - 128. CPUs without AVX-512 VNNI run a portable kernel on the same layout.
+// zb' = zb - 128. CPUs without AVX-512 VNNI but with AVX2 run an AVX2 kernel on the same
+// layout (A widened to int16, B's bytes sign extended as loaded, vpmaddwd: exact, as
+// vpmaddubsw's int16 pair sums could saturate); other CPUs run a portable kernel.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +19,10 @@
 
 namespace nxrt::gemm {
 
-// True when this CPU runs the AVX-512 VNNI kernel (NXRT_QGEMM=portable caps it).
+// True when this CPU runs the AVX-512 VNNI kernel (NXRT_QGEMM=avx2 or portable caps it).
 bool has_avx512_vnni();
+// True when this CPU has AVX2, for the AVX2 kernel (NXRT_QGEMM=portable caps it).
+bool has_avx2();
 
 enum class QKernel;
 
@@ -50,11 +54,12 @@ class PackedQuantB {
   std::vector<int32_t> zero_;     // zb' per column
 };
 
-enum class QKernel { kAuto, kPortable };  // declared before PackedQuantB
+// kAuto: the best kernel of this CPU. kAvx2 (tests): the AVX2 kernel, or the portable one
+// on CPUs without AVX2. kPortable (tests): the portable kernel.
+enum class QKernel { kAuto, kAvx2, kPortable };  // declared before PackedQuantB
 
 // C[i * ldc + j] = sum_k (A[i * lda + k] - a_zero) * (B[k][j] - b_zero[j]) for M rows.
-// A is int8 when a_signed, else uint8. Splits rows over the run's threads. kPortable
-// forces the portable kernel (tests).
+// A is int8 when a_signed, else uint8. Splits rows over the run's threads.
 void qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_zero,
            const PackedQuantB& B, int32_t* C, int64_t ldc, QKernel kernel = QKernel::kAuto);
 

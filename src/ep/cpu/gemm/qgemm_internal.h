@@ -1,11 +1,12 @@
-// Shared between the 8-bit GEMM driver and its AVX-512 VNNI kernel.
+// Shared between the 8-bit GEMM driver and its AVX-512 VNNI, AMX and AVX2 kernels.
 #pragma once
 
 #include <cstdint>
 
 namespace nxrt::gemm::detail {
 
-// Rows per micro-kernel call (VNNI, AMX) and columns per packed panel.
+// Rows per micro-kernel call (VNNI and AVX2: kQRows, AMX: kQRowsAmx) and columns per
+// packed panel.
 constexpr int64_t kQRows = 12;
 constexpr int64_t kQRowsAmx = 32;
 constexpr int64_t kQPanel = 16;
@@ -19,6 +20,20 @@ using QKernelFn = void (*)(int64_t k4, const uint8_t* a, int64_t lda, const int8
 // Only call when has_avx512_vnni().
 void qkernel_avx512_vnni(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* b,
                          int64_t panel_bytes, int32_t* c, int64_t ldc, int64_t mr, int64_t nr);
+
+// The AVX2 form of a QKernelFn: a holds mr <= kQRows int16 rows of a' (from
+// prepare_rows_avx2), lda int16 apart. Only call when has_avx2().
+void qkernel_avx2(int64_t k4, const int16_t* a, int64_t lda, const int8_t* b, int64_t panel_bytes,
+                  int32_t* c, int64_t ldc, int64_t mr, int64_t nr);
+
+// prepare_rows_avx512 for the AVX2 kernel: the rows of a' widened to int16 (dst row i at
+// dst + i * K4, zero padded from K to K4), with their sums. Only call when has_avx2().
+void prepare_rows_avx2(const uint8_t* src, int64_t lda, int64_t rows, int64_t K, int64_t K4,
+                       uint8_t flip, int16_t* dst, int32_t* row_sum);
+
+// finish_row_avx512 in AVX2. Only call when has_avx2().
+void finish_row_avx2(const int32_t* raw, const int32_t* terms, const int32_t* zero, int32_t row_sum,
+                     int64_t n, int32_t* c_out, float* y, const float* scale, const float* bias);
 
 // Packs rows [0, K) x columns [0, N) of B (bytes XOR flip) into out: 16-column panels of
 // K4 / 4 groups x 64 bytes, column j's k at panel j / 16, byte (k / 4) * 64 + (j % 16) * 4
