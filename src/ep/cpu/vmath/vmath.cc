@@ -211,8 +211,13 @@ void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t to
 }
 
 bool softmax_rows(bool log, const float* x, float* y, int64_t rows, int64_t n) {
-  if (!uses_avx512() || n <= 0) return false;
-  detail::softmax_rows_avx512(log, x, y, rows, n);
+  if (n <= 0) return false;
+  if (uses_avx512()) {
+    detail::softmax_rows_avx512(log, x, y, rows, n);
+    return true;
+  }
+  if (!uses_avx2()) return false;
+  detail::softmax_rows_avx2(log, x, y, rows, n);
   return true;
 }
 

@@ -104,8 +104,8 @@ void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t to
                 int64_t HP, int64_t WP, int64_t dst_stride, float fill, float* out);
 
 // Softmax (or LogSoftmax) of `rows` contiguous rows of n floats, in one pass per step
-// over each row on AVX-512 (max, exp and sum, scale); false when the CPU lacks AVX-512
-// (the caller then takes its own path). A row holding NaN gives NaN; infinite maxima are
+// over each row on AVX-512 or AVX2 (max, exp and sum, scale); false when the CPU lacks
+// both (the caller then takes its own path). A row holding NaN gives NaN; infinite maxima are
 // replaced by 0 before the shift, as the Softmax kernel defines.
 bool softmax_rows(bool log, const float* x, float* y, int64_t rows, int64_t n);
 

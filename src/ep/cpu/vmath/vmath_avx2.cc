@@ -6,8 +6,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 // Everything below is compiled for AVX2+FMA (vmath_unary.inc's templates and lambdas
 // included): GCC's target pragma, clang's attribute region.
@@ -265,6 +267,77 @@ __attribute__((target("avx2,fma"))) void reduce_taps_avx2(bool max, const float*
   }
 }
 
+namespace {
+
+// The largest lane, or NaN when `nan` (a lane mask) has any lane set.
+NXRT_AVX2 float reduce_max(__m256 v, __m256 nan) {
+  if (_mm256_movemask_ps(nan)) return std::numeric_limits<float>::quiet_NaN();
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+NXRT_AVX2 float reduce_add(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+}  // namespace
+
+// softmax_rows on eight lanes: the same three passes as the AVX-512 form, the row's last
+// partial vector through masked loads and stores.
+void softmax_rows_avx2(bool log, const float* x, float* y, int64_t rows, int64_t n) {
+  const int64_t whole = n / 8 * 8;
+  const __m256i tail = tail_mask(size_t(n - whole));
+  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t r = 0; r < rows; ++r, x += n, y += n) {
+    // The maximum, and whether any element is NaN (max_ps drops NaN operands).
+    __m256 vmax = ninf, nan = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 8) {
+      const __m256 v = i < whole ? _mm256_loadu_ps(x + i)
+                                 : _mm256_blendv_ps(ninf, _mm256_maskload_ps(x + i, tail),
+                                                    _mm256_castsi256_ps(tail));
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+      vmax = _mm256_max_ps(vmax, v);
+    }
+    float m = reduce_max(vmax, nan);
+    if (std::isinf(m)) m = 0.0f;
+    const __m256 vm = _mm256_set1_ps(m);
+    // y = exp(x - m), summed in one vector of partial sums.
+    __m256 sum = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 8) {
+      if (i < whole) {
+        const __m256 e = avx2::exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        sum = _mm256_add_ps(sum, e);
+        if (!log) _mm256_storeu_ps(y + i, e);
+      } else {
+        const __m256 e =
+            _mm256_and_ps(avx2::exp_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, tail), vm)),
+                          _mm256_castsi256_ps(tail));
+        sum = _mm256_add_ps(sum, e);
+        if (!log) _mm256_maskstore_ps(y + i, tail, e);
+      }
+    }
+    const float total = reduce_add(sum);
+    // Log: (x - m) - log(sum), in this order, as onnxruntime: near-zero outputs keep their
+    // digits. Else y / sum as y * (1 / sum).
+    const __m256 shift = _mm256_set1_ps(std::log(total)), inv = _mm256_set1_ps(1.0f / total);
+    for (int64_t i = 0; i < n; i += 8) {
+      const bool full = i < whole;
+      __m256 v =
+          log ? _mm256_sub_ps(full ? _mm256_loadu_ps(x + i) : _mm256_maskload_ps(x + i, tail), vm)
+              : (full ? _mm256_loadu_ps(y + i) : _mm256_maskload_ps(y + i, tail));
+      v = log ? _mm256_sub_ps(v, shift) : _mm256_mul_ps(v, inv);
+      if (full) {
+        _mm256_storeu_ps(y + i, v);
+      } else {
+        _mm256_maskstore_ps(y + i, tail, v);
+      }
+    }
+  }
+}
+
 }  // namespace nxrt::vmath::detail
 
 #if defined(__clang__)
@@ -306,6 +379,7 @@ void reduce_taps_avx2(bool max, const float* r, size_t count, int64_t stride, in
                       int64_t dilation, float scale, float* out) {
   reduce_taps_portable(max, r, count, stride, taps, dilation, scale, out);
 }
+void softmax_rows_avx2(bool, const float*, float*, int64_t, int64_t) {}
 }  // namespace nxrt::vmath::detail
 
 #endif
