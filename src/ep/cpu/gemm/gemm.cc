@@ -540,6 +540,11 @@ bool sgemm_packed_left_rows(const PackedMatrix& A, int64_t N, const float* const
     conv_kernel = &detail::micro_kernel_avx512_rows_conv_8x48;
     MR = 8;
     NR = 48;
+  } else if (A.kernel() == MicroKernel::kAvx2) {
+    kernel = &detail::micro_kernel_avx2_rows_6x16;
+    conv_kernel = &detail::micro_kernel_avx2_rows_conv_6x16;
+    MR = 6;
+    NR = 16;
   } else {
     return false;
   }

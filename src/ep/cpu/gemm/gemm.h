@@ -106,7 +106,7 @@ struct ConvOutput {
 // (k, j) at b_rows[k][col0 + j]. B is never copied, so its rows may overlap (the shifted
 // input rows of a direct convolution, or the channel planes of a 1x1 one). Only columns
 // [col0, col0 + N) of each row are read. Single-threaded. False (nothing
-// computed) when A was not packed for an AVX-512 kernel.
+// computed) when A was not packed for an AVX-512 or AVX2 kernel.
 // Only rows [m_begin, m_end) of C when given (m_begin a multiple of A.row_tile(); m_end
 // -1 for all): threads can split a product by rows, each streaming its share of A.
 // With `conv`, the last K slice writes its rows to the convolution's output (C then only

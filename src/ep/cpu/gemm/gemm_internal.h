@@ -47,6 +47,15 @@ void micro_kernel_avx512_rows_8x48(int64_t kc, const float* a, int64_t ak,
                                    const float* const* b_rows, int64_t col, float* c, int64_t ldc,
                                    float beta, int64_t mr, int64_t nr);
 
+// The row-pointer kernel and its conv variant with AVX2+FMA; only call when has_avx2_fma().
+void micro_kernel_avx2_rows_6x16(int64_t kc, const float* a, int64_t ak, const float* const* b_rows,
+                                 int64_t col, float* c, int64_t ldc, float beta, int64_t mr,
+                                 int64_t nr);
+void micro_kernel_avx2_rows_conv_6x16(int64_t kc, const float* a, int64_t ak,
+                                      const float* const* b_rows, int64_t col, const float* c,
+                                      int64_t ldc, float beta, int64_t mr, int64_t nr,
+                                      const ConvOutput& out, int64_t row0);
+
 // Where the row-pointer kernels' conv variants put a finished tile (ConvOutput, gemm.h):
 // null for a plain C; row0 is the tile's first row in the product.
 struct ConvTarget {
