@@ -133,7 +133,7 @@ void BM_SgemmRowsConv3x3(benchmark::State& state) {
       for (int64_t kw = 0; kw < 3; ++kw) rows.push_back(x.data() + c * plane + kh * WP + kw);
   std::vector<float> out(size_t(M * (N + 16)));
   if (!nxrt::gemm::sgemm_packed_left_rows(packed, N, rows.data(), 0, out.data(), N + 16)) {
-    state.SkipWithError("no AVX-512 on this CPU: the row-pointer GEMM does not run");
+    state.SkipWithError("no AVX-512 or AVX2 on this CPU: the row-pointer GEMM does not run");
     return;
   }
   for (auto _ : state) {

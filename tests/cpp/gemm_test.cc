@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -202,3 +203,63 @@ TEST(Gemm, DoubleSimple) {
 }
 
 }  // namespace
+
+// The row-pointer GEMM (B given as row pointers, as a direct convolution's shifted input
+// rows) on every kernel that has it, plain and with the convolution epilogue: dropped
+// columns (wp > ow), scale and shift per row, a sum input and a clamp, over several K
+// slices and partial row and column tiles.
+void check_rows(MicroKernel kernel, int64_t M, int64_t K, int64_t oh, int64_t wp, int64_t ow) {
+  using nxrt::gemm::PackedMatrix;
+  const int64_t N = oh * wp;
+  const auto a = random_vec(size_t(M * K), 11);
+  const auto b = random_vec(size_t(K * N + 64), 12);  // rows overlap, as shifted rows do
+  std::vector<const float*> rows(static_cast<size_t>(K));
+  for (int64_t k = 0; k < K; ++k) rows[size_t(k)] = b.data() + k * 3 % 64 + k * (N / 4);
+  const PackedMatrix packed = PackedMatrix::pack_left(false, M, K, a.data(), K, kernel);
+  std::vector<double> want(size_t(M * N), 0.0);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j)
+        want[size_t(m * N + j)] += double(a[size_t(m * K + k)]) * rows[size_t(k)][j];
+  const float tol = 1e-5f * float(K + 4);
+  std::vector<float> c(size_t(M * N), 7.0f);
+  if (!nxrt::gemm::sgemm_packed_left_rows(packed, N, rows.data(), 0, c.data(), N)) return;
+  for (int64_t i = 0; i < M * N; ++i)
+    ASSERT_NEAR(c[size_t(i)], want[size_t(i)], tol) << kernel_name(kernel) << " plain at " << i;
+  const int64_t plane = oh * ow;
+  const auto scale = random_vec(size_t(M), 13), shift = random_vec(size_t(M), 14);
+  const auto z = random_vec(size_t(M * plane), 15);
+  std::vector<float> y(size_t(M * plane), -9.0f);
+  nxrt::gemm::ConvOutput out;
+  out.y = y.data();
+  out.plane = plane;
+  out.wp = wp;
+  out.ow = ow;
+  out.scale = scale.data();
+  out.shift = shift.data();
+  out.z = z.data();
+  out.lo = -0.5f;
+  out.hi = 2.0f;
+  std::fill(c.begin(), c.end(), 7.0f);
+  ASSERT_TRUE(
+      nxrt::gemm::sgemm_packed_left_rows(packed, N, rows.data(), 0, c.data(), N, 0, -1, &out));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t r = 0; r < oh; ++r)
+      for (int64_t col = 0; col < ow; ++col) {
+        const size_t at = size_t(m * plane + r * ow + col);
+        const double v =
+            want[size_t(m * N + r * wp + col)] * scale[size_t(m)] + shift[size_t(m)] + z[at];
+        ASSERT_NEAR(y[at], std::clamp(v, -0.5, 2.0), tol * 4)
+            << kernel_name(kernel) << " conv at m=" << m << " row " << r << " col " << col;
+      }
+}
+
+TEST(Gemm, RowPointerProductMatchesReference) {
+  for (MicroKernel kernel : {MicroKernel::kAvx2, MicroKernel::kAvx512, MicroKernel::kAvx512x48}) {
+    if (!nxrt::gemm::kernel_available(kernel)) continue;
+    check_rows(kernel, 13, 20, 3, 21, 19);   // partial tiles, dropped columns
+    check_rows(kernel, 6, 300, 2, 40, 40);   // several K slices, no dropped column
+    check_rows(kernel, 1, 9, 5, 7, 5);       // one row, narrow planes
+    check_rows(kernel, 25, 130, 4, 64, 61);  // wide rows
+  }
+}
