@@ -106,6 +106,8 @@ CONV_CASES = [
     (24, 32, 10, 9, 3, dict(auto_pad="SAME_UPPER")),
     (24, 32, 10, 9, 3, dict(auto_pad="SAME_LOWER", strides=[2, 2])),
     (70, 20, 6, 5, 2, dict(auto_pad="VALID")),
+    # unpadded plain inputs of more than 16 channels are blocked first
+    (48, 24, 11, 10, 3, dict(strides=[2, 1], dilations=[1, 2])),
 ]
 
 
