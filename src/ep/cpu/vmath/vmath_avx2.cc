@@ -22,20 +22,13 @@
 
 #define NXRT_AVX2 __attribute__((target("avx2,fma"), always_inline)) inline
 
+#include "ep/cpu/vmath/vmath_avx2_lanes.h"
+
 namespace nxrt::vmath::detail {
 namespace {
 
-// max_keep_nan() on eight lanes. max_ps returns its second operand when either is NaN, so a
-// NaN in v wins; a NaN already in m is kept by the blend.
-NXRT_AVX2 __m256 max_keep_nan_ps(__m256 m, __m256 v) {
-  return _mm256_blendv_ps(_mm256_max_ps(m, v), m, _mm256_cmp_ps(m, m, _CMP_UNORD_Q));
-}
-
-// Lanes [0, left) set (left < 8): the tail of a row for masked loads and stores.
-NXRT_AVX2 __m256i tail_mask(size_t left) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(left)),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
+using avx2_lanes::max_keep_nan_ps;
+using avx2_lanes::tail_mask;
 
 // The operations vmath_unary.inc is written in, on eight lanes.
 struct Avx2 {

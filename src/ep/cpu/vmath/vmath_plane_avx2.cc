@@ -11,6 +11,8 @@
 
 #include <algorithm>
 
+#include "ep/cpu/vmath/vmath_avx2_lanes.h"
+
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
 #else
@@ -31,12 +33,6 @@ inline __m256 load8(const float* p) {
     const __m256 even = _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), 0x88);
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
   }
-}
-
-// As max_keep_nan() per lane: a NaN in v wins (max_ps returns its second operand when
-// either is NaN) and a NaN already in m is kept by the blend.
-inline __m256 max_keep_nan8(__m256 m, __m256 v) {
-  return _mm256_blendv_ps(_mm256_max_ps(m, v), m, _mm256_cmp_ps(m, m, _CMP_UNORD_Q));
 }
 
 // Runs every output row of a plane: vec(p) gives the eight outputs whose windows start at
@@ -79,7 +75,7 @@ void pool_plane_fixed(const float* x, int64_t ld, const PoolWindow& w, float sca
       const float* row = p + kh * w.DH * ld;
       for (int64_t kw = kh == 0 ? 1 : 0; kw < w.KW; ++kw) {
         const __m256 v = load8<S>(row + kw * w.DW);
-        acc = MAX ? max_keep_nan8(acc, v) : _mm256_add_ps(acc, v);
+        acc = MAX ? avx2_lanes::max_keep_nan_ps(acc, v) : _mm256_add_ps(acc, v);
       }
     }
     return MAX ? acc : _mm256_mul_ps(acc, vscale);
