@@ -11,7 +11,7 @@ namespace nxrt::vmath::detail::avx2_lanes {
 // max_keep_nan() on eight lanes. max_ps returns its second operand when either is NaN, so a
 // NaN in v wins; a NaN already in m is kept by the blend.
 __attribute__((target("avx2,fma"), always_inline)) inline __m256 max_keep_nan_ps(__m256 m,
-                                                                               __m256 v) {
+                                                                                 __m256 v) {
   return _mm256_blendv_ps(_mm256_max_ps(m, v), m, _mm256_cmp_ps(m, m, _CMP_UNORD_Q));
 }
 
