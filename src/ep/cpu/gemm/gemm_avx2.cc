@@ -126,8 +126,10 @@ __attribute__((target("avx2,fma"), always_inline)) inline void accumulate_rows(
   }
 }
 
-// One finished value of a convolution's output (ConvOutput), as the vector path does it.
-inline float conv_value(float v, float scale, float shift, const float* z, const ConvOutput& o) {
+// One finished value of a convolution's output (ConvOutput), as the vector path does it
+// (compiled for FMA, so std::fma is the instruction rather than a library call).
+__attribute__((target("avx2,fma"))) inline float conv_value(float v, float scale, float shift,
+                                                            const float* z, const ConvOutput& o) {
   v = std::fma(v, scale, shift);
   if (z) v += *z;
   v = o.lo > v ? o.lo : v;  // NaN kept, as max(lo, v) and min(hi, v) keep it
