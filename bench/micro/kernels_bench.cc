@@ -1,6 +1,7 @@
 // Kernel micro-benchmarks (Google Benchmark), one thread unless a benchmark says
-// otherwise: the float GEMM (square, and the shapes convolutions hand it), the 8-bit GEMM,
-// and elementwise ops on 1M floats through the eager path a model's node takes.
+// otherwise: the float GEMM (square, and the shapes convolutions hand it), the blocked
+// (NCHWc) convolution, the 8-bit GEMM, and elementwise ops on 1M floats through the eager
+// path a model's node takes.
 // Counters: GFLOP/s (2 per multiply-add) or GOP/s, and GB/s for the elementwise ops
 // (bytes read plus bytes written). Compare them with the machine's measured peaks in
 // docs/PERFORMANCE.md.
@@ -17,6 +18,7 @@
 #include "eager/eager.h"
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/gemm/qgemm.h"
+#include "ep/cpu/vmath/nchwc.h"
 
 namespace {
 
@@ -147,6 +149,62 @@ BENCHMARK(BM_SgemmRowsConv3x3)
     ->Args({256, 256, 14})
     ->Args({128, 128, 28})
     ->Unit(benchmark::kMicrosecond);
+
+// A convolution on the channel-blocked layout (NCHWc) the way a model runs it: blocked
+// input, weights blocked once, bias and ReLU in the epilogue, one image, padding K / 2.
+// Args: input channels, output channels, input size (square), kernel size, stride,
+// threads. ResNet-50's 1x1 and 3x3 layers.
+void BM_NchwcConv(benchmark::State& state) {
+  const int64_t C = state.range(0), M = state.range(1), H = state.range(2), K = state.range(3),
+                S = state.range(4), threads = state.range(5);
+  if (!nxrt::vmath::nchwc_available()) {
+    state.SkipWithError("no AVX-512 or AVX2 on this CPU: the blocked layout is off");
+    return;
+  }
+  constexpr int64_t B = nxrt::vmath::kNchwcBlock;
+  const int64_t cb = (C + B - 1) / B, mb = (M + B - 1) / B, pad = K / 2;
+  const int64_t OH = (H + 2 * pad - K) / S + 1;
+  const auto x = random_floats(size_t(cb * H * H * B), 1);
+  const auto w = random_floats(size_t(mb * cb * K * K * B * B), 2);
+  const auto bias = random_floats(size_t(mb * B), 3);
+  std::vector<float> y(size_t(mb * OH * OH * B));
+  nxrt::vmath::NchwcConvArgs a;
+  a.x = x.data();
+  a.x_block_stride = H * H * B;
+  a.x_lane_stride = 1;
+  a.x_col_stride = B;
+  a.x_row_stride = H * B;
+  a.in_channels = C;
+  a.in_h = a.in_w = H;
+  a.pad_top = a.pad_left = pad;
+  a.kernel_h = a.kernel_w = K;
+  a.stride_h = a.stride_w = S;
+  a.out_h = a.out_w = OH;
+  a.w = w.data();
+  a.y = y.data();
+  a.epilogue.bias = bias.data();
+  a.epilogue.has_activation = true;
+  a.epilogue.activation = nxrt::vmath::Unary::kRelu;
+  auto pool = nxrt::make_worker_pool(int(threads));
+  nxrt::ParallelScope scope(pool.get());
+  for (auto _ : state) {
+    // Output blocks split between the threads, as NchwcConv splits a wide layer.
+    nxrt::parallel_for(threads, [&](int64_t t) {
+      nxrt::vmath::nchwc_conv(a, mb * t / threads, mb * (t + 1) / threads, 0, OH * OH);
+    });
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flops(state, double(M) * double(C) * double(K * K) * double(OH * OH));
+}
+BENCHMARK(BM_NchwcConv)
+    ->Args({256, 128, 56, 1, 1, 1})
+    ->Args({256, 512, 56, 1, 2, 1})
+    ->Args({1024, 256, 14, 1, 1, 1})
+    ->Args({128, 128, 56, 3, 2, 1})
+    ->Args({512, 512, 7, 3, 1, 1})
+    ->Args({256, 128, 56, 1, 1, 2})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // The float GEMM on two threads (a worker pool installed for the calling thread).
 void BM_SgemmTwoThreads(benchmark::State& state) {
