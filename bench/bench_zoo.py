@@ -69,8 +69,8 @@ def shared_entries():
 
 
 def select(requested):
-    """The entries to run: zoo models (those with 'build' only when a conversion is in the
-    cache), then the shared ones; REQUESTED ids in their order."""
+    """The entries to run: zoo models (those with 'build' converted from their GGUF file
+    by fetch_missing), then the shared ones; REQUESTED ids in their order."""
     all_entries = zoo.load_manifest() + shared_entries()
     if requested:
         by_id = {e["id"]: e for e in all_entries}
@@ -78,7 +78,7 @@ def select(requested):
         if unknown:
             sys.exit(f"unknown model id(s): {', '.join(unknown)}; known: {', '.join(by_id)}")
         return [by_id[m] for m in requested]
-    return [e for e in all_entries if "build" not in e or zoo.model_path(e)]
+    return all_entries
 
 
 def fetch_missing(entries):
@@ -93,9 +93,13 @@ def fetch_missing(entries):
             if not ok:
                 missing[mid] = msg
     for e in entries:
+        if "build" in e and zoo.model_path(e) is None:
+            try:
+                zoo.build(e, out=sys.stdout)
+            except Exception as err:  # noqa: BLE001 - network, conversion: reported
+                missing[e["id"]] = f"GGUF conversion failed: {zoo.first_line(err)}"
         if zoo.model_path(e) is None and e["id"] not in missing:
-            missing[e["id"]] = ("needs a GGUF conversion (not fetched)" if "build" in e
-                                else "model file not found")
+            missing[e["id"]] = "model file not found"
     return missing
 
 

