@@ -166,7 +166,8 @@ class _LlamaBuilder:
         return b.op("MatMulNBits", [x, b.const(packed, t.name + ".q4"),
                                     b.const(scale.astype(np.float32), t.name + ".scales"),
                                     b.const(zp, t.name + ".zero_points")],
-                    domain="com.microsoft", K=k, N=n, bits=4, block_size=32)
+                    domain="com.microsoft", K=k, N=n, bits=4, block_size=32,
+                    accuracy_level=4)
 
     def rms_norm(self, x, weight_name):
         b, cfg = self.b, self.cfg
