@@ -289,8 +289,10 @@ def _nbits_model(K, N, bits, block, zp_kind, bias, b_const, a_shape):
                                                 (8, 32, None), (8, 64, "u8"), (2, 32, "u8")])
 @pytest.mark.parametrize("K,a_shape,bias,b_const", [(96, (5, 96), False, True),
                                                     (100, (2, 3, 100), True, True),
-                                                    (64, (1, 64), True, False)],
-                         ids=["2d", "3d-bias-ragged", "runtime-b"])
+                                                    (64, (1, 64), True, False),
+                                                    (128, (1, 128), True, True),
+                                                    (256, (1, 3, 256), False, True)],
+                         ids=["2d", "3d-bias-ragged", "runtime-b", "one-row", "few-rows"])
 def test_matmul_nbits(bits, block, zp_kind, K, a_shape, bias, b_const):
     data, feeds = _nbits_model(K, 24, bits, block, zp_kind, bias, b_const, a_shape)
     got, want = _run_both(data, feeds)

@@ -7,10 +7,11 @@ The folder holds:
   [batch, seq, vocab] and present.N.key/value [batch, kv_heads, past + seq, head_size].
 - genai_config.json, tokenizer.json, tokenizer_config.json (chat template included).
 
-Weights are float32 (``weights="fp32"``) or, for the Q4_0 / Q4_1 matrices of the file,
-com.microsoft MatMulNBits blocks that keep the GGUF's 4-bit codes and scales as they are
-(``weights="int4"``; Q4_1's per-block minimum becomes a float zero point). Everything else
-(embeddings in Q8_0, norms) is dequantized to float32.
+Weights are float32 (``weights="fp32"``) or, for the Q4_0 / Q4_1 / Q8_0 matrices of the
+file, com.microsoft MatMulNBits blocks that keep the GGUF's codes and scales as they are
+(``weights="int4"``: 4 bits, and 8 bits for Q8_0 matrices such as a tied LM head; Q4_1's
+per-block minimum becomes a float zero point). Everything else (the embedding table that
+Gather reads, norms) is dequantized to float32.
 
 The graph uses standard ONNX ops (opset 17) plus MatMulNBits, so onnxruntime runs it too.
 """
@@ -20,7 +21,7 @@ import os
 
 import numpy as np
 
-from .gguf import Q4_0, Q4_1, GGUFFile, quant_blocks
+from .gguf import Q4_0, Q4_1, Q8_0, GGUFFile, quant_blocks
 
 OPSET = 17
 SUPPORTED_ARCHITECTURES = ("llama",)
@@ -136,7 +137,7 @@ class _LlamaBuilder:
         if t.shape != (out_features, in_features):
             raise ConvertError(f"tensor '{name}' has shape {list(t.shape)}, expected "
                                f"{[out_features, in_features]}")
-        if self.weights == "int4" and t.ggml_type in (Q4_0, Q4_1):
+        if self.weights == "int4" and t.ggml_type in (Q4_0, Q4_1, Q8_0):
             return self._matmul_nbits(x, t, unpermute_heads)
         w = self.g.array(name)
         if unpermute_heads:
@@ -149,6 +150,18 @@ class _LlamaBuilder:
         blocks = k // 32
         codes = codes.reshape(n, blocks, 32)
         scale = scale.reshape(n, blocks)
+        b = self.b
+        if t.ggml_type == Q8_0:
+            # int8 q * d as uint8 q + 128 with MatMulNBits' default zero point 128: exact.
+            # No accuracy_level: at 4 onnxruntime would quantize A to 8 bits here (logits
+            # 0.2 off on SmolLM2's head), where its 4-bit products stay in float.
+            codes = (codes.astype(np.int16) + 128).astype(np.uint8)
+            if unpermute_heads:
+                codes = _unpermute_rows(codes, unpermute_heads)
+                scale = _unpermute_rows(scale, unpermute_heads)
+            return b.op("MatMulNBits", [x, b.const(codes, t.name + ".q8"),
+                                        b.const(scale.astype(np.float32), t.name + ".scales")],
+                        domain="com.microsoft", K=k, N=n, bits=8, block_size=32)
         if t.ggml_type == Q4_1:
             # q * d + m = (q - zp) * d with zp = -m / d (a float zero point).
             minimum = minimum.reshape(n, blocks)
@@ -162,7 +175,6 @@ class _LlamaBuilder:
             zp = _unpermute_rows(zp, unpermute_heads)
         # MatMulNBits packs element 2i in the low nibble of byte i, 2i + 1 in the high one.
         packed = (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
-        b = self.b
         return b.op("MatMulNBits", [x, b.const(packed, t.name + ".q4"),
                                     b.const(scale.astype(np.float32), t.name + ".scales"),
                                     b.const(zp, t.name + ".zero_points")],
@@ -264,13 +276,13 @@ class _LlamaBuilder:
             act = b.op("Mul", [b.op("Mul", [gate, b.op("Sigmoid", [gate])]), up])
             x = b.op("Add", [x, self.linear(act, p + "ffn_down.weight", cfg.hidden, cfg.ffn)])
         x = self.rms_norm(x, "output_norm.weight")
+        # The LM head: output.weight, or the embedding matrix when they are tied.
         head = "output.weight" if "output.weight" in self.g.tensors else "token_embd.weight"
-        if head == "token_embd.weight":  # tied: the embedding matrix, transposed
-            b.op("MatMul", [x, b.const(np.ascontiguousarray(embed.T), "lm_head.weight")],
-                 ["logits"])
+        if self.weights == "fp32" or self.g.tensors[head].ggml_type not in (Q4_0, Q4_1, Q8_0):
+            w = embed if head == "token_embd.weight" else self.tensor(head)
+            b.op("MatMul", [x, b.const(np.ascontiguousarray(w.T), "lm_head.weight")], ["logits"])
         else:
-            logits = self.linear(x, head, cfg.vocab, cfg.hidden)
-            b.op("Identity", [logits], ["logits"])
+            b.op("Identity", [self.linear(x, head, cfg.vocab, cfg.hidden)], ["logits"])
         graph = h.make_graph(b.nodes, "llama", inputs, outputs, b.inits)
         opsets = [h.make_opsetid("", OPSET), h.make_opsetid("com.microsoft", 1)]
         model = h.make_model(graph, opset_imports=opsets, producer_name="nxrt.genai.convert")

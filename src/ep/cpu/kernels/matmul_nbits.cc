@@ -7,10 +7,14 @@
 //
 // A constant B (the usual case: quantized weights) is dequantized once and packed for
 // the GEMM, trading the 4-bit form's memory for float GEMM speed; a B computed at run
-// time is dequantized on every run.
+// time is dequantized on every run. Products of a few rows (an LLM's decode step) read a
+// constant 4- or 8-bit B in that form instead (gemm/nbits_gemv.h): they are bound by the
+// bytes of weights they read, and the float copy has eight times as many.
 #include <optional>
+#include <vector>
 
 #include "ep/cpu/gemm/gemm.h"
+#include "ep/cpu/gemm/nbits_gemv.h"
 #include "ep/cpu/kernels/common.h"
 
 namespace nxrt::cpu {
@@ -49,6 +53,14 @@ inline int code_at(const uint8_t* row, int64_t i, int64_t bits) {
   return (row[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
 }
 
+// The zero point of block `blk` of row n: packed uint8 codes, floats, or the default.
+inline float zero_point(const NBitsShape& g, const Tensor* zero_points, int64_t n, int64_t blk) {
+  if (!zero_points) return float(1 << (g.bits - 1));
+  if (zero_points->dtype() == DataType::kUint8)
+    return float(code_at(zero_points->data<uint8_t>() + n * g.zero_point_bytes(), blk, g.bits));
+  return zero_points->data<float>()[n * g.blocks() + blk];
+}
+
 // W [N, K] in float, row n = dequantized weights of output n, after checking the weight
 // inputs' sizes. Allocated within the tensor limits: a 4-bit B grows 8x here.
 Expected<Tensor> dequantize_weights(const NBitsShape& g, const Tensor& b, const Tensor& scales,
@@ -58,18 +70,11 @@ Expected<Tensor> dequantize_weights(const NBitsShape& g, const Tensor& b, const 
                         Tensor::allocate_uninitialized(DataType::kFloat, Shape{g.N, g.K}));
   const uint8_t* codes = b.data<uint8_t>();
   const float* scale = scales.data<float>();
-  const bool packed_zeros = zero_points && zero_points->dtype() == DataType::kUint8;
-  const float fallback = float(1 << (g.bits - 1));
   float* pw = w.data<float>();
   parallel_for(size_t(g.N), [&](size_t n) {
     for (int64_t blk = 0; blk < g.blocks(); ++blk) {
       const int64_t q = int64_t(n) * g.blocks() + blk;
-      const float zp =
-          packed_zeros
-              ? float(code_at(zero_points->data<uint8_t>() + int64_t(n) * g.zero_point_bytes(), blk,
-                              g.bits))
-          : zero_points ? zero_points->data<float>()[q]
-                        : fallback;
+      const float zp = zero_point(g, zero_points, int64_t(n), blk);
       const uint8_t* block = codes + q * g.blob();
       const int64_t k0 = blk * g.block_size, count = std::min(g.block_size, g.K - k0);
       float* out = pw + int64_t(n) * g.K + k0;
@@ -84,10 +89,23 @@ class MatMulNBitsKernel final : public Kernel {
  public:
   explicit MatMulNBitsKernel(NBitsShape g) : g_(g) {}
 
-  // Dequantizes and packs constant weights once.
+  // Dequantizes and packs constant weights once; keeps 4- and 8-bit codes for few-row
+  // products.
   Status pack(const Tensor& b, const Tensor& scales, const Tensor* zero_points) {
     NXRT_ASSIGN_OR_RETURN(Tensor w, dequantize_weights(g_, b, scales, zero_points));
     packed_ = gemm::PackedMatrix::pack_right(true, g_.K, g_.N, w.data<float>(), g_.K);
+    if ((g_.bits == 4 || g_.bits == 8) && g_.block_size % 32 == 0 && g_.K % g_.block_size == 0) {
+      const uint8_t* codes = b.data<uint8_t>();
+      q4_codes_.assign(codes, codes + g_.N * g_.K * g_.bits / 8);
+      const float* scale = scales.data<float>();
+      q4_scale_.assign(scale, scale + g_.N * g_.blocks());
+      q4_neg_zp_scale_.resize(q4_scale_.size());
+      for (int64_t n = 0; n < g_.N; ++n)
+        for (int64_t blk = 0; blk < g_.blocks(); ++blk) {
+          const int64_t q = n * g_.blocks() + blk;
+          q4_neg_zp_scale_[size_t(q)] = -zero_point(g_, zero_points, n, blk) * scale[q];
+        }
+    }
     return Status();
   }
 
@@ -106,7 +124,9 @@ class MatMulNBitsKernel final : public Kernel {
     const int64_t M = a.numel() / g_.K;  // K > 0 (checked at creation)
     float* py = y->data<float>();
     if (y->numel() == 0) return Status();
-    if (packed_.empty()) {
+    if (!q4_codes_.empty() && M <= kGemvRows) {
+      gemv_4bit(a.data<float>(), M, py);
+    } else if (packed_.empty()) {
       NXRT_ASSIGN_OR_RETURN(Tensor w,
                             dequantize_weights(g_, *ctx.input(1), *ctx.input(2), ctx.input(3)));
       gemm::sgemm(false, true, M, g_.N, g_.K, 1.0f, a.data<float>(), g_.K, w.data<float>(), g_.K,
@@ -123,8 +143,36 @@ class MatMulNBitsKernel final : public Kernel {
   }
 
  private:
+  // Up to this many rows the product reads the 4-bit codes once per row (they stay in
+  // cache between rows); more rows take the packed float GEMM.
+  static constexpr int64_t kGemvRows = 4;
+  // Output columns per thread at least: below that a hand-off costs more than it saves.
+  static constexpr double kMinMacsPerPiece = double(1 << 18);
+
+  void gemv_4bit(const float* a, int64_t M, float* y) const {
+    const gemm::Q4Weights w{g_.N,
+                            g_.K,
+                            g_.block_size,
+                            g_.bits,
+                            q4_codes_.data(),
+                            q4_scale_.data(),
+                            q4_neg_zp_scale_.data()};
+    float* prepared = thread_scratch<float>(size_t(gemm::q4_prepared_floats(g_.K, g_.block_size)));
+    const size_t pieces = parallel_pieces(double(g_.N) * double(g_.K), kMinMacsPerPiece);
+    for (int64_t m = 0; m < M; ++m) {
+      gemm::q4_prepare_row(a + m * g_.K, g_.K, g_.block_size, g_.bits, prepared);
+      float* row = y + m * g_.N;
+      parallel_for(pieces, [&](size_t i) {
+        gemm::q4_gemv(w, prepared, g_.N * int64_t(i) / int64_t(pieces),
+                      g_.N * int64_t(i + 1) / int64_t(pieces), row);
+      });
+    }
+  }
+
   NBitsShape g_;
   gemm::PackedMatrix packed_;
+  std::vector<uint8_t> q4_codes_;  // constant 4- or 8-bit B as given; empty when not used
+  std::vector<float> q4_scale_, q4_neg_zp_scale_;
 };
 
 }  // namespace

@@ -1,0 +1,34 @@
+// Products of one row with 4- or 8-bit block-quantized weights (com.microsoft MatMulNBits
+// at decode time, M = 1): y[n] = sum_k x[k] * (code[n][k] - zero_point[n][b]) * scale[n][b],
+// computed from the codes themselves. A token then reads an eighth (4-bit) or a fourth
+// (8-bit) of the bytes of a float copy of the weights, which is what bounds single-row
+// products.
+#pragma once
+
+#include <cstdint>
+
+namespace nxrt::gemm {
+
+// Weights in MatMulNBits' layout: with 4 bits row n's codes are K / 2 bytes, element 2i
+// in the low nibble of byte i and 2i + 1 in its high one; with 8 bits one byte each.
+// Blocks of block_size (a multiple of 32 that divides K) share a scale. The zero point
+// enters as -zero_point * scale per block.
+struct Q4Weights {
+  int64_t N = 0, K = 0, block_size = 0, bits = 4;
+  const uint8_t* codes = nullptr;       // [N][K * bits / 8]
+  const float* scale = nullptr;         // [N][K / block_size]
+  const float* neg_zp_scale = nullptr;  // [N][K / block_size]
+};
+
+// Floats q4_prepare_row writes for one row of x.
+inline int64_t q4_prepared_floats(int64_t K, int64_t block_size) { return K + K / block_size; }
+
+// Rearranges x [K] for q4_gemv: with 4 bits each 32 values as their 16 even then 16 odd
+// elements (the order of a 16-byte chunk's low and high nibbles), with 8 bits as they
+// are; then the sum of each block.
+void q4_prepare_row(const float* x, int64_t K, int64_t block_size, int64_t bits, float* prepared);
+
+// y[n] for n in [n0, n1).
+void q4_gemv(const Q4Weights& w, const float* prepared, int64_t n0, int64_t n1, float* y);
+
+}  // namespace nxrt::gemm
