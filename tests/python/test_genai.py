@@ -157,6 +157,52 @@ def test_bad_parameters_and_prompts(engine):
         engine.generate([1] * engine.context_length)
 
 
+def test_chat_uses_the_models_template(engine, folder):
+    """The folder's template (SmolLM2's, from the GGUF file) renders as jinja2 renders it
+    (configured as Hugging Face transformers does), and chat() answers through it."""
+    import json
+
+    pytest.importorskip("jinja2")
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from nxrt.genai.engine import GenerateResult
+
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    with open(os.path.join(folder, "tokenizer_config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    want = env.from_string(config["chat_template"]).render(
+        messages=messages, add_generation_prompt=True, bos_token=config["bos_token"],
+        eos_token=config["eos_token"])
+    prompt = engine.apply_chat_template(messages)
+    assert prompt == want
+    # SmolLM2's template puts its own system prompt first when there is none.
+    assert prompt.startswith("<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
+    assert prompt.endswith(PROMPT)
+    r = engine.chat(messages, max_tokens=24)
+    assert isinstance(r, GenerateResult)
+    assert r.text and r.finish_reason in ("stop", "length"), r
+    assert r.usage["prompt_tokens"] == len(engine.tokenize(prompt))
+
+
+def test_chat_without_a_template_says_so(tmp_path, engine, folder):
+    import copy
+    import json
+
+    from nxrt.genai.engine import GenAIError
+
+    with open(os.path.join(folder, "tokenizer_config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    del config["chat_template"]
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    # The same engine reading its chat template from a folder whose config has none (a
+    # copy, so the model is not loaded again).
+    bare = copy.copy(engine)
+    bare.folder, bare._chat = str(tmp_path), None
+    with pytest.raises(GenAIError, match="no chat template"):
+        bare.chat([{"role": "user", "content": "hi"}])
+
+
 # -- GGUF files that are not what they claim -----------------------------------------------
 
 

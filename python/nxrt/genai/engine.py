@@ -125,7 +125,7 @@ class Engine:
             frequency_penalty=kw.get("frequency_penalty") or 0.0,
             presence_penalty=kw.get("presence_penalty") or 0.0,
             seed=kw.get("seed"), stop=kw.get("stop"), stop_token_ids=kw.get("stop_token_ids"),
-            logprobs=bool(kw.get("logprobs")))
+            logprobs=bool(kw.get("logprobs")), ignore_eos=bool(kw.get("ignore_eos")))
 
     def _run(self, ids, past, position):
         inputs, _ = self._names
@@ -141,8 +141,8 @@ class Engine:
         return out[0][0, -1], out[1:]
 
     def _tokens(self, prompt, params):
-        """Yields (token id, logprob or None, finish_reason or None) per generated token,
-        then a last (None, None, reason)."""
+        """Yields (token id, logprob or None, finish_reason or None) per generated token;
+        the last one carries the finish reason."""
         import time
 
         ids = self.tokenize(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
@@ -164,18 +164,22 @@ class Engine:
         while True:
             token, logprob = sampler.pick(logits, ids, generated)
             generated.append(token)
+            reason = None
             if token in sampler.stop_ids:
-                yield token, logprob, "stop"
-                break
-            limit = len(generated) >= params.max_tokens or position + 1 >= self.context_length
-            yield token, logprob, "length" if limit else None
-            if limit:
-                break
+                reason = "stop"
+            elif len(generated) >= params.max_tokens or position + 1 >= self.context_length:
+                reason = "length"
+            if reason:
+                # Timings before the last yield: the consumer may not resume the generator.
+                decode = time.perf_counter() - t1
+                self.timings["decode"] = decode
+                self.timings["tokens_per_second"] = ((len(generated) - 1) / decode
+                                                     if decode > 0 else 0.0)
+                yield token, logprob, reason
+                return
+            yield token, logprob, None
             logits, past = self._run([token], past, position)
             position += 1
-        decode = time.perf_counter() - t1
-        self.timings["decode"] = decode
-        self.timings["tokens_per_second"] = (len(generated) - 1) / decode if decode > 0 else 0.0
 
     def stream(self, prompt, *, max_tokens=256, **kw):
         """Yields text pieces as they are decoded (never a broken UTF-8 character); stop
@@ -221,7 +225,7 @@ class Engine:
         """Generates from `prompt` (text, or a list of token ids). Keyword arguments:
         temperature (0: greedy), top_k, top_p, min_p, repetition_penalty,
         frequency_penalty, presence_penalty, seed, stop (strings), stop_token_ids,
-        logprobs. Returns a GenerateResult."""
+        logprobs, ignore_eos. Returns a GenerateResult."""
         params = self._params(max_tokens, **kw)
         parts, reason = [], "length"
         for piece, event in self._stream(prompt, params):
@@ -235,3 +239,56 @@ class Engine:
                    "total_tokens": self.last_prompt_tokens + n},
             logprobs=list(self.last_logprobs) if params.logprobs else None,
             timings=dict(self.timings))
+
+    # -- chat -----------------------------------------------------------------------------
+    _chat = None  # (ChatTemplate, its special-token variables), read on first use
+
+    def _chat_template(self):
+        """The folder's chat template (tokenizer_config.json "chat_template", as the
+        converter writes it from the GGUF file) and the bos/eos/unk/pad token strings that
+        Hugging Face passes to it."""
+        if self._chat is None:
+            from .chat_template import ChatTemplate, TemplateError
+
+            path = os.path.join(self.folder, "tokenizer_config.json")
+            config = {}
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8") as f:
+                    config = json.load(f)
+            source = config.get("chat_template")
+            if isinstance(source, list):  # named templates: [{"name", "template"}, ...]
+                source = next((t.get("template") for t in source
+                               if isinstance(t, dict) and t.get("name") == "default"), None)
+            if not isinstance(source, str) or not source:
+                raise GenAIError(f"{self.folder}: the model has no chat template (no "
+                                 f"'chat_template' in tokenizer_config.json); pass a prompt "
+                                 f"to generate() instead")
+            tokens = {}
+            for key in ("bos_token", "eos_token", "unk_token", "pad_token"):
+                value = config.get(key)
+                if isinstance(value, dict):  # an AddedToken: {"content": ..., ...}
+                    value = value.get("content")
+                if isinstance(value, str):
+                    tokens[key] = value
+            try:
+                self._chat = ChatTemplate(source), tokens
+            except TemplateError as e:
+                raise GenAIError(f"{path}: the chat template does not parse: {e}") from e
+        return self._chat
+
+    def apply_chat_template(self, messages, add_generation_prompt=True, **variables):
+        """The prompt text for `messages` ([{"role": ..., "content": ...}, ...]) by the
+        model's chat template, rendered as Hugging Face transformers renders it. Other
+        keywords (tools, documents, ...) become template variables. Raises GenAIError when
+        the model has no template, TemplateError (a ValueError) when the template refuses
+        the messages (its raise_exception message included)."""
+        template, tokens = self._chat_template()
+        return template.render(messages=list(messages),
+                               add_generation_prompt=add_generation_prompt,
+                               **{**tokens, **variables})
+
+    def chat(self, messages, *, max_tokens=256, add_generation_prompt=True, **kw):
+        """generate() on the chat template's rendering of `messages`; the keyword arguments
+        are generate()'s. Returns a GenerateResult with the assistant's reply."""
+        prompt = self.apply_chat_template(messages, add_generation_prompt=add_generation_prompt)
+        return self.generate(prompt, max_tokens=max_tokens, **kw)

@@ -20,6 +20,7 @@ class SamplingParams:
     stop: list = None  # strings
     stop_token_ids: list = None
     logprobs: bool = False
+    ignore_eos: bool = False  # generate max_tokens whatever comes (benchmarks)
 
     def check(self):
         if int(self.max_tokens) < 1:
@@ -50,7 +51,8 @@ class Sampler:
         params.check()
         self.p = params
         self.rng = np.random.default_rng(params.seed)
-        self.stop_ids = set(eos_token_ids) | set(params.stop_token_ids or [])
+        eos = set() if params.ignore_eos else set(eos_token_ids)
+        self.stop_ids = eos | set(params.stop_token_ids or [])
 
     def _penalize(self, logits, prompt, generated):
         p = self.p

