@@ -8,6 +8,7 @@ decode tokens/s. The bound: weight bytes one decode step reads (every matrix, on
 the embedding table) over this core's measured read bandwidth.
 
     PYTHONPATH=python .venv/bin/python bench/bench_genai.py [--rounds 3] [--threads 1 2]
+        [--weights fp32 int4]
 """
 
 import argparse
@@ -108,6 +109,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--weights", nargs="+", choices=["fp32", "int4"], default=["fp32", "int4"])
     args = ap.parse_args()
     try:
         import onnxruntime_genai as og
@@ -119,7 +121,7 @@ def main():
     bw = read_bandwidth()
     print(f"read bandwidth, one thread: {bw / 1e9:.1f} GB/s")
     rows = []
-    for weights in ("fp32", "int4"):
+    for weights in args.weights:
         folder = os.path.join(zoo.cache_dir(), f"genai-smollm2-{weights}")
         if not os.path.isfile(os.path.join(folder, "genai_config.json")):
             convert_gguf(gguf, folder, weights=weights)

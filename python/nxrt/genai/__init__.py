@@ -5,7 +5,11 @@
   past_key_values.N.key/value inputs and present.N.key/value outputs, genai_config.json,
   tokenizer.json, tokenizer_config.json).
 - ``Engine.from_dir(path)`` (or ``Engine.from_gguf(path)``) loads such a folder;
-  ``generate``, ``stream``, ``tokenize``/``detokenize``.
+  ``generate``, ``stream``, ``chat``/``apply_chat_template`` (the model's chat template),
+  ``tokenize``/``detokenize``.
+- ``ChatTemplate(source).render(messages=...)`` renders a Jinja2 chat template as Hugging
+  Face transformers does, without jinja2.
 """
 
+from .chat_template import ChatTemplate, TemplateError  # noqa: F401
 from .gguf import GGUFError, GGUFFile  # noqa: F401

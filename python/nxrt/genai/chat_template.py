@@ -28,9 +28,11 @@ not exist is undefined as in Jinja2: it prints as "", is false, iterates as empt
 it further (attribute access, arithmetic, a call) is an error. Every failure at render time
 is a TemplateError (a ValueError) naming the line and column of the statement.
 
-Limits (per render): ``max_output`` characters written in all (macro and block output
-included), ``max_iterations`` loop iterations, ``max_depth`` nested macro calls; strings and
-lists built by operators, filters and methods are held to max_output too.
+Limits (per render, ChatTemplate's keyword arguments): ``max_output`` characters written
+in all (macro and block output included), ``max_iterations`` loop iterations and macro
+calls, ``max_depth`` nested macro calls, ``max_seconds`` of rendering (checked at each loop
+iteration and macro call); strings and lists built by operators, filters and methods are
+held to max_output too.
 """
 
 import bisect
@@ -40,6 +42,7 @@ import math
 import numbers
 import re
 import string
+import time
 import types
 import unicodedata
 from collections.abc import Mapping
@@ -235,19 +238,23 @@ class Macro:
                                 f"argument(s)")
         kwargs = dict(kwargs)
         scope = _Scope(self.scope)
+        missing = []
         for i, (param, default) in enumerate(params):
             if i < len(args):
                 if param in kwargs:
                     raise TemplateError(f"macro '{node.name}' got multiple values for "
                                         f"argument '{param}'")
-                value = args[i]
+                scope.vars[param] = args[i]
             elif param in kwargs:
-                value = kwargs.pop(param)
-            elif default is not None:
-                value = default.ev(scope)  # earlier parameters are visible to defaults
+                scope.vars[param] = kwargs.pop(param)
             else:
-                value = Undefined(f"parameter '{param}' was not provided")
-            scope.vars[param] = value
+                scope.vars[param] = Undefined(f"parameter '{param}' was not provided")
+                if default is not None:
+                    missing.append((param, default))
+        # Defaults are computed in order inside the macro, as Jinja2 does: a default sees
+        # the parameters (not the outer names they shadow), earlier ones with defaults.
+        for param, default in missing:
+            scope.vars[param] = default.ev(scope)
         caller = kwargs.pop("caller", _MISSING)
         if node.uses_caller:
             scope.vars["caller"] = Undefined("no caller was given") if caller is _MISSING \
@@ -261,6 +268,7 @@ class Macro:
         elif kwargs:
             raise TemplateError(f"macro '{node.name}' takes no keyword argument "
                                 f"'{next(iter(kwargs))}'")
+        state.tick()
         state.depth += 1
         if state.depth > state.max_depth:
             raise TemplateError(f"macro calls nested more than {state.max_depth} deep")
@@ -297,12 +305,23 @@ class _State:
     """Per-render budgets."""
 
     __slots__ = ("max_output", "written", "max_iterations", "iterations", "max_depth",
-                 "depth")
+                 "depth", "max_seconds", "deadline")
 
-    def __init__(self, max_output, max_iterations, max_depth):
+    def __init__(self, max_output, max_iterations, max_depth, max_seconds=None):
         self.max_output, self.written = max_output, 0
         self.max_iterations, self.iterations = max_iterations, 0
         self.max_depth, self.depth = max_depth, 0
+        self.max_seconds = max_seconds
+        self.deadline = None if max_seconds is None else time.monotonic() + max_seconds
+
+    def tick(self):
+        """One loop iteration or macro call: anything that runs long does many of these."""
+        self.iterations += 1
+        if self.iterations > self.max_iterations:
+            raise TemplateError(f"more than {self.max_iterations} loop iterations and macro "
+                                f"calls")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TemplateError(f"the template ran for more than {self.max_seconds} s")
 
     def write(self, out, text):
         self.written += len(text)
@@ -781,6 +800,8 @@ def _f_round(state, value, precision=0, method="common"):
         return round(value, precision)
     if method not in ("ceil", "floor"):
         raise TemplateError("round: method must be 'common', 'ceil' or 'floor'")
+    if abs(precision) > 400:  # 10 ** precision would overflow a float anyway
+        raise TemplateError(f"round: precision {precision} is out of range")
     scale = 10 ** precision
     return getattr(math, method)(value * scale) / scale
 
@@ -1625,9 +1646,7 @@ class _For(_Node):
             return
         loop = _Loop(items)
         for i, item in enumerate(items):
-            state.iterations += 1
-            if state.iterations > state.max_iterations:
-                raise TemplateError(f"more than {state.max_iterations} loop iterations")
+            state.tick()
             loop.index0 = i
             # A fresh scope per iteration: what the body sets does not carry over to the
             # next iteration or out of the loop (Jinja2's scoping).
@@ -1754,6 +1773,7 @@ class _Parser:
     def __init__(self, toks, locate):
         self.toks, self.i, self.locate = toks, 0, locate
         self.loops = 0  # for loops around the current point (break/continue need one)
+        self.for_bodies = 0  # the same, counting through macros ('loop' cannot be set)
         self.nesting = 0
 
     # token helpers
@@ -1892,8 +1912,15 @@ class _Parser:
             self.expect_block_end("endif")
             return _If(pos, branches, otherwise)
 
+    def _check_not_loop(self, target, tok):
+        names = [n.name for n in target.walk() if isinstance(n, _Name)]
+        if "loop" in names:
+            raise self.error("cannot assign to the special 'loop' variable in a for loop", tok)
+
     def stmt_for(self, pos, opener):
+        tok = self.cur
         target = self.parse_assign_target(extra_end=("in",))
+        self._check_not_loop(target, tok)
         self.expect_name("in")
         iterable = self.parse_tuple(with_condexpr=False, extra_end=("recursive",))
         test = None
@@ -1903,8 +1930,10 @@ class _Parser:
             raise self.error("recursive for loops are not supported")
         self.expect_block_end("for")
         self.loops += 1
+        self.for_bodies += 1
         body, tag = self.subparse(("endfor", "else"), opener)
         self.loops -= 1
+        self.for_bodies -= 1
         otherwise = []
         if tag == "else":
             self.expect_block_end("else")
@@ -1913,7 +1942,10 @@ class _Parser:
         return _For(pos, target, iterable, test, body, otherwise)
 
     def stmt_set(self, pos, opener):
+        tok = self.cur
         target = self.parse_assign_target(with_namespace=True)
+        if self.for_bodies and not isinstance(target, _NSRef):
+            self._check_not_loop(target, tok)
         if self.skip_op("="):
             expr = self.parse_tuple()
             self.expect_block_end("set")
@@ -2384,7 +2416,7 @@ class ChatTemplate:
     """A parsed chat template. ``ChatTemplate(source).render(messages=..., ...)``."""
 
     def __init__(self, source, *, max_output=16 << 20, max_iterations=1_000_000,
-                 max_depth=40):
+                 max_depth=40, max_seconds=10.0):
         if not isinstance(source, str):
             raise TypeError(f"a chat template is a str, not {type(source).__name__}")
         # As Jinja2: newlines normalized to \n, and one trailing newline dropped
@@ -2393,8 +2425,8 @@ class ChatTemplate:
         if text.endswith("\n"):
             text = text[:-1]
         self.source = source
-        self.max_output, self.max_iterations, self.max_depth = \
-            max_output, max_iterations, max_depth
+        self.max_output, self.max_iterations, self.max_depth, self.max_seconds = \
+            max_output, max_iterations, max_depth, max_seconds
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         try:
             tokens = _Lexer(text, self._locate).tokens()
@@ -2415,7 +2447,7 @@ class ChatTemplate:
         if messages is not None:
             context["messages"] = messages
         context["add_generation_prompt"] = add_generation_prompt
-        state = _State(self.max_output, self.max_iterations, self.max_depth)
+        state = _State(self.max_output, self.max_iterations, self.max_depth, self.max_seconds)
         out = []
         try:
             _render_nodes(self._nodes, _Scope(None, context, state), out)
