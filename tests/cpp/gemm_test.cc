@@ -1,5 +1,6 @@
 // The packed/blocked SGEMM against the reference loops, on sizes that exercise every
-// edge tile, both micro-kernels, transposes, alpha/beta and strided C.
+// edge tile, both micro-kernels, transposes, alpha/beta and strided C; and the
+// block-quantized single-row product (nbits_gemv.h).
 #include "ep/cpu/gemm/gemm.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "ep/cpu/gemm/nbits_gemv.h"
 
 namespace {
 
@@ -261,5 +263,57 @@ TEST(Gemm, RowPointerProductMatchesReference) {
     check_rows(kernel, 6, 300, 2, 40, 40);   // several K slices, no dropped column
     check_rows(kernel, 1, 9, 5, 7, 5);       // one row, narrow planes
     check_rows(kernel, 25, 130, 4, 64, 61);  // wide rows
+  }
+}
+
+// The single-row product on 4- and 8-bit block-quantized weights (MatMulNBits' layout)
+// against the dequantized weights in double, on a row range that starts inside.
+namespace {
+
+void check_nbits_gemv(int64_t bits, int64_t K, int64_t N, int64_t block_size) {
+  std::mt19937 rng(uint32_t(bits * 1000 + K + block_size));
+  const int64_t blocks = K / block_size, row_bytes = K * bits / 8;
+  std::vector<uint8_t> codes(size_t(N * row_bytes));
+  for (uint8_t& c : codes) c = uint8_t(rng());
+  const auto scale = random_vec(size_t(N * blocks), 7);
+  std::vector<float> zero(scale.size()), neg_zp_scale(scale.size());
+  for (size_t i = 0; i < zero.size(); ++i) {
+    zero[i] = float(rng() % (1u << bits));
+    neg_zp_scale[i] = -zero[i] * scale[i];
+  }
+  const auto x = random_vec(size_t(K), 8);
+  std::vector<float> prepared(size_t(nxrt::gemm::q4_prepared_floats(K, block_size)));
+  nxrt::gemm::q4_prepare_row(x.data(), K, block_size, bits, prepared.data());
+  const nxrt::gemm::Q4Weights w{
+      N, K, block_size, bits, codes.data(), scale.data(), neg_zp_scale.data()};
+  std::vector<float> y(size_t(N), -7.0f);
+  const int64_t n0 = 3, n1 = N - 2;
+  nxrt::gemm::q4_gemv(w, prepared.data(), n0, n1, y.data());
+  for (int64_t n = 0; n < N; ++n) {
+    if (n < n0 || n >= n1) {
+      EXPECT_EQ(y[size_t(n)], -7.0f) << "row " << n << " is outside the range";
+      continue;
+    }
+    double want = 0.0, magnitude = 0.0;
+    for (int64_t k = 0; k < K; ++k) {
+      const uint8_t byte = codes[size_t(n * row_bytes + k * bits / 8)];
+      const int code = bits == 8 ? byte : (k % 2 ? byte >> 4 : byte & 15);
+      const size_t b = size_t(n * blocks + k / block_size);
+      const double term = double(x[size_t(k)]) * (code - zero[b]) * scale[b];
+      want += term;
+      magnitude += std::abs(term);
+    }
+    EXPECT_NEAR(y[size_t(n)], want, 1e-5 * magnitude + 1e-6)
+        << "bits " << bits << " K " << K << " block " << block_size << " row " << n;
+  }
+}
+
+}  // namespace
+
+TEST(Gemm, BlockQuantizedRowProductMatchesDequantized) {
+  for (int64_t bits : {4, 8}) {
+    check_nbits_gemv(bits, 96, 37, 32);
+    check_nbits_gemv(bits, 256, 21, 64);
+    check_nbits_gemv(bits, 128, 9, 128);
   }
 }
