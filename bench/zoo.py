@@ -97,13 +97,7 @@ def build(entry, out=None):
     log = (lambda s: print(s, file=out, flush=True)) if out else (lambda s: None)
     gguf = _fetcher().fetch_source(entry, cache_dir(), log)
     weights = "int4" if entry["id"].endswith("int4") else "fp32"
-    folder = os.path.join(cache_dir(), entry["id"])
-    convert_gguf(gguf, folder + ".partial", weights=weights)
-    if os.path.isdir(folder):
-        import shutil
-
-        shutil.rmtree(folder)
-    os.replace(folder + ".partial", folder)
+    convert_gguf(gguf, os.path.join(cache_dir(), entry["id"]), weights=weights)
     log(f"{entry['id']:<24} built from {os.path.basename(gguf)} ({weights})")
     return model_path(entry)
 

@@ -282,13 +282,13 @@ void check_nbits_gemv(int64_t bits, int64_t K, int64_t N, int64_t block_size) {
     neg_zp_scale[i] = -zero[i] * scale[i];
   }
   const auto x = random_vec(size_t(K), 8);
-  std::vector<float> prepared(size_t(nxrt::gemm::q4_prepared_floats(K, block_size)));
-  nxrt::gemm::q4_prepare_row(x.data(), K, block_size, bits, prepared.data());
-  const nxrt::gemm::Q4Weights w{
+  std::vector<float> prepared(size_t(nxrt::gemm::nbits_prepared_floats(K, block_size)));
+  nxrt::gemm::nbits_prepare_row(x.data(), K, block_size, bits, prepared.data());
+  const nxrt::gemm::NBitsWeights w{
       N, K, block_size, bits, codes.data(), scale.data(), neg_zp_scale.data()};
   std::vector<float> y(size_t(N), -7.0f);
   const int64_t n0 = 3, n1 = N - 2;
-  nxrt::gemm::q4_gemv(w, prepared.data(), n0, n1, y.data());
+  nxrt::gemm::nbits_gemv(w, prepared.data(), n0, n1, y.data());
   for (int64_t n = 0; n < N; ++n) {
     if (n < n0 || n >= n1) {
       EXPECT_EQ(y[size_t(n)], -7.0f) << "row " << n << " is outside the range";

@@ -155,6 +155,10 @@ def test_bad_parameters_and_prompts(engine):
         engine.generate("")
     with pytest.raises(ValueError, match="context"):
         engine.generate([1] * engine.context_length)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        engine.generate([1, -5])
+    with pytest.raises(ValueError, match="string or a sequence of token ids"):
+        engine.generate(None)
 
 
 def test_chat_uses_the_models_template(engine, folder):

@@ -56,13 +56,13 @@ def main(argv=None):
             for piece in engine.stream(args.prompt, **kw):
                 print(piece, end="", flush=True)
             print()
-            n = len(engine.last_tokens)
+            prompt_tokens, n, t = (engine.last.prompt_tokens, len(engine.last.tokens),
+                                   engine.last.timings)
         else:
             r = engine.generate(args.prompt, **kw)
             print(r.text)
-            n = r.usage["completion_tokens"]
-        t = engine.timings
-        print(f"[{engine.last_prompt_tokens} prompt tokens, {n} generated; time to first token "
+            prompt_tokens, n, t = r.usage["prompt_tokens"], r.usage["completion_tokens"], r.timings
+        print(f"[{prompt_tokens} prompt tokens, {n} generated; time to first token "
               f"{t['time_to_first_token'] * 1e3:.1f} ms; {t['tokens_per_second']:.1f} tokens/s]",
               file=sys.stderr)
         return 0

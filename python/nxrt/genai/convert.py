@@ -33,13 +33,10 @@ class ConvertError(ValueError):
 
 def _onnx():
     try:
-        import onnx  # noqa: F401
-        from onnx import helper, numpy_helper  # noqa: F401
+        import onnx
     except ImportError as e:  # pragma: no cover - onnx is in requirements-dev
         raise ConvertError("converting a GGUF file needs the 'onnx' Python package "
                            "(pip install onnx)") from e
-    import onnx
-
     return onnx
 
 
@@ -124,16 +121,18 @@ class _LlamaBuilder:
         self.i64 = lambda v: self.b.const(np.array(v, dtype=np.int64))
         self.f32 = lambda v: self.b.const(np.array(v, dtype=np.float32))
 
-    def tensor(self, name):
+    def info(self, name):
+        """The directory entry of tensor `name`; ConvertError when the file lacks it."""
         if name not in self.g.tensors:
             raise ConvertError(f"tensor '{name}' is missing")
-        return self.g.array(name)
+        return self.g.tensors[name]
+
+    def tensor(self, name):
+        return self.g.array(self.info(name).name)
 
     def linear(self, x, name, out_features, in_features, unpermute_heads=0):
         """x [.., in] times the GGUF matrix `name` (stored [out, in]) transposed."""
-        t = self.g.tensors.get(name)
-        if t is None:
-            raise ConvertError(f"tensor '{name}' is missing")
+        t = self.info(name)
         if t.shape != (out_features, in_features):
             raise ConvertError(f"tensor '{name}' has shape {list(t.shape)}, expected "
                                f"{[out_features, in_features]}")
@@ -325,27 +324,36 @@ def genai_config(cfg, metadata):
 
 
 def convert_gguf(gguf_path, out_dir, weights="fp32"):
-    """Writes the ONNX model folder for GGUF file `gguf_path` into `out_dir`; returns
-    out_dir. weights: "fp32" (every tensor dequantized) or "int4" (Q4_0 / Q4_1 matrices
-    as MatMulNBits)."""
+    """Writes the ONNX model folder for GGUF file `gguf_path` as `out_dir`; returns out_dir.
+    weights: "fp32" (every tensor dequantized) or "int4" (Q4_0 / Q4_1 / Q8_0 matrices as
+    MatMulNBits). The folder is written beside out_dir and renamed into place when whole,
+    so an interrupted conversion never leaves a folder that looks finished; an existing
+    out_dir is replaced."""
+    import shutil
+
     if weights not in ("fp32", "int4"):
         raise ValueError(f"weights must be 'fp32' or 'int4', not {weights!r}")
+    out_dir = os.path.abspath(out_dir)
+    partial = out_dir + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
     g = GGUFFile(gguf_path)
     try:
         cfg = LlamaConfig(g.metadata, g.tensors)
         model = _LlamaBuilder(g, cfg, weights).build()
-        os.makedirs(out_dir, exist_ok=True)
-        onnx = _onnx()
-        data = "model.onnx.data"
-        if os.path.exists(os.path.join(out_dir, data)):
-            os.remove(os.path.join(out_dir, data))  # onnx appends to an existing file
-        onnx.save_model(model, os.path.join(out_dir, "model.onnx"), save_as_external_data=True,
-                        all_tensors_to_one_file=True, location=data, size_threshold=1024)
-        with open(os.path.join(out_dir, "genai_config.json"), "w") as f:
+        os.makedirs(partial)
+        _onnx().save_model(model, os.path.join(partial, "model.onnx"),
+                           save_as_external_data=True, all_tensors_to_one_file=True,
+                           location="model.onnx.data", size_threshold=1024)
+        with open(os.path.join(partial, "genai_config.json"), "w") as f:
             json.dump(genai_config(cfg, g.metadata), f, indent=2)
         from .tokenizer import write_tokenizer_files
 
-        write_tokenizer_files(g.metadata, out_dir)
+        write_tokenizer_files(g.metadata, partial)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     finally:
         g.close()
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.replace(partial, out_dir)
     return out_dir

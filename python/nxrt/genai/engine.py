@@ -31,6 +31,23 @@ class GenerateResult:
     timings: dict = None  # seconds: time_to_first_token, decode; tokens_per_second
 
 
+@dataclasses.dataclass
+class _Progress:
+    """One generate/stream call's prompt size, tokens so far and timings (per call, so
+    calls on one engine do not share state)."""
+    prompt_tokens: int = 0
+    tokens: list = dataclasses.field(default_factory=list)
+    logprobs: list = dataclasses.field(default_factory=list)
+    timings: dict = dataclasses.field(default_factory=dict)
+
+
+def _held_back(text, stops):
+    """Length of the longest tail of `text` that is the start of a stop string: it may
+    become one with the next token, so it is not output yet."""
+    return max((n for s in stops for n in range(1, min(len(s) - 1, len(text)) + 1)
+                if s.startswith(text[-n:])), default=0)
+
+
 def _default_cache_dir():
     base = os.environ.get("NXRT_GENAI_CACHE") or os.path.join("~", ".cache", "nxrt-genai")
     return os.path.abspath(os.path.expanduser(base))
@@ -74,8 +91,10 @@ class Engine:
         self._present = [outputs["present_key_names"] % i for i in range(self.layers)]
         self._present += [outputs["present_value_names"] % i for i in range(self.layers)]
         self._output_names = [outputs["logits"]] + self._present
-        self._has_position_ids = any(i.name == inputs.get("position_ids", "position_ids")
-                                     for i in self.session.get_inputs())
+        position_ids = inputs.get("position_ids", "position_ids")
+        self._position_ids = (position_ids if any(i.name == position_ids
+                                                  for i in self.session.get_inputs()) else None)
+        self.last = None  # the _Progress of the latest stream() call (tokens, timings)
 
     @classmethod
     def from_dir(cls, folder, **kwargs):
@@ -92,12 +111,7 @@ class Engine:
                              .encode()).hexdigest()[:16]
         folder = os.path.join(cache_dir or _default_cache_dir(), f"{key}-{weights}")
         if not os.path.isfile(os.path.join(folder, "genai_config.json")):
-            convert_gguf(gguf_path, folder + ".partial", weights=weights)
-            if os.path.isdir(folder):
-                import shutil
-
-                shutil.rmtree(folder)
-            os.replace(folder + ".partial", folder)
+            convert_gguf(gguf_path, folder, weights=weights)
         return cls(folder, **kwargs)
 
     # -- text <-> ids -------------------------------------------------------------------
@@ -132,32 +146,48 @@ class Engine:
         n = len(ids)
         feeds = {inputs["input_ids"]: np.asarray([ids], dtype=np.int64),
                  inputs["attention_mask"]: np.ones((1, position + n), dtype=np.int64)}
-        if self._has_position_ids:
-            feeds[inputs.get("position_ids", "position_ids")] = np.arange(
+        if self._position_ids:
+            feeds[self._position_ids] = np.arange(
                 position, position + n, dtype=np.int64)[None]
         for i, (k, v) in enumerate(self._past):
             feeds[k], feeds[v] = past[i], past[self.layers + i]
         out = self.session.run(self._output_names, feeds)
         return out[0][0, -1], out[1:]
 
-    def _tokens(self, prompt, params):
+    def _check_ids(self, prompt):
+        """A prompt given as token ids: integers within the vocabulary (the embedding's
+        Gather would read a negative id from the end of the table)."""
+        vocab = self.tokenizer.vocab_size
+        try:
+            ids = [int(t) for t in prompt]
+        except TypeError:
+            raise GenAIError(f"the prompt must be a string or a sequence of token ids, not "
+                             f"{type(prompt).__name__}") from None
+        bad = next((t for t in ids if not 0 <= t < vocab), None)
+        if bad is not None:
+            raise GenAIError(f"token id {bad} of the prompt is outside the vocabulary "
+                             f"[0, {vocab})")
+        return ids
+
+    def _tokens(self, prompt, params, progress):
         """Yields (token id, logprob or None, finish_reason or None) per generated token;
         the last one carries the finish reason."""
         import time
 
-        ids = self.tokenize(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+        ids = self.tokenize(prompt) if isinstance(prompt, str) else self._check_ids(prompt)
         if not ids:
             raise GenAIError("the prompt is empty (no tokens)")
         if len(ids) >= self.context_length:
             raise GenAIError(f"the prompt has {len(ids)} tokens; the model's context is "
                              f"{self.context_length}")
-        self.last_prompt_tokens = len(ids)
+        progress.prompt_tokens = len(ids)
         sampler = Sampler(params, self.eos_token_ids)
         empty = np.zeros((1, self.kv_heads, 0, self.head_size), dtype=np.float32)
         past = [empty] * (2 * self.layers)
         t0 = time.perf_counter()
         logits, past = self._run(ids, past, 0)
-        self.timings = {"time_to_first_token": time.perf_counter() - t0}
+        timings = progress.timings
+        timings["time_to_first_token"] = time.perf_counter() - t0
         position = len(ids)
         generated = []
         t1 = time.perf_counter()
@@ -172,9 +202,8 @@ class Engine:
             if reason:
                 # Timings before the last yield: the consumer may not resume the generator.
                 decode = time.perf_counter() - t1
-                self.timings["decode"] = decode
-                self.timings["tokens_per_second"] = ((len(generated) - 1) / decode
-                                                     if decode > 0 else 0.0)
+                timings["decode"] = decode
+                timings["tokens_per_second"] = (len(generated) - 1) / decode if decode > 0 else 0.0
                 yield token, logprob, reason
                 return
             yield token, logprob, None
@@ -183,43 +212,36 @@ class Engine:
 
     def stream(self, prompt, *, max_tokens=256, **kw):
         """Yields text pieces as they are decoded (never a broken UTF-8 character); stop
-        strings are not yielded."""
-        for piece, _ in self._stream(prompt, self._params(max_tokens, **kw)):
+        strings are not yielded. Afterwards `self.last` holds the call's tokens and
+        timings."""
+        self.last = _Progress()
+        for piece, _ in self._stream(prompt, self._params(max_tokens, **kw), self.last):
             if piece:
                 yield piece
 
-    def _stream(self, prompt, params):
-        """Yields (text piece, event) where event is the finish reason at the end."""
+    def _stream(self, prompt, params, progress):
+        """Yields (text piece, finish reason or None); the last piece carries the reason."""
         decoder = self.tokenizer.stream_decoder()
         stops = [s for s in (params.stop or []) if s]
-        held = ""  # text that may be the start of a stop string
-        self.last_tokens, self.last_logprobs = [], []
-        for token, logprob, reason in self._tokens(prompt, params):
-            self.last_tokens.append(token)
-            self.last_logprobs.append(logprob)
+        held = ""  # decoded text not yet output: it may be the start of a stop string
+        for token, logprob, reason in self._tokens(prompt, params, progress):
+            progress.tokens.append(token)
+            progress.logprobs.append(logprob)
             if reason == "stop":  # EOS or a stop token: its own text is not output
                 yield held + decoder.flush(), "stop"
                 return
             held += decoder.add(token)
-            for s in stops:
-                at = held.find(s)
-                if at >= 0:
-                    yield held[:at], "stop"
-                    return
-            keep = max((len(s) - 1 for s in stops), default=0)
-            # Hold back the longest tail that is a prefix of a stop string.
-            cut = len(held)
-            for s in stops:
-                for n in range(min(keep, len(held)), 0, -1):
-                    if s.startswith(held[-n:]):
-                        cut = min(cut, len(held) - n)
-                        break
-            if cut:
-                yield held[:cut], None
-                held = held[cut:]
+            at = min((i for i in (held.find(s) for s in stops) if i >= 0), default=-1)
+            if at >= 0:
+                yield held[:at], "stop"
+                return
             if reason:
                 yield held + decoder.flush(), reason
                 return
+            cut = len(held) - _held_back(held, stops)
+            if cut:
+                yield held[:cut], None
+                held = held[cut:]
 
     def generate(self, prompt, *, max_tokens=256, **kw):
         """Generates from `prompt` (text, or a list of token ids). Keyword arguments:
@@ -227,18 +249,16 @@ class Engine:
         frequency_penalty, presence_penalty, seed, stop (strings), stop_token_ids,
         logprobs, ignore_eos. Returns a GenerateResult."""
         params = self._params(max_tokens, **kw)
+        progress = _Progress()
         parts, reason = [], "length"
-        for piece, event in self._stream(prompt, params):
+        for piece, event in self._stream(prompt, params, progress):
             parts.append(piece)
-            if event:
-                reason = event
-        n = len(self.last_tokens)
+            reason = event or reason
+        n, p = len(progress.tokens), progress.prompt_tokens
         return GenerateResult(
-            text="".join(parts), token_ids=list(self.last_tokens), finish_reason=reason,
-            usage={"prompt_tokens": self.last_prompt_tokens, "completion_tokens": n,
-                   "total_tokens": self.last_prompt_tokens + n},
-            logprobs=list(self.last_logprobs) if params.logprobs else None,
-            timings=dict(self.timings))
+            text="".join(parts), token_ids=progress.tokens, finish_reason=reason,
+            usage={"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n},
+            logprobs=progress.logprobs if params.logprobs else None, timings=progress.timings)
 
     # -- chat -----------------------------------------------------------------------------
     _chat = None  # (ChatTemplate, its special-token variables), read on first use

@@ -13,7 +13,7 @@ constexpr int64_t kChunk = 32;  // elements of one 16-byte run of codes
 
 // One output: per chunk, the dot of its codes with the prepared x, times the block's
 // scale; per block, the zero point times the block's sum of x.
-float q4_row_portable(const Q4Weights& w, const float* xp, int64_t n) {
+float row_portable(const NBitsWeights& w, const float* xp, int64_t n) {
   const int64_t blocks = w.K / w.block_size, chunks_per_block = w.block_size / kChunk;
   const int64_t chunk_bytes = kChunk * w.bits / 8;
   const uint8_t* codes = w.codes + n * (w.K * w.bits / 8);
@@ -73,8 +73,8 @@ __attribute__((target("avx2,fma"), always_inline)) inline void chunk_codes(const
 // chains of one FMA per chunk. (Summing a block's products first and scaling the sum
 // once chains every block's FMAs behind the previous block's: half the speed.)
 template <int Bits>
-__attribute__((target("avx2,fma"))) void rows_avx2(const Q4Weights& w, const float* xp, int64_t n0,
-                                                   int64_t n1, float* y) {
+__attribute__((target("avx2,fma"))) void rows_avx2(const NBitsWeights& w, const float* xp,
+                                                   int64_t n0, int64_t n1, float* y) {
   const int64_t blocks = w.K / w.block_size, chunks_per_block = w.block_size / kChunk;
   constexpr int64_t kChunkBytes = kChunk * Bits / 8;
   const float* sums = xp + w.K;
@@ -107,7 +107,8 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const Q4Weights& w, const flo
 
 }  // namespace
 
-void q4_prepare_row(const float* x, int64_t K, int64_t block_size, int64_t bits, float* prepared) {
+void nbits_prepare_row(const float* x, int64_t K, int64_t block_size, int64_t bits,
+                       float* prepared) {
   for (int64_t c = 0; c < K; c += kChunk)
     for (int i = 0; i < 16; ++i) {
       prepared[c + i] = bits == 8 ? x[c + i] : x[c + 2 * i];
@@ -121,14 +122,14 @@ void q4_prepare_row(const float* x, int64_t K, int64_t block_size, int64_t bits,
   }
 }
 
-void q4_gemv(const Q4Weights& w, const float* prepared, int64_t n0, int64_t n1, float* y) {
+void nbits_gemv(const NBitsWeights& w, const float* prepared, int64_t n0, int64_t n1, float* y) {
 #if defined(__x86_64__) || defined(__i386__)
   // NXRT_GEMM_KERNEL=portable (best_kernel) takes the portable loop, for tests.
   if (has_avx2_fma() && best_kernel() != MicroKernel::kPortable)
     return w.bits == 8 ? rows_avx2<8>(w, prepared, n0, n1, y)
                        : rows_avx2<4>(w, prepared, n0, n1, y);
 #endif
-  for (int64_t n = n0; n < n1; ++n) y[n] = q4_row_portable(w, prepared, n);
+  for (int64_t n = n0; n < n1; ++n) y[n] = row_portable(w, prepared, n);
 }
 
 }  // namespace nxrt::gemm

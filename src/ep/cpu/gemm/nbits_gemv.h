@@ -13,22 +13,23 @@ namespace nxrt::gemm {
 // in the low nibble of byte i and 2i + 1 in its high one; with 8 bits one byte each.
 // Blocks of block_size (a multiple of 32 that divides K) share a scale. The zero point
 // enters as -zero_point * scale per block.
-struct Q4Weights {
+struct NBitsWeights {
   int64_t N = 0, K = 0, block_size = 0, bits = 4;
   const uint8_t* codes = nullptr;       // [N][K * bits / 8]
   const float* scale = nullptr;         // [N][K / block_size]
   const float* neg_zp_scale = nullptr;  // [N][K / block_size]
 };
 
-// Floats q4_prepare_row writes for one row of x.
-inline int64_t q4_prepared_floats(int64_t K, int64_t block_size) { return K + K / block_size; }
+// Floats nbits_prepare_row writes for one row of x.
+inline int64_t nbits_prepared_floats(int64_t K, int64_t block_size) { return K + K / block_size; }
 
-// Rearranges x [K] for q4_gemv: with 4 bits each 32 values as their 16 even then 16 odd
+// Rearranges x [K] for nbits_gemv: with 4 bits each 32 values as their 16 even then 16 odd
 // elements (the order of a 16-byte chunk's low and high nibbles), with 8 bits as they
 // are; then the sum of each block.
-void q4_prepare_row(const float* x, int64_t K, int64_t block_size, int64_t bits, float* prepared);
+void nbits_prepare_row(const float* x, int64_t K, int64_t block_size, int64_t bits,
+                       float* prepared);
 
 // y[n] for n in [n0, n1).
-void q4_gemv(const Q4Weights& w, const float* prepared, int64_t n0, int64_t n1, float* y);
+void nbits_gemv(const NBitsWeights& w, const float* prepared, int64_t n0, int64_t n1, float* y);
 
 }  // namespace nxrt::gemm

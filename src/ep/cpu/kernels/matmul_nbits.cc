@@ -96,14 +96,14 @@ class MatMulNBitsKernel final : public Kernel {
     packed_ = gemm::PackedMatrix::pack_right(true, g_.K, g_.N, w.data<float>(), g_.K);
     if ((g_.bits == 4 || g_.bits == 8) && g_.block_size % 32 == 0 && g_.K % g_.block_size == 0) {
       const uint8_t* codes = b.data<uint8_t>();
-      q4_codes_.assign(codes, codes + g_.N * g_.K * g_.bits / 8);
+      codes_.assign(codes, codes + g_.N * g_.K * g_.bits / 8);
       const float* scale = scales.data<float>();
-      q4_scale_.assign(scale, scale + g_.N * g_.blocks());
-      q4_neg_zp_scale_.resize(q4_scale_.size());
+      scale_.assign(scale, scale + g_.N * g_.blocks());
+      neg_zp_scale_.resize(scale_.size());
       for (int64_t n = 0; n < g_.N; ++n)
         for (int64_t blk = 0; blk < g_.blocks(); ++blk) {
           const int64_t q = n * g_.blocks() + blk;
-          q4_neg_zp_scale_[size_t(q)] = -zero_point(g_, zero_points, n, blk) * scale[q];
+          neg_zp_scale_[size_t(q)] = -zero_point(g_, zero_points, n, blk) * scale[q];
         }
     }
     return Status();
@@ -124,7 +124,7 @@ class MatMulNBitsKernel final : public Kernel {
     const int64_t M = a.numel() / g_.K;  // K > 0 (checked at creation)
     float* py = y->data<float>();
     if (y->numel() == 0) return Status();
-    if (!q4_codes_.empty() && M <= kGemvRows) {
+    if (!codes_.empty() && M <= kGemvRows) {
       gemv_4bit(a.data<float>(), M, py);
     } else if (packed_.empty()) {
       NXRT_ASSIGN_OR_RETURN(Tensor w,
@@ -150,29 +150,25 @@ class MatMulNBitsKernel final : public Kernel {
   static constexpr double kMinMacsPerPiece = double(1 << 18);
 
   void gemv_4bit(const float* a, int64_t M, float* y) const {
-    const gemm::Q4Weights w{g_.N,
-                            g_.K,
-                            g_.block_size,
-                            g_.bits,
-                            q4_codes_.data(),
-                            q4_scale_.data(),
-                            q4_neg_zp_scale_.data()};
-    float* prepared = thread_scratch<float>(size_t(gemm::q4_prepared_floats(g_.K, g_.block_size)));
+    const gemm::NBitsWeights w{g_.N,          g_.K,          g_.block_size,       g_.bits,
+                               codes_.data(), scale_.data(), neg_zp_scale_.data()};
+    float* prepared =
+        thread_scratch<float>(size_t(gemm::nbits_prepared_floats(g_.K, g_.block_size)));
     const size_t pieces = parallel_pieces(double(g_.N) * double(g_.K), kMinMacsPerPiece);
     for (int64_t m = 0; m < M; ++m) {
-      gemm::q4_prepare_row(a + m * g_.K, g_.K, g_.block_size, g_.bits, prepared);
+      gemm::nbits_prepare_row(a + m * g_.K, g_.K, g_.block_size, g_.bits, prepared);
       float* row = y + m * g_.N;
       parallel_for(pieces, [&](size_t i) {
-        gemm::q4_gemv(w, prepared, g_.N * int64_t(i) / int64_t(pieces),
-                      g_.N * int64_t(i + 1) / int64_t(pieces), row);
+        gemm::nbits_gemv(w, prepared, g_.N * int64_t(i) / int64_t(pieces),
+                         g_.N * int64_t(i + 1) / int64_t(pieces), row);
       });
     }
   }
 
   NBitsShape g_;
   gemm::PackedMatrix packed_;
-  std::vector<uint8_t> q4_codes_;  // constant 4- or 8-bit B as given; empty when not used
-  std::vector<float> q4_scale_, q4_neg_zp_scale_;
+  std::vector<uint8_t> codes_;  // constant 4- or 8-bit B as given; empty when not used
+  std::vector<float> scale_, neg_zp_scale_;
 };
 
 }  // namespace
