@@ -328,6 +328,7 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
 // Below this many multiply-adds per piece a thread hand-off costs more than it saves
 // (about 50 us of work on one core).
 constexpr double kMinMacsPerPiece = double(1 << 20);
+constexpr int64_t kStreamedRows = 8;
 
 // blocked_gemm on the run's threads (core/parallel.h): C is cut into row ranges when A
 // is the larger operand, else into column ranges, aligned to the micro-tile, so each
@@ -339,7 +340,11 @@ void parallel_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float 
                    int64_t cs_c) {
   const bool by_cols = N >= M;
   const int64_t extent = by_cols ? N : M, tile = by_cols ? NR : MR;
-  size_t pieces = parallel_pieces(double(M) * double(N) * double(K), kMinMacsPerPiece);
+  // A product of a few rows is bound by streaming B, not by its multiply-adds: it costs
+  // about what kStreamedRows rows would at full FMA speed (a decode step's 576 x 576
+  // weights take ~80 us from memory although they hold only 0.3 M multiply-adds).
+  const double rows = double(std::max<int64_t>(M, kStreamedRows));
+  size_t pieces = parallel_pieces(rows * double(N) * double(K), kMinMacsPerPiece);
   pieces = std::min<size_t>(pieces, size_t((extent + tile - 1) / tile));
   if (pieces <= 1) return blocked_gemm<MR, NR>(kernel, M, N, K, alpha, A, B, beta, C, rs_c, cs_c);
   const int64_t step = ((extent + int64_t(pieces) - 1) / int64_t(pieces) + tile - 1) / tile * tile;
