@@ -8,6 +8,8 @@
 //   NchwcToNchw(X; channels): blocked back to plain, dropping the padding channels.
 #include "ep/cpu/vmath/nchwc.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +33,15 @@ constexpr double kMinWork = double(1 << 20);
 // 1.0x and 8 -> 16 1.11x (half of each 16-lane input block empty). In models: densenet121
 // 0.87x (its 128 -> 32 layers), squeezenet 0.95x, ddddocr 0.95x.
 constexpr int64_t kWinogradMinInputs = 16, kWinogradMinOutputs = 16;
+
+// The calling core's L2 size (glibc reads it from the CPU), 1 MiB when unknown.
+int64_t l2_cache_bytes() {
+  static const int64_t bytes = [] {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 > 0 ? int64_t(l2) : int64_t(1) << 20;
+  }();
+  return bytes;
+}
 // Input x output channels up to which a Winograd convolution takes F(4x4, 3x3).
 constexpr int64_t kWinogradF43MaxWeights = 128 * 256;
 
@@ -268,7 +279,12 @@ class NchwcConvKernel final : public Kernel {
     int64_t chunk = std::max<int64_t>(8, (int64_t(1) << 20) / ((Cb + Mb) * matrices * kB * 4));
     const int64_t width = int64_t(parallel_pieces(
         double(N * tiles) * double(in_channels_ * out_channels_) * double(matrices), kMinWork));
-    if (width > 1) chunk = std::min(chunk, std::max<int64_t>(8, (N * tiles + width - 1) / width));
+    if (width > 1) {
+      // As many chunks of an image as a multiple of the threads, so they finish together.
+      int64_t per_image = (tiles + chunk - 1) / chunk;
+      if (N < width) per_image = (per_image + width - 1) / width * width;
+      chunk = std::max<int64_t>(8, (tiles + per_image - 1) / per_image);
+    }
     chunk = std::min(chunk, tiles);
     const int64_t in_image = Cb * H * W * kB, out_image = Mb * g.out_h * g.out_w * kB;
     // The 16 products of a chunk, blocks [b0, b1) of the outputs, as blocked 1x1
@@ -291,17 +307,37 @@ class NchwcConvKernel final : public Kernel {
       p.epilogue.bias = zero_bias_.data();
       vmath::nchwc_conv(p, b0, b1, 0, count);
     };
-    if (width > 1 && N * tiles < 128 * width) {
-      // Few tiles (deep layers on small maps): the transformed weights outweigh them, so
-      // the threads split the products by output blocks (each reads its share of the
-      // weights) rather than the tiles (each would read all of them).
-      g.count = tiles;
+    const double weight_bytes = double(matrices) * double(Cb * Mb) * kB * kB * sizeof(float);
+    const double tile_bytes_per_thread =
+        double(matrices) * double(N * tiles) * double(Cb + Mb) * kB * sizeof(float) / double(width);
+    if (width > 1 && weight_bytes > 2.0 * double(l2_cache_bytes()) &&
+        weight_bytes > tile_bytes_per_thread) {
+      // Few tiles (deep layers on small maps) and transformed weights well beyond a
+      // core's L2: the threads split the products by output blocks (each reads its share
+      // of the weights) rather than the tiles (each would stream all of them). Below
+      // that, reading the weights on both cores costs less than this path's three
+      // hand-offs and thin products (SqueezeNet's fire modules on a 2 MiB L2, 2 threads:
+      // 1.2-1.5x faster by tiles, weights of 0.15-2.4 MB).
       float* v = thread_scratch<float>(size_t(matrices * Cb * tiles * kB), 2);
       float* m = thread_scratch<float>(size_t(matrices * Mb * tiles * kB), 3);
       const int64_t groups = (Mb + 3) / 4;
+      // The transforms by block and, when there are fewer blocks than threads to keep
+      // busy, by parts of the tiles too (a 16-channel input is one block).
+      auto by_blocks_and_tiles = [&](int64_t blocks, auto fn) {
+        const int64_t parts = std::min(tiles, (2 * width + blocks - 1) / blocks);
+        parallel_for(size_t(blocks * parts), [&](size_t task) {
+          const int64_t b = int64_t(task) / parts, part = int64_t(task) % parts;
+          vmath::NchwcWinogradTiles gp = g;
+          gp.row_first = 0;
+          gp.row_tiles = tiles;
+          gp.first = tiles * part / parts;
+          gp.count = tiles * (part + 1) / parts - gp.first;
+          fn(b, gp);
+        });
+      };
       for (int64_t n = 0; n < N; ++n) {
-        parallel_for(size_t(Cb), [&](size_t b) {
-          vmath::nchwc_winograd_input(source + n * in_image, Cb, int64_t(b), int64_t(b) + 1, g, v);
+        by_blocks_and_tiles(Cb, [&](int64_t b, const vmath::NchwcWinogradTiles& gp) {
+          vmath::nchwc_winograd_input(source + n * in_image, Cb, b, b + 1, gp, v);
         });
         parallel_for(size_t(matrices * groups), [&](size_t task) {
           const int64_t xi = int64_t(task) / groups, b0 = int64_t(task) % groups * 4;
@@ -309,9 +345,8 @@ class NchwcConvKernel final : public Kernel {
         });
         vmath::NchwcEpilogue en = e;
         en.z = z ? z->data<float>() + n * out_image : nullptr;
-        parallel_for(size_t(Mb), [&](size_t b) {
-          vmath::nchwc_winograd_output(m, Mb, int64_t(b), int64_t(b) + 1, g, en,
-                                       y.data<float>() + n * out_image);
+        by_blocks_and_tiles(Mb, [&](int64_t b, const vmath::NchwcWinogradTiles& gp) {
+          vmath::nchwc_winograd_output(m, Mb, b, b + 1, gp, en, y.data<float>() + n * out_image);
         });
       }
       return;

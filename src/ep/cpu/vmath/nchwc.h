@@ -85,14 +85,20 @@ struct NchwcWinogradTiles {
   int64_t tiles_w = 0;  // ceil(out_w / tile)
   int64_t first = 0;    // the first tile of this chunk
   int64_t count = 0;    // tiles in the chunk
+  // Rows of v and m (one per value and block) hold `row_tiles` tiles from tile
+  // `row_first`, so threads can transform parts of one row; 0: the chunk's own count.
+  int64_t row_first = 0, row_tiles = 0;
+  int64_t row_length() const { return row_tiles ? row_tiles : count; }
+  int64_t row_offset() const { return row_tiles ? first - row_first : 0; }
 };
 
 // Input tiles of blocks [block0, block1) of x ([blocks][in_h][in_w][16]) to
-// v[((xi * blocks + b) * count + t) * 16 + lane], xi the 16 (or 36) transformed values.
+// v[((xi * blocks + b) * row + offset + t) * 16 + lane] (row = g.row_length(), offset =
+// g.row_offset()), xi the 16 (or 36) transformed values.
 void nchwc_winograd_input(const float* x, int64_t blocks, int64_t block0, int64_t block1,
                           const NchwcWinogradTiles& g, float* v);
 
-// The products m[((xi * blocks + b) * count + t) * 16 + lane] of blocks [block0, block1)
+// The products m[((xi * blocks + b) * row + offset + t) * 16 + lane] of blocks [block0, block1)
 // back to the tile x tile outputs of y ([blocks][out_h][out_w][16]), through the epilogue
 // (e.bias, e.z at y's layout).
 void nchwc_winograd_output(const float* m, int64_t blocks, int64_t block0, int64_t block1,
