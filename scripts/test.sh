@@ -13,7 +13,7 @@ scripts/check_format.sh
 echo "== C++ unit tests (ctest)"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 echo "== Python tests (pytest)"
-PYTHONPATH="$PWD/python" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider "$@"
+NXRT_REQUIRE_TEST_DEPS=1 PYTHONPATH="$PWD/python" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider "$@"
 if [ "${NXRT_SKIP_SANITIZE:-0}" = 1 ]; then
   echo "== Sanitizer checks skipped (NXRT_SKIP_SANITIZE=1)"
 else
