@@ -17,6 +17,7 @@
 #endif
 
 #include "core/parallel.h"
+#include "core/scratch.h"
 #include "ep/cpu/gemm/gemm_internal.h"
 
 namespace nxrt::gemm {
@@ -115,20 +116,9 @@ MicroKernel resolve(MicroKernel k, int64_t M = int64_t(1) << 20, int64_t N = int
   return kernel_available(k) ? k : MicroKernel::kPortable;
 }
 
-using AlignedBuf = std::unique_ptr<float[], void (*)(void*)>;
-
 float* aligned_floats(size_t n) {
   const size_t bytes = (std::max<size_t>(n, 1) * sizeof(float) + 63) / 64 * 64;
   return static_cast<float*>(std::aligned_alloc(64, bytes));
-}
-
-// 64-byte aligned scratch that grows and is reused by the calling thread.
-float* scratch(AlignedBuf& buf, size_t& cap, size_t n) {
-  if (n > cap) {
-    buf = AlignedBuf(aligned_floats(n), &std::free);
-    cap = n;
-  }
-  return buf.get();
 }
 
 // Packs `count` panel lines x depth [0, kc) into W-wide panels (line i of panel p at
@@ -237,12 +227,6 @@ template <int MR, int NR>
 void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float alpha,
                   const Operand& A, const Operand& B, float beta, float* C, int64_t rs_c,
                   int64_t cs_c) {
-  // One thread_local object: each one costs a TLS lookup call in a shared library.
-  struct Scratch {
-    AlignedBuf a{nullptr, &std::free}, b{nullptr, &std::free};
-    size_t a_cap = 0, b_cap = 0;
-  };
-  thread_local Scratch tls;
   // A is read in place when it already is k-major: a single row (ak = 1), or a transposed
   // A (ak = lda) that is one panel or whose rows are short (a thin convolution's column
   // matrix, positions x K): each panel then reads MR consecutive floats per k, its kc rows
@@ -260,15 +244,15 @@ void blocked_gemm(MicroKernelFn kernel, int64_t M, int64_t N, int64_t K, float a
   float* pb = nullptr;
   if (a_pack) {
     const int64_t mc_max = std::min<int64_t>(kMC, (M + MR - 1) / MR * MR);
-    pa = scratch(tls.a, tls.a_cap, size_t(mc_max * kc_max));
+    pa = scratch<float>(ScratchSlot::kGemmPanelA, size_t(mc_max * kc_max));
   }
   if (b_direct) {
-    pb = scratch(tls.b, tls.b_cap, size_t(NR * kc_max));
+    pb = scratch<float>(ScratchSlot::kGemmPanelB, size_t(NR * kc_max));
   }
   const int64_t NC = block_columns(kc_max, NR);
   if (!b_direct && !B.packed) {
     const int64_t nc_max = std::min<int64_t>(NC, (N + NR - 1) / NR * NR);
-    pb = scratch(tls.b, tls.b_cap, size_t(nc_max * kc_max));
+    pb = scratch<float>(ScratchSlot::kGemmPanelB, size_t(nc_max * kc_max));
   }
 
   for (int64_t jc = 0; jc < N; jc += NC) {
@@ -393,16 +377,11 @@ float dot(const float* a, const float* b, int64_t n) {
 // One output row (M == 1): packing B would cost as much as the product itself.
 void gemv_row(bool trans_a, bool trans_b, int64_t N, int64_t K, float alpha, const float* A,
               int64_t lda, const float* B, int64_t ldb, float beta, float* C) {
-  thread_local std::unique_ptr<float[]> row_buf;
-  thread_local int64_t row_cap = 0;
   if (trans_a && lda != 1) {
     // A strided row: gather it once so the inner loops stream.
-    if (K > row_cap) {
-      row_buf.reset(new float[size_t(K)]);
-      row_cap = K;
-    }
-    for (int64_t k = 0; k < K; ++k) row_buf[size_t(k)] = A[k * lda];
-    A = row_buf.get();
+    float* row = scratch<float>(ScratchSlot::kGemmRow, size_t(K));
+    for (int64_t k = 0; k < K; ++k) row[k] = A[k * lda];
+    A = row;
   }
   if (trans_b) {
     for (int64_t j = 0; j < N; ++j) {

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/parallel.h"
+#include "core/scratch.h"
 #include "ep/cpu/gemm/qgemm_internal.h"
 
 namespace nxrt::gemm {
@@ -103,17 +104,17 @@ struct RowBlock {
   QPath path;
   int64_t K, K4;
   uint8_t flip;
-  std::vector<uint8_t>& bytes;
-  std::vector<int16_t>& wide;
+  uint8_t* bytes;  // the kernel's rows, for the byte paths
+  int16_t* wide;   // or as int16 pairs, for the AVX2 path
 
   void prepare(const uint8_t* src, int64_t lda, int64_t mr, int32_t* row_sum) {
     switch (path) {
       case QPath::kPortable:
-        return prepare_rows_portable(src, lda, mr, K, K4, flip, bytes.data(), row_sum);
+        return prepare_rows_portable(src, lda, mr, K, K4, flip, bytes, row_sum);
       case QPath::kAvx2:
-        return prepare_rows_avx2(src, lda, mr, K, K4, flip, wide.data(), row_sum);
+        return prepare_rows_avx2(src, lda, mr, K, K4, flip, wide, row_sum);
       default:
-        return prepare_rows_avx512(src, lda, mr, K, K4, flip, bytes.data(), row_sum);
+        return prepare_rows_avx512(src, lda, mr, K, K4, flip, bytes, row_sum);
     }
   }
 
@@ -125,9 +126,9 @@ struct RowBlock {
       const int8_t* b = panels + (j / kQPanel) * K4 * kQPanel;
       const int64_t nr = std::min<int64_t>(2 * kQPanel, N - j);
       if (path == QPath::kAvx2)
-        qkernel_avx2(K4, wide.data(), K4, b, K4 * kQPanel, c + j, ldc, mr, nr);
+        qkernel_avx2(K4, wide, K4, b, K4 * kQPanel, c + j, ldc, mr, nr);
       else
-        kernel(K4, bytes.data(), K4, b, K4 * kQPanel, c + j, ldc, mr, nr);
+        kernel(K4, bytes, K4, b, K4 * kQPanel, c + j, ldc, mr, nr);
     }
   }
 };
@@ -259,26 +260,24 @@ void run_qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_z
   const uint8_t flip = a_signed ? 0x80 : 0;
   const auto* a_bytes = static_cast<const uint8_t*>(A);
   // The correction's per-column part, -za' sum b' + K za' zb', once per call.
-  thread_local std::vector<int32_t> col_term;
-  col_term.resize(size_t(N));
-  for (int64_t j = 0; j < N; ++j)
-    col_term[size_t(j)] = -za * col_sum[j] + int32_t(K) * za * col_zero[j];
+  int32_t* col_term = scratch<int32_t>(ScratchSlot::kQgemmColumnTerms, size_t(N));
+  for (int64_t j = 0; j < N; ++j) col_term[j] = -za * col_sum[j] + int32_t(K) * za * col_zero[j];
   const int64_t blocks = (M + block_rows - 1) / block_rows;
   const size_t pieces = std::min<size_t>(
       parallel_pieces(double(M) * double(N) * double(K), kMinQMacsPerPiece), size_t(blocks));
   const int64_t per_piece = (blocks + int64_t(pieces) - 1) / int64_t(pieces);
-  const int32_t* terms = col_term.data();
+  const int32_t* terms = col_term;
   parallel_for(pieces, [&](size_t piece) {
     // This thread's block of A rows as its kernel reads them and their sums, and for
     // float output the int32 tile of the block.
-    thread_local std::vector<uint8_t> bytes;
-    thread_local std::vector<int16_t> wide;
-    thread_local std::vector<int32_t> tile;
+    uint8_t* bytes = nullptr;
+    int16_t* wide = nullptr;
     if (path == QPath::kAvx2)
-      wide.resize(size_t(block_rows * K4));
+      wide = scratch<int16_t>(ScratchSlot::kQgemmRows, size_t(block_rows * K4));
     else
-      bytes.resize(size_t(block_rows * K4));
-    if (out) tile.resize(size_t(block_rows * N));
+      bytes = scratch<uint8_t>(ScratchSlot::kQgemmRows, size_t(block_rows * K4));
+    int32_t* tile =
+        out ? scratch<int32_t>(ScratchSlot::kQgemmTile, size_t(block_rows * N)) : nullptr;
     RowBlock rows{path, K, K4, flip, bytes, wide};
     int32_t row_sum[kQRowsAmx];
     if (path == QPath::kAmx) amx_configure();
@@ -286,7 +285,7 @@ void run_qgemm(int64_t M, const void* A, int64_t lda, bool a_signed, int32_t a_z
     for (int64_t blk = b0; blk < b1; ++blk) {
       const int64_t i0 = blk * block_rows, mr = std::min(block_rows, M - i0);
       rows.prepare(a_bytes + i0 * lda, lda, mr, row_sum);
-      int32_t* c = out ? tile.data() : C + i0 * ldc;
+      int32_t* c = out ? tile : C + i0 * ldc;
       const int64_t ld = out ? N : ldc;
       rows.multiply(panels, N, c, ld, mr);
       // sum a'b' - za' sum b' - zb' sum a' + K za' zb'.

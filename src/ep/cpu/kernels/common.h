@@ -12,6 +12,7 @@
 
 #include "core/half.h"
 #include "core/parallel.h"
+#include "core/scratch.h"
 #include "ep/kernel.h"
 
 namespace nxrt::cpu {
@@ -135,23 +136,12 @@ class SmallVec {
   std::unique_ptr<T[]> heap_;
 };
 
-// Per-thread scratch that grows and stays: for compute() buffers whose size follows the
-// data (coordinate maps, index tables), so a warm run reuses the last run's memory. `slot`
-// (0..3) tells apart buffers needed at the same time. The memory is the thread's until
-// its next call with the same slot, so only leaf code (no subgraphs, no other kernels
-// while it is in use) may hold it. Elements are not initialized. The memory starts on a
-// 64-byte line, as tensors do: vector kernels that write scratch (the NCHWc blocked
-// copies, Winograd's products) would otherwise split every store across two lines.
+// A kernel's per-thread scratch (core/scratch.h): `slot` (0..3) tells apart buffers
+// needed at the same time. Only leaf code (no subgraphs, no other kernels while it is in
+// use) may hold it; the GEMM and vector routines a kernel calls use slots of their own.
 template <typename T>
 T* thread_scratch(size_t count, size_t slot = 0) {
-  static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= 64);
-  constexpr size_t kLine = 64;
-  thread_local std::vector<unsigned char> buffers[4];
-  std::vector<unsigned char>& buffer = buffers[slot & 3];
-  const size_t bytes = count * sizeof(T) + kLine;
-  if (buffer.size() < bytes) buffer.resize(bytes);
-  const auto address = reinterpret_cast<uintptr_t>(buffer.data());
-  return reinterpret_cast<T*>((address + kLine - 1) / kLine * kLine);
+  return scratch<T>(ScratchSlot(size_t(ScratchSlot::kKernel0) + (slot & 3)), count);
 }
 
 // numpy broadcasting of several shapes; false when they are incompatible.

@@ -35,18 +35,11 @@ void gemm_any(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int
     gemm::gemm_simple<T>(ta, tb, M, N, K, T(1), A, lda, B, ldb, beta, C, ldc);
 }
 
-// Per-thread scratch that only grows: per-call column buffers without heap traffic.
-// 64-byte aligned, so the GEMM can read a column matrix in place (gemm::in_place_ld).
+// A convolution's column matrix or partial sums, per thread (core/scratch.h): 64-byte
+// aligned, so the GEMM can read a column matrix in place (gemm::in_place_ld).
 template <typename T>
-T* scratch(size_t n) {
-  static_assert(std::is_trivial_v<T>);
-  thread_local std::unique_ptr<T, void (*)(void*)> buf(nullptr, &std::free);
-  thread_local size_t cap = 0;
-  if (cap < n) {
-    buf.reset(static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64)));
-    cap = n;
-  }
-  return buf.get();
+T* column_scratch(size_t n) {
+  return scratch<T>(ScratchSlot::kConvColumns, n);
 }
 
 // Products with at most this many output positions (per group and image) use the
@@ -1066,7 +1059,7 @@ class ConvKernel final : public Kernel {
       int64_t ldc = out_size;
       if (WP != OW) {
         ldc = (cols + 15) / 16 * 16 + 16;  // off the 4 KiB aliasing stride
-        part = scratch<float>(size_t(Mg * ldc));
+        part = column_scratch<float>(size_t(Mg * ldc));
       }
       if (store.y) {
         // The kernel scales, shifts, clamps and places the last slice's tiles in Y.
@@ -1149,7 +1142,7 @@ class ConvKernel final : public Kernel {
           const float* xg = x + (n * C + g * Cg) * in_size;
           // The input already is the column matrix when the conv is pointwise. The GEMM
           // reads col^T in place (its rows are out_size floats).
-          float* col = pointwise ? nullptr : scratch<float>(size_t(K * out_size));
+          float* col = pointwise ? nullptr : column_scratch<float>(size_t(K * out_size));
           if (!pointwise) im2col(L, Cg, 0, rows, xg, col, out_size);
           // Y_g^T (positions x Mg) = col^T * W_g^T, stored transposed into Y_g.
           gemm::sgemm_packed_right(true, out_size, 1.0f, pointwise ? xg : col, out_size,
@@ -1219,7 +1212,7 @@ class ConvKernel final : public Kernel {
       } else {
         // Rows of the column matrix padded so the GEMM reads it in place, unpacked.
         const int64_t ld = gemm::in_place_ld(gl * std::min(chunk, rows));
-        T* col = scratch<T>(size_t(K * ld));
+        T* col = column_scratch<T>(size_t(K * ld));
         im2col(L, Cg, r0, r1, xg, col, ld);
         product(g, cols, col, ld, yg + r0 * gl);
       }
@@ -1454,7 +1447,7 @@ class ConvTransposeKernel final : public Kernel {
     const int64_t G = group_, Cg = C / G, Mg = M / G;
     const int64_t in_size = L.grid_size(), out_size = L.image_size();
     const int64_t rows = Mg * L.kernel_size();
-    T* col = scratch<T>(size_t(rows * in_size));
+    T* col = column_scratch<T>(size_t(rows * in_size));
     std::fill(y, y + N * M * out_size, T(0));
     for (int64_t n = 0; n < N; ++n)
       for (int64_t g = 0; g < G; ++g) {

@@ -322,19 +322,24 @@ class GemmKernel final : public Kernel {
 };
 
 // Zero points: a scalar, or one per row of A (a_zero_point) / column of B (b_zero_point).
-Status read_zero_points(const Tensor* zp, int64_t count, const char* what,
-                        std::vector<int32_t>& out) {
-  out.assign(size_t(count), 0);
+Status read_zero_points(const Tensor* zp, int64_t count, const char* what, int32_t* out) {
+  std::fill(out, out + count, 0);
   if (!zp) return Status();
   const int64_t n = zp->numel();
   if (n != 1 && n != count)
     return invalid_argument(what, " has ", n, " elements; expected 1 or ", count);
   for (int64_t i = 0; i < count; ++i) {
     const int64_t k = n == 1 ? 0 : i;
-    out[size_t(i)] = zp->dtype() == DataType::kUint8 ? int32_t(zp->data<uint8_t>()[k])
-                                                     : int32_t(zp->data<int8_t>()[k]);
+    out[i] = zp->dtype() == DataType::kUint8 ? int32_t(zp->data<uint8_t>()[k])
+                                             : int32_t(zp->data<int8_t>()[k]);
   }
   return Status();
+}
+
+Status read_zero_points(const Tensor* zp, int64_t count, const char* what,
+                        std::vector<int32_t>& out) {
+  out.resize(size_t(count));
+  return read_zero_points(zp, count, what, out.data());
 }
 
 template <typename T>
@@ -410,11 +415,14 @@ class QuantProduct {
       return multiply(packed_, p.M * batches, 0, 0);
     // B packed per run (an activation: attention's K and V) into this thread's buffers,
     // which stay grown from run to run.
-    thread_local std::vector<int32_t> zb;
+    // (PackedQuantB owns growing buffers of its own, so it stays a thread_local object
+    // rather than core/scratch.h memory.)
     thread_local gemm::PackedQuantB fresh;
-    (void)read_zero_points(b_zero, b_zero ? b_zero->numel() : 0, "b_zero_point", zb);
+    const int64_t zb_count = b_zero ? b_zero->numel() : 0;
+    int32_t* zb = scratch<int32_t>(ScratchSlot::kMatMulZeroPoints, size_t(zb_count));
+    (void)read_zero_points(b_zero, zb_count, "b_zero_point", zb);
     auto pack = [&](int64_t b_off) -> const gemm::PackedQuantB& {
-      fresh.repack(p.K, p.N, b_bytes + b_off, p.N, b_signed, zb.data(), int64_t(zb.size()));
+      fresh.repack(p.K, p.N, b_bytes + b_off, p.N, b_signed, zb, zb_count);
       return fresh;
     };
     if (p.b_shared) return multiply(pack(0), p.M * batches, 0, 0);
@@ -496,20 +504,19 @@ class MatMulIntegerToFloatKernel final : public Kernel {
     if (y->numel() == 0) return Status();
     const int64_t rows = p.M * int64_t(p.a_off.size());
     // Per column: a_scale * b_scale, and the bias.
-    thread_local std::vector<float> scale, shift;
-    scale.resize(size_t(p.N));
+    float* scale = scratch<float>(ScratchSlot::kMatMulScale, size_t(p.N));
     const float sa = a_scale.data<float>()[0];
     for (int64_t j = 0; j < p.N; ++j)
-      scale[size_t(j)] = sa * b_scale.data<float>()[b_scale.numel() == 1 ? 0 : j];
+      scale[j] = sa * b_scale.data<float>()[b_scale.numel() == 1 ? 0 : j];
+    float* shift = nullptr;
     if (bias) {
-      shift.resize(size_t(p.N));
-      for (int64_t j = 0; j < p.N; ++j)
-        shift[size_t(j)] = bias->data<float>()[bias->numel() == 1 ? 0 : j];
+      shift = scratch<float>(ScratchSlot::kMatMulShift, size_t(p.N));
+      for (int64_t j = 0; j < p.N; ++j) shift[j] = bias->data<float>()[bias->numel() == 1 ? 0 : j];
     }
-    const float* pb = bias ? shift.data() : nullptr;
+    const float* pb = shift;
     float* out = y->data<float>();
     if (QuantProduct::applies(p, a_zero, b_zero)) {
-      product_.run(p, a, b, a_zero, b_zero, nullptr, scale.data(), pb, out);
+      product_.run(p, a, b, a_zero, b_zero, nullptr, scale, pb, out);
       return Status();
     }
     std::vector<int32_t> za, zb, acc(size_t(rows * p.N));

@@ -384,12 +384,10 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pr
                           gru_split ? size_t(B * H) : 0};
   size_t total = 0;
   for (size_t z : sizes) total += z;
-  thread_local std::vector<C> arena;
   std::vector<C> big;
   C* block;
   if (total <= (size_t(1) << 18)) {
-    if (arena.size() < total) arena.resize(total);
-    block = arena.data();
+    block = scratch<C>(ScratchSlot::kRecurrentState, total);
   } else {
     big.resize(total);
     block = big.data();

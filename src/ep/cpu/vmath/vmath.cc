@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/scratch.h"
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/vmath/vmath_internal.h"
 
@@ -185,15 +186,13 @@ void pool_plane(bool max, const float* x, int64_t ld, const PoolWindow& w, float
     return detail::pool_plane_avx512(max, x, ld, w, scale, out);
   if (uses_avx2() && detail::pool_plane_avx2(max, x, ld, w, scale, out)) return;
   // Elsewhere separably, per output row: the window's rows into one, then its taps.
-  thread_local std::vector<float> row;
   const int64_t width = (w.OW - 1) * w.SW + (w.KW - 1) * w.DW + 1;
-  if (row.size() < size_t(width)) row.resize(size_t(width));
-  thread_local std::vector<const float*> rows;
+  float* row = scratch<float>(ScratchSlot::kVmathRow, size_t(width));
+  const float** rows = scratch<const float*>(ScratchSlot::kVmathRowPointers, size_t(w.KH));
   for (int64_t oh = 0; oh < w.OH; ++oh) {
-    rows.clear();
-    for (int64_t kh = 0; kh < w.KH; ++kh) rows.push_back(x + (oh * w.SH + kh * w.DH) * ld);
-    reduce_rows(max, rows.data(), rows.size(), row.data(), size_t(width));
-    reduce_taps(max, row.data(), size_t(w.OW), w.SW, w.KW, w.DW, scale, out + oh * w.out_stride());
+    for (int64_t kh = 0; kh < w.KH; ++kh) rows[kh] = x + (oh * w.SH + kh * w.DH) * ld;
+    reduce_rows(max, rows, size_t(w.KH), row, size_t(width));
+    reduce_taps(max, row, size_t(w.OW), w.SW, w.KW, w.DW, scale, out + oh * w.out_stride());
   }
 }
 
@@ -243,14 +242,13 @@ void depthwise_plane(const float* x, int64_t ld, const PoolWindow& w, const floa
     return detail::depthwise_plane_avx512(x, ld, w, weights, out);
   if (uses_avx2() && detail::depthwise_plane_avx2(x, ld, w, weights, out)) return;
   // Elsewhere one output row at a time.
-  thread_local std::vector<const float*> rows, wrows;
-  rows.resize(size_t(w.KH));
-  wrows.resize(size_t(w.KH));
-  for (int64_t kh = 0; kh < w.KH; ++kh) wrows[size_t(kh)] = weights + kh * w.KW;
+  const float** rows = scratch<const float*>(ScratchSlot::kVmathRowPointers, size_t(w.KH));
+  const float** wrows = scratch<const float*>(ScratchSlot::kVmathWeightRows, size_t(w.KH));
+  for (int64_t kh = 0; kh < w.KH; ++kh) wrows[kh] = weights + kh * w.KW;
   for (int64_t oh = 0; oh < w.OH; ++oh) {
-    for (int64_t kh = 0; kh < w.KH; ++kh) rows[size_t(kh)] = x + (oh * w.SH + kh * w.DH) * ld;
-    depthwise_row(rows.data(), wrows.data(), size_t(w.KH), 0, w.KW, w.SW, w.DW,
-                  out + oh * w.out_stride(), size_t(w.OW));
+    for (int64_t kh = 0; kh < w.KH; ++kh) rows[kh] = x + (oh * w.SH + kh * w.DH) * ld;
+    depthwise_row(rows, wrows, size_t(w.KH), 0, w.KW, w.SW, w.DW, out + oh * w.out_stride(),
+                  size_t(w.OW));
   }
 }
 
