@@ -7,18 +7,37 @@ from ._errors import (EngineError, EPFail, Fail, InvalidArgument, InvalidGraph,
                       InvalidProtobuf, ModelLoaded, NoModel, NoSuchFile, NotImplemented,
                       NxrtError, RuntimeException)
 from ._providers import get_all_providers, get_available_providers, get_device
-from ._session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, ModelMetadata,
-                       NodeArg, RunOptions, SessionOptions, load)
+from ._session import (ExecutionMode, ExecutionOrder, GraphOptimizationLevel, InferenceSession,
+                       ModelMetadata, NodeArg, RunOptions, SessionOptions, load)
 from ._call import BoundOutputs, Outputs
 from ._value import NxrtValue, OrtValue
 from ._iobinding import IOBinding, SessionIOBinding
 from ._module_api import (cuda_version, disable_telemetry_events, enable_telemetry_events,
                           get_build_info, get_version_string, has_collective_ops,
                           package_name, preload_dlls, print_debug_info,
-                          register_execution_provider_library, set_default_logger_severity,
-                          set_default_logger_verbosity, set_seed,
-                          unregister_execution_provider_library, version)
+                          register_execution_provider_library, set_default_logger_callback,
+                          set_default_logger_severity, set_default_logger_verbosity, set_seed,
+                          set_global_thread_pool_sizes, unregister_execution_provider_library,
+                          version)
+from ._devices import (OrtAllocatorType, OrtArenaCfg, OrtDevice, OrtDeviceMemoryType,
+                       OrtDeviceVendorId, OrtEpDevice, OrtExecutionProviderDevicePolicy,
+                       OrtHardwareDevice, OrtHardwareDeviceType, OrtMemoryInfo,
+                       OrtMemoryInfoDeviceType, OrtMemType, copy_tensors,
+                       create_and_register_allocator, create_and_register_allocator_v2,
+                       get_ep_devices)
+from ._unsupported import (AdapterFormat, LoraAdapter, ModelCompiler, ModelPackage,
+                           ModelPackageComponentContext, ModelPackageContext, ModelPackageOptions,
+                           ModelPackageWriteMode, OrtCompileApiFlags, OrtEpAssignedNode,
+                           OrtEpAssignedSubgraph, OrtEpContextData, OrtEpContextDataBuffer,
+                           OrtExternalInitializerInfo, OrtSparseFormat, OrtSyncStream, SparseTensor)
 from . import capi  # noqa: F401  (onnxruntime.capi.onnxruntime_pybind11_state names)
+from .capi import onnxruntime_validation  # noqa: F401  (onnxruntime has it at top level too)
+
+# onnxruntime's namespace also holds these two by accident of its own imports (the standard
+# contextlib, and None once its native module imported); mirrored so no name is missing.
+import contextlib  # noqa: F401
+
+import_capi_exception = None
 
 __version__ = version  # the native module's, one source
 
@@ -34,12 +53,26 @@ __all__ = [
     "has_collective_ops", "preload_dlls", "print_debug_info",
     "register_execution_provider_library", "unregister_execution_provider_library",
     "version", "package_name", "cuda_version", "install_as_onnxruntime",
-    "uninstall_as_onnxruntime",
+    "uninstall_as_onnxruntime", "ExecutionOrder", "set_default_logger_callback",
+    "set_global_thread_pool_sizes",
+    # Devices and memory (nxrt's: the CPU and host memory).
+    "OrtAllocatorType", "OrtArenaCfg", "OrtDevice", "OrtDeviceMemoryType", "OrtDeviceVendorId",
+    "OrtEpDevice", "OrtExecutionProviderDevicePolicy", "OrtHardwareDevice",
+    "OrtHardwareDeviceType", "OrtMemoryInfo", "OrtMemoryInfoDeviceType", "OrtMemType",
+    "copy_tensors", "create_and_register_allocator", "create_and_register_allocator_v2",
+    "get_ep_devices",
+    # Features nxrt does not have: their enums and records are plain values, the rest raise
+    # NotImplemented when made or used.
+    "AdapterFormat", "LoraAdapter", "ModelCompiler", "ModelPackage",
+    "ModelPackageComponentContext", "ModelPackageContext", "ModelPackageOptions",
+    "ModelPackageWriteMode", "OrtCompileApiFlags", "OrtEpAssignedNode", "OrtEpAssignedSubgraph",
+    "OrtEpContextData", "OrtEpContextDataBuffer", "OrtExternalInitializerInfo", "OrtSparseFormat",
+    "OrtSyncStream", "SparseTensor",
 ]
 
 
 _ONNXRUNTIME_NAMES = ("onnxruntime", "onnxruntime.capi", "onnxruntime.capi.onnxruntime_pybind11_state",
-                      "onnxruntime.capi._pybind_state")
+                      "onnxruntime.capi._pybind_state", "onnxruntime.capi.onnxruntime_validation")
 
 
 def install_as_onnxruntime():
@@ -58,6 +91,7 @@ def install_as_onnxruntime():
     sys.modules["onnxruntime.capi"] = capi
     sys.modules["onnxruntime.capi.onnxruntime_pybind11_state"] = state
     sys.modules["onnxruntime.capi._pybind_state"] = state
+    sys.modules["onnxruntime.capi.onnxruntime_validation"] = onnxruntime_validation
 
 
 def uninstall_as_onnxruntime():

@@ -76,3 +76,27 @@ ALL = {
                 InvalidProtobuf, ModelLoaded, NotImplemented, InvalidGraph, EPFail,
                 ModelLoadCanceled, ModelRequiresCompilation, NotFound, DeviceReset)
 }
+
+# onnxruntime's status code number and spelling of each class, for errors raised in Python
+# with the message format that code handling onnxruntime's errors parses.
+_ORT_CODES = {
+    "Fail": (1, "FAIL"), "InvalidArgument": (2, "INVALID_ARGUMENT"),
+    "NoSuchFile": (3, "NO_SUCHFILE"), "NoModel": (4, "NO_MODEL"),
+    "EngineError": (5, "ENGINE_ERROR"), "RuntimeException": (6, "RUNTIME_EXCEPTION"),
+    "InvalidProtobuf": (7, "INVALID_PROTOBUF"), "ModelLoaded": (8, "MODEL_LOADED"),
+    "NotImplemented": (9, "NOT_IMPLEMENTED"), "InvalidGraph": (10, "INVALID_GRAPH"),
+    "EPFail": (11, "EP_FAIL"), "ModelLoadCanceled": (12, "MODEL_LOAD_CANCELED"),
+    "ModelRequiresCompilation": (13, "MODEL_REQUIRES_COMPILATION"), "NotFound": (14, "NOT_FOUND"),
+}
+
+
+def ort_error(name, message):
+    """An exception of the class onnxruntime names `name`, its text in onnxruntime's format
+    "[ONNXRuntimeError] : <code> : <CODE_NAME> : <message>"."""
+    code, code_name = _ORT_CODES[name]
+    return ALL[name](f"[ONNXRuntimeError] : {code} : {code_name} : {message}")
+
+
+def unsupported(feature, reason):
+    """onnxruntime's NotImplemented for a feature of its API that nxrt does not have."""
+    return ort_error("NotImplemented", f"nxrt does not support {feature}: {reason}")

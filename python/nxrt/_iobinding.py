@@ -130,7 +130,7 @@ class IOBinding:
             if ortvalue is not None:
                 bound[sess._output_names.index(name)] = ortvalue._native_tensor()
         flag = run_options._flag if run_options is not None else None
-        results = sess._sess.run(names, feeds, flag, bound, True)
+        results = sess._run_native(names, feeds, flag, bound, True)
         self._results = [
             self._outputs[name] if self._outputs[name] is not None
             else _value.wrap_result(code, value, OrtValue)

@@ -9,7 +9,7 @@ reason, never an AttributeError."""
 import platform
 import sys
 
-from ._errors import Fail
+from ._errors import Fail, ort_error
 from . import _nxrt
 
 version = _nxrt.__version__
@@ -40,9 +40,38 @@ def set_default_logger_severity(severity):
                            f"to 4 (fatal)")
 
 
+def set_default_logger_callback(callback, severity=2):
+    """Checks the callback (a callable, or None) and severity as onnxruntime does. nxrt
+    writes no log messages (it raises its errors), so the callback is never called."""
+    if callback is not None and not callable(callback):
+        raise TypeError(f"the logger callback must be callable or None, not "
+                        f"{type(callback).__name__}")
+    set_default_logger_severity(severity)
+
+
 def set_default_logger_verbosity(verbosity):
     """Accepted for compatibility (onnxruntime's VLOG level); nxrt writes no log."""
     _check_int("set_default_logger_verbosity", verbosity)
+
+
+_global_thread_pool_sizes = [0, 0]  # intra-op, inter-op; 0: nxrt's default
+
+
+def set_global_thread_pool_sizes(intra_op_num_threads=0, inter_op_num_threads=0):
+    """Sets the thread pool sizes of sessions whose SessionOptions.use_per_session_threads
+    is False. nxrt has no pools shared between sessions: each such session gets its own
+    pools, of these sizes (0 lets nxrt choose)."""
+    for name, value in (("intra_op_num_threads", intra_op_num_threads),
+                        ("inter_op_num_threads", inter_op_num_threads)):
+        _check_int("set_global_thread_pool_sizes", value)
+        if value < 0:
+            raise ort_error("InvalidArgument", f"{name} must be 0 or more, not {value}")
+    _global_thread_pool_sizes[:] = [intra_op_num_threads, inter_op_num_threads]
+
+
+def global_thread_pool_sizes():
+    """(intra-op, inter-op) sizes of set_global_thread_pool_sizes()."""
+    return tuple(_global_thread_pool_sizes)
 
 
 def set_seed(seed):

@@ -4,9 +4,10 @@ owner keeps it alive (a run's result buffer, a numpy array, a DLPack producer)."
 
 import numpy as np
 
+from . import _devices
 from . import _dtypes
 from . import _nxrt
-from ._errors import ALL as _ERRORS
+from ._errors import ALL as _ERRORS, unsupported as _unsupported
 
 _KDLCPU = 1
 _CPU_DEVICE = (_KDLCPU, 0)
@@ -212,7 +213,8 @@ class OrtValue(_DLPackMixin):
     """onnxruntime's ``OrtValue``: a tensor in CPU memory, shared with the numpy array it was
     made from (``ortvalue_from_numpy``) or allocated (``ortvalue_from_shape_and_type``)."""
 
-    def __init__(self, ortvalue=None, numpy_obj=None):
+    def __init__(self, ortvalue=None, numpy_obj=None, session=None):
+        # `session`, as onnxruntime's: a session the value belongs to, kept alive with it.
         if isinstance(ortvalue, OrtValue):
             ortvalue = ortvalue._native
         if ortvalue is not None and not isinstance(ortvalue, _nxrt.Value):
@@ -220,6 +222,7 @@ class OrtValue(_DLPackMixin):
                              "ortvalue_from_shape_and_type() or from_dlpack()")
         self._native = ortvalue  # None: an empty optional
         self._numpy_obj = numpy_obj
+        self._session = session
 
     @classmethod
     def _from_native(cls, native, numpy_obj=None):
@@ -259,10 +262,15 @@ class OrtValue(_DLPackMixin):
 
     @classmethod
     def ortvalue_from_shape_and_type(cls, shape, element_type, device_type="cpu", device_id=0,
-                                     vendor_id=-1):
+                                     vendor_id=-1, memory_info=None):
         """A zero-filled OrtValue of the given shape and element type (numpy type or ONNX
-        element type integer)."""
-        check_device(device_type, device_id)
+        element type integer). `memory_info` (an OrtMemoryInfo), when given, replaces the
+        device arguments and must describe host memory."""
+        if memory_info is not None:
+            if not _devices.is_host_memory(memory_info):
+                check_device(memory_info.name, memory_info.device_id)  # refused, with why
+        else:
+            check_device(device_type, device_id)
         dims = [int(d) for d in shape]
         if any(d < 0 for d in dims):
             raise ValueError(f"shape {list(shape)} has a negative dimension")
@@ -303,6 +311,15 @@ class OrtValue(_DLPackMixin):
 
     def is_tensor_sequence(self):
         return False
+
+    def as_sparse_tensor(self):
+        raise _unsupported("sparse tensors (OrtValue.as_sparse_tensor)",
+                           "nxrt's OrtValues hold dense tensors only")
+
+    @classmethod
+    def ort_value_from_sparse_tensor(cls, sparse_tensor):
+        raise _unsupported("sparse tensors (OrtValue.ort_value_from_sparse_tensor)",
+                           "nxrt's OrtValues hold dense tensors only")
 
     def numpy(self):
         """A numpy array over the OrtValue's memory (as onnxruntime's, for CPU values)."""

@@ -22,20 +22,20 @@ enum class ScratchSlot : uint8_t {
   kKernel1,
   kKernel2,
   kKernel3,
-  kConvColumns,        // a convolution's column matrix or partial sums
-  kRecurrentState,     // an RNN/GRU/LSTM's gates and states
-  kMatMulScale,        // 8-bit MatMul: per-column output scale
-  kMatMulShift,        //   and shift
-  kMatMulZeroPoints,   //   and B's zero points when B is packed per run
-  kGemmPanelA,         // gemm: A and B panels packed per call
+  kConvColumns,       // a convolution's column matrix or partial sums
+  kRecurrentState,    // an RNN/GRU/LSTM's gates and states
+  kMatMulScale,       // 8-bit MatMul: per-column output scale
+  kMatMulShift,       //   and shift
+  kMatMulZeroPoints,  //   and B's zero points when B is packed per run
+  kGemmPanelA,        // gemm: A and B panels packed per call
   kGemmPanelB,
-  kGemmRow,            // gemm: a strided single row gathered
-  kQgemmColumnTerms,   // 8-bit GEMM: the zero-point correction per column
-  kQgemmRows,          //   a block of A rows as its kernel reads them
-  kQgemmTile,          //   the int32 tile of a block, for float output
-  kVmathRow,           // vmath: a pool window's rows reduced into one
-  kVmathRowPointers,   //   the rows of a window
-  kVmathWeightRows,    //   a depthwise filter's rows
+  kGemmRow,           // gemm: a strided single row gathered
+  kQgemmColumnTerms,  // 8-bit GEMM: the zero-point correction per column
+  kQgemmRows,         //   a block of A rows as its kernel reads them
+  kQgemmTile,         //   the int32 tile of a block, for float output
+  kVmathRow,          // vmath: a pool window's rows reduced into one
+  kVmathRowPointers,  //   the rows of a window
+  kVmathWeightRows,   //   a depthwise filter's rows
   kCount
 };
 

@@ -451,9 +451,9 @@ class _Recorder:
         self.native = native
         self.calls = []
 
-    def run(self, names, feeds, flag):
+    def run(self, names, feeds, flag, *rest):
         self.calls.append(list(names))
-        return self.native.run(names, feeds, flag)
+        return self.native.run(names, feeds, flag, *rest)
 
     def __getattr__(self, name):
         return getattr(self.native, name)
