@@ -25,7 +25,7 @@ def pytest_terminal_summary(terminalreporter):
 # there a test skipped for a missing one (onnxruntime, espeak-ng, a built tool, a zoo
 # model) means the set-up broke: NXRT_REQUIRE_TEST_DEPS=1 turns such skips into failures.
 # Only the optional extras below may be absent. Run by hand, pytest still skips them.
-OPTIONAL_DEPENDENCIES = ("torch",)  # not installed by scripts/setup.sh: CUDA-sized wheels
+OPTIONAL_DEPENDENCIES = ()  # modules scripts/setup.sh does not install
 _MISSING_DEPENDENCY = re.compile(
     r"could not import '(?P<module>[\w.]+)'|is not installed|is not built|could not be fetched"
     r"|fetching the model zoo failed|could not fetch any zoo model|is not in the cache|is absent")

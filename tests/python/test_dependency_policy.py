@@ -10,7 +10,8 @@ import conftest
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def test_which_skip_reasons_mean_a_missing_dependency():
+def test_which_skip_reasons_mean_a_missing_dependency(monkeypatch):
+    monkeypatch.setattr(conftest, "OPTIONAL_DEPENDENCIES", ("torch",))
     missing = conftest.missing_dependency
     assert missing("could not import 'onnxruntime': No module named 'onnxruntime'")
     assert missing("espeak-ng is not installed (scripts/setup.sh installs it)")

@@ -5,10 +5,12 @@ made here, and the results must agree."""
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
 
+import numpy as np
 import pytest
 
 import nxrt
@@ -117,3 +119,42 @@ def test_rapidocr_same_text_and_boxes(tmp_path):
     for g, w in zip(got, want):
         assert abs(g[1] - w[1]) < 1e-3, (g, w)
         assert g[2] == w[2], (g, w)  # the detected boxes, in pixels
+
+
+SILERO_SCRIPT = """
+import json, sys, wave
+import numpy as np
+import torch
+from silero_vad import get_speech_timestamps, load_silero_vad
+with wave.open(sys.argv[1] + "/speech.wav") as w:
+    audio = np.frombuffer(w.readframes(w.getnframes()), np.int16).astype(np.float32) / 32768
+model = load_silero_vad(onnx=True)
+wav = torch.from_numpy(audio)
+stamps = get_speech_timestamps(wav, model, sampling_rate=16000)
+model.reset_states()
+probs = [float(model(wav[i:i + 512], 16000)) for i in range(0, len(wav) - 511, 512)]
+print(json.dumps({"stamps": [[s["start"], s["end"]] for s in stamps], "probs": probs}))
+"""
+
+
+def test_silero_vad_same_speech_timestamps(tmp_path):
+    pytest.importorskip("silero_vad")
+    pytest.importorskip("torch")
+    for tool in ("espeak-ng", "sox"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} is not installed (scripts/setup.sh installs it)")
+    # Two phrases of espeak-ng speech, 16 kHz, with silence around and between them.
+    parts = []
+    for i, text in enumerate(["The weather is nice today.", "Please call me back tomorrow."]):
+        raw = tmp_path / f"raw{i}.wav"
+        subprocess.run(["espeak-ng", "-w", str(raw), text], check=True, capture_output=True)
+        parts.append(str(raw))
+    subprocess.run(["sox", parts[0], parts[1], "-r", "16000", "-c", "1", "-b", "16",
+                    str(tmp_path / "joined.wav")], check=True, capture_output=True)
+    subprocess.run(["sox", str(tmp_path / "joined.wav"), str(tmp_path / "speech.wav"), "pad", "1",
+                    "1"], check=True, capture_output=True)
+    want = _run_script(SILERO_SCRIPT, False, tmp_path)
+    got = _run_script(SILERO_SCRIPT, True, tmp_path)
+    assert len(want["stamps"]) >= 2, want["stamps"]  # both phrases were found at all
+    assert got["stamps"] == want["stamps"]
+    np.testing.assert_allclose(got["probs"], want["probs"], atol=1e-4)
