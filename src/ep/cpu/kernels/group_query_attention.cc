@@ -89,7 +89,8 @@ class GroupQueryAttentionKernel final : public Kernel {
                                   S, ",", Hkv * D, "]");
     int64_t P = 0;
     if (past_key || past_value) {
-      if (!past_key || !past_value) return invalid_argument("past_key and past_value come together");
+      if (!past_key || !past_value)
+        return invalid_argument("past_key and past_value come together");
       if (past_key->rank() != 4 || past_key->shape()[0] != B || past_key->shape()[1] != Hkv ||
           past_key->shape()[3] != D || past_value->shape() != past_key->shape())
         return invalid_argument("past_key/past_value shape ", past_key->shape().to_string(),
@@ -186,7 +187,8 @@ class GroupQueryAttentionKernel final : public Kernel {
             rotate(q, half, a_.rotary_interleaved, cos_t->data<float>() + pos * half,
                    sin_t->data<float>() + pos * half);
           const int64_t last = pos;
-          const int64_t first = a_.local_window > 0 ? std::max<int64_t>(0, pos - a_.local_window + 1) : 0;
+          const int64_t first =
+              a_.local_window > 0 ? std::max<int64_t>(0, pos - a_.local_window + 1) : 0;
           float max = -std::numeric_limits<float>::infinity();
           for (int64_t j = first; j <= last; ++j) {
             float s = dot(q, k_rows + j * D, D) * scale;
@@ -236,7 +238,8 @@ Expected<KernelPtr> create_group_query_attention(KernelInit& init) {
   if (a.q_heads <= 0 || a.kv_heads <= 0 || a.q_heads % a.kv_heads != 0)
     return init.error(StatusCode::kInvalidGraph, "num_heads (", a.q_heads,
                       ") must be a positive multiple of kv_num_heads (", a.kv_heads, ")");
-  if (a.softcap < 0.0f) return init.error(StatusCode::kInvalidGraph, "softcap must not be negative");
+  if (a.softcap < 0.0f)
+    return init.error(StatusCode::kInvalidGraph, "softcap must not be negative");
   if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
   for (size_t i : {1, 2, 3, 4, 7, 8})
     if (init.has_input(i) && init.input_type(i) != DataType::kFloat)
