@@ -292,24 +292,16 @@ def _check_fixed_dims(fixed, feeds):
 
 
 def _convert_python_feeds(session, input_feed):
-    """input_feed with Python lists turned into arrays of each input's declared element
-    type, as onnxruntime does: [[1, 2]] for an int32 input is int32, not np.asarray's
-    int64. A value the type cannot hold (300 for int8) fails with onnxruntime's
-    RuntimeError, and so do bare scalars (Python or numpy) and strings, which onnxruntime's
-    run() refuses too. Arrays and other objects pass through unchanged. (Calling the
-    session, nxrt's own API, goes through _call._to_array instead: it takes scalars, and
-    never truncates: 2.5 for an int input stays a float there.)"""
+    """input_feed with Python lists (and scalars) turned into arrays of each input's
+    declared element type, as onnxruntime does: [[1, 2]] for an int32 input is int32, not
+    np.asarray's int64. A value the type cannot hold (300 for int8) fails with
+    onnxruntime's RuntimeError. Arrays and other objects pass through unchanged. (Calling
+    the session, nxrt's own API, goes through _call._to_array instead, which never
+    truncates: 2.5 for an int input stays a float there.)"""
     declared = None
     converted = None
     for name, value in input_feed.items():
-        if name in session._sequence_inputs:
-            continue
-        if isinstance(value, (bool, int, float, np.generic)):
-            raise RuntimeError(f"Unable to handle object of type {type(value)}")
-        if isinstance(value, (str, bytes)):
-            raise RuntimeError("Input must be a list of dictionaries or a single numpy array "
-                               f"for input '{name}'.")
-        if not isinstance(value, (list, tuple)):
+        if not isinstance(value, (list, tuple, bool, int, float)) or name in session._sequence_inputs:
             continue
         if declared is None:
             declared = _call._plan(session).declared

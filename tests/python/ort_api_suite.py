@@ -250,16 +250,6 @@ def test_python_lists_the_type_cannot_hold():
             sess.run(None, {"x": value})
 
 
-def test_bare_scalars_and_strings_are_refused_by_run():
-    sess = ort.InferenceSession(_identity_model(TensorProto.FLOAT), providers=["CPUExecutionProvider"])
-    for value in (3.0, 3, True, np.float32(3.0)):
-        with pytest.raises(RuntimeError, match=f"Unable to handle object of type {type(value)}"):
-            sess.run(None, {"x": value})
-    with pytest.raises(RuntimeError, match="Input must be a list of dictionaries or a single numpy"):
-        sess.run(None, {"x": "3"})
-    assert sess.run(None, {"x": np.array(3.0, np.float32)})[0] == 3.0  # a 0-d array is fine
-
-
 def test_numpy_arrays_keep_their_dtype():
     sess = ort.InferenceSession(_identity_model(TensorProto.INT32), providers=["CPUExecutionProvider"])
     with pytest.raises(Exception, match="Unexpected input data type"):
