@@ -111,3 +111,11 @@ def test_bad_inputs_are_named():
         nxrt.InferenceSession(data).run(None, feeds)
     with pytest.raises(Exception, match="kv_num_heads"):
         nxrt.InferenceSession(_model({"num_heads": 3, "kv_num_heads": 2}, False, False, 0))
+
+
+def test_absurd_total_sequence_length_is_refused():
+    data = _model({"num_heads": 4, "kv_num_heads": 2}, False, False, 0)
+    feeds = _feeds(1, 2, 4, 2, 8, 0, [2], False, 0)
+    feeds["total_sequence_length"] = np.array(2 ** 30, np.int32)
+    with pytest.raises(Exception, match="total_sequence_length"):
+        nxrt.InferenceSession(data).run(None, feeds)

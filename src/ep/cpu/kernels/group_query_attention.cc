@@ -102,7 +102,11 @@ class GroupQueryAttentionKernel final : public Kernel {
     if (total_t.dtype() != DataType::kInt32 || total_t.numel() != 1)
       return invalid_argument("total_sequence_length must be one int32 value");
     const int64_t total = total_t.data<int32_t>()[0];
-    if (total < S) return invalid_argument("total_sequence_length ", total, " is below ", S);
+    // The cache holds the past and the new tokens, so the total never exceeds them: this
+    // also bounds the cache by the inputs' sizes (an absurd total is refused, not allocated).
+    if (total < S || total > P + S)
+      return invalid_argument("total_sequence_length ", total, " must be between ", S, " and ",
+                              P + S, " (the past plus the new tokens)");
     const int64_t T = std::max(P, total);  // the present cache's length
     const bool first_prompt = P == 0 && S == total;
     std::vector<int64_t> past_len(static_cast<size_t>(B));
