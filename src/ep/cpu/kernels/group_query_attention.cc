@@ -57,7 +57,8 @@ void rotate(float* x, int64_t half, bool interleaved, const float* cos_row, cons
 
 class GroupQueryAttentionKernel final : public Kernel {
  public:
-  explicit GroupQueryAttentionKernel(GqaAttrs a) : a_(a) {}
+  GroupQueryAttentionKernel(GqaAttrs a, bool want_key, bool want_value)
+      : a_(a), want_present_{want_key, want_value} {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& query = *ctx.input(0);
@@ -89,7 +90,8 @@ class GroupQueryAttentionKernel final : public Kernel {
                                   S, ",", Hkv * D, "]");
     int64_t P = 0;
     if (past_key || past_value) {
-      if (!past_key || !past_value) return invalid_argument("past_key and past_value come together");
+      if (!past_key || !past_value)
+        return invalid_argument("past_key and past_value come together");
       if (past_key->rank() != 4 || past_key->shape()[0] != B || past_key->shape()[1] != Hkv ||
           past_key->shape()[3] != D || past_value->shape() != past_key->shape())
         return invalid_argument("past_key/past_value shape ", past_key->shape().to_string(),
@@ -126,10 +128,16 @@ class GroupQueryAttentionKernel final : public Kernel {
     }
 
     NXRT_ASSIGN_OR_RETURN(Tensor * out, ctx.output(0, Shape{B, S, Hq * D}));
-    NXRT_ASSIGN_OR_RETURN(Tensor * present_key, ctx.output(1, Shape{B, Hkv, T, D}));
-    NXRT_ASSIGN_OR_RETURN(Tensor * present_value, ctx.output(2, Shape{B, Hkv, T, D}));
-    float* pk = present_key ? present_key->data<float>() : nullptr;
-    float* pv = present_value ? present_value->data<float>() : nullptr;
+    float* pk = nullptr;
+    float* pv = nullptr;
+    if (want_present_[0]) {
+      NXRT_ASSIGN_OR_RETURN(Tensor * present_key, ctx.output(1, Shape{B, Hkv, T, D}));
+      pk = present_key->data<float>();
+    }
+    if (want_present_[1]) {
+      NXRT_ASSIGN_OR_RETURN(Tensor * present_value, ctx.output(2, Shape{B, Hkv, T, D}));
+      pv = present_value->data<float>();
+    }
     // Without the present outputs the new keys still need a cache to attend over.
     const size_t cache_floats = size_t(B * Hkv * T * D);
     if (!pk) pk = thread_scratch<float>(cache_floats, 0);
@@ -186,7 +194,8 @@ class GroupQueryAttentionKernel final : public Kernel {
             rotate(q, half, a_.rotary_interleaved, cos_t->data<float>() + pos * half,
                    sin_t->data<float>() + pos * half);
           const int64_t last = pos;
-          const int64_t first = a_.local_window > 0 ? std::max<int64_t>(0, pos - a_.local_window + 1) : 0;
+          const int64_t first =
+              a_.local_window > 0 ? std::max<int64_t>(0, pos - a_.local_window + 1) : 0;
           float max = -std::numeric_limits<float>::infinity();
           for (int64_t j = first; j <= last; ++j) {
             float s = dot(q, k_rows + j * D, D) * scale;
@@ -217,6 +226,7 @@ class GroupQueryAttentionKernel final : public Kernel {
 
  private:
   GqaAttrs a_;
+  bool want_present_[2];
 };
 
 }  // namespace
@@ -236,7 +246,8 @@ Expected<KernelPtr> create_group_query_attention(KernelInit& init) {
   if (a.q_heads <= 0 || a.kv_heads <= 0 || a.q_heads % a.kv_heads != 0)
     return init.error(StatusCode::kInvalidGraph, "num_heads (", a.q_heads,
                       ") must be a positive multiple of kv_num_heads (", a.kv_heads, ")");
-  if (a.softcap < 0.0f) return init.error(StatusCode::kInvalidGraph, "softcap must not be negative");
+  if (a.softcap < 0.0f)
+    return init.error(StatusCode::kInvalidGraph, "softcap must not be negative");
   if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
   for (size_t i : {1, 2, 3, 4, 7, 8})
     if (init.has_input(i) && init.input_type(i) != DataType::kFloat)
@@ -247,7 +258,7 @@ Expected<KernelPtr> create_group_query_attention(KernelInit& init) {
       return init.error(StatusCode::kInvalidGraph, "input ", i,
                         " (seqlens_k / total_sequence_length) must be int32");
   init.set_all_outputs(DataType::kFloat);
-  return make_kernel<GroupQueryAttentionKernel>(a);
+  return make_kernel<GroupQueryAttentionKernel>(a, output_wanted(init, 1), output_wanted(init, 2));
 }
 
 }  // namespace nxrt::cpu
