@@ -30,8 +30,19 @@ struct InfoArgs {
   bool plan = false;  // also plan it and print the steps with their providers
 };
 
+struct TokenizeArgs {
+  std::string tokenizer;  // tokenizer.json
+  std::string text, file;
+  bool text_given = false, file_given = false;
+  bool add_special_tokens = false;
+  bool decode = false;  // the input holds ids; print their text
+  bool skip_special_tokens = false;
+  bool stats = false;  // load and encode times on stderr
+};
+
 Status run_command(const RunArgs& args);
 Status bench_command(const BenchArgs& args);
 Status info_command(const InfoArgs& args);
+Status tokenize_command(const TokenizeArgs& args);
 
 }  // namespace nxrt::cli

@@ -1,4 +1,5 @@
-// nxrt: command line front end to the runtime (run a model, benchmark it, describe it).
+// nxrt: command line front end to the runtime (run a model, benchmark it, describe it) and
+// to the text-generation layer's tokenizer.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -25,7 +26,7 @@ void add_input_options(CLI::App* cmd, nxrt::cli::InputOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"nxrt: run, benchmark and inspect ONNX models with the nxrt runtime"};
+  CLI::App app{"nxrt: run, benchmark and inspect ONNX models with the nxrt runtime; tokenize text"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "nxrt " NXRT_VERSION_STRING);
 
@@ -62,15 +63,41 @@ int main(int argc, char** argv) {
                      "Also plan the model (all graph passes) and print its steps: op, node, "
                      "execution provider, input and output values");
 
+  nxrt::cli::TokenizeArgs tok;
+  CLI::App* tok_cmd = app.add_subcommand(
+      "tokenize",
+      "Print the token ids of a text (space-separated, one line) under a Hugging Face "
+      "tokenizer.json (byte-level BPE), or with --decode the text of ids");
+  tok_cmd
+      ->add_option("tokenizer", tok.tokenizer,
+                   "tokenizer.json (a tokenizer_config.json beside it supplies BOS/EOS)")
+      ->required();
+  CLI::Option* text_opt =
+      tok_cmd->add_option("--text", tok.text, "The text (with --decode: the ids) to read");
+  CLI::Option* file_opt =
+      tok_cmd->add_option("--file", tok.file, "Read the text (with --decode: the ids) from FILE");
+  text_opt->excludes(file_opt);
+  tok_cmd->add_flag("--add-special-tokens", tok.add_special_tokens,
+                    "Put the tokenizer's BOS/EOS around the ids as its post-processor says");
+  tok_cmd->add_flag("--decode", tok.decode,
+                    "The input is ids (separated by spaces or commas): print their text as is");
+  tok_cmd->add_flag("--skip-special-tokens", tok.skip_special_tokens,
+                    "With --decode, leave special tokens out of the text");
+  tok_cmd->add_flag("--stats", tok.stats, "Print load and encode times to stderr");
+
   CLI11_PARSE(app, argc, argv);
+  tok.text_given = text_opt->count() > 0;
+  tok.file_given = file_opt->count() > 0;
 
   nxrt::Status status;
   if (run_cmd->parsed())
     status = nxrt::cli::run_command(run);
   else if (bench_cmd->parsed())
     status = nxrt::cli::bench_command(bench);
-  else
+  else if (info_cmd->parsed())
     status = nxrt::cli::info_command(info);
+  else
+    status = nxrt::cli::tokenize_command(tok);
   if (!status.ok()) {
     std::fflush(stdout);
     std::fprintf(stderr, "nxrt: error: %s\n", status.message().c_str());

@@ -136,6 +136,11 @@ class SmallVec {
   std::unique_ptr<T[]> heap_;
 };
 
+// Whether the node names output i (optional outputs may be omitted or named "").
+inline bool output_wanted(const KernelInit& init, size_t i) {
+  return i < init.node.outputs.size() && !init.node.outputs[i].empty();
+}
+
 // A kernel's per-thread scratch (core/scratch.h): `slot` (0..3) tells apart buffers
 // needed at the same time. Only leaf code (no subgraphs, no other kernels while it is in
 // use) may hold it; the GEMM and vector routines a kernel calls use slots of their own.

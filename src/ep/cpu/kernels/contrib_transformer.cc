@@ -210,10 +210,6 @@ class SkipLayerNormKernel final : public Kernel {
   bool want_mean_, want_inv_, want_sum_;
 };
 
-bool wanted_output(const KernelInit& init, size_t i) {
-  return i < init.node.outputs.size() && !init.node.outputs[i].empty();
-}
-
 }  // namespace
 
 namespace {
@@ -233,8 +229,8 @@ Expected<KernelPtr> create_skip_norm(KernelInit& init, bool simplified) {
   AttrReader attrs(init.node);
   const float epsilon = attrs.get_float("epsilon", 1e-12f);
   NXRT_RETURN_IF_ERROR(attrs.status());
-  return make_kernel<SkipLayerNormKernel>(simplified, epsilon, wanted_output(init, 1),
-                                          wanted_output(init, 2), wanted_output(init, 3));
+  return make_kernel<SkipLayerNormKernel>(simplified, epsilon, output_wanted(init, 1),
+                                          output_wanted(init, 2), output_wanted(init, 3));
 }
 
 }  // namespace

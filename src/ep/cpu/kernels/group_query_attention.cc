@@ -57,7 +57,8 @@ void rotate(float* x, int64_t half, bool interleaved, const float* cos_row, cons
 
 class GroupQueryAttentionKernel final : public Kernel {
  public:
-  explicit GroupQueryAttentionKernel(GqaAttrs a) : a_(a) {}
+  GroupQueryAttentionKernel(GqaAttrs a, bool want_key, bool want_value)
+      : a_(a), want_present_{want_key, want_value} {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& query = *ctx.input(0);
@@ -131,10 +132,16 @@ class GroupQueryAttentionKernel final : public Kernel {
     }
 
     NXRT_ASSIGN_OR_RETURN(Tensor * out, ctx.output(0, Shape{B, S, Hq * D}));
-    NXRT_ASSIGN_OR_RETURN(Tensor * present_key, ctx.output(1, Shape{B, Hkv, T, D}));
-    NXRT_ASSIGN_OR_RETURN(Tensor * present_value, ctx.output(2, Shape{B, Hkv, T, D}));
-    float* pk = present_key ? present_key->data<float>() : nullptr;
-    float* pv = present_value ? present_value->data<float>() : nullptr;
+    float* pk = nullptr;
+    float* pv = nullptr;
+    if (want_present_[0]) {
+      NXRT_ASSIGN_OR_RETURN(Tensor * present_key, ctx.output(1, Shape{B, Hkv, T, D}));
+      pk = present_key->data<float>();
+    }
+    if (want_present_[1]) {
+      NXRT_ASSIGN_OR_RETURN(Tensor * present_value, ctx.output(2, Shape{B, Hkv, T, D}));
+      pv = present_value->data<float>();
+    }
     // Without the present outputs the new keys still need a cache to attend over.
     const size_t cache_floats = size_t(B * Hkv * T * D);
     if (!pk) pk = thread_scratch<float>(cache_floats, 0);
@@ -223,6 +230,7 @@ class GroupQueryAttentionKernel final : public Kernel {
 
  private:
   GqaAttrs a_;
+  bool want_present_[2];
 };
 
 }  // namespace
@@ -254,7 +262,7 @@ Expected<KernelPtr> create_group_query_attention(KernelInit& init) {
       return init.error(StatusCode::kInvalidGraph, "input ", i,
                         " (seqlens_k / total_sequence_length) must be int32");
   init.set_all_outputs(DataType::kFloat);
-  return make_kernel<GroupQueryAttentionKernel>(a);
+  return make_kernel<GroupQueryAttentionKernel>(a, output_wanted(init, 1), output_wanted(init, 2));
 }
 
 }  // namespace nxrt::cpu

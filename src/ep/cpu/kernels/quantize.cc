@@ -16,6 +16,7 @@
 
 #include "core/float8.h"
 #include "ep/cpu/kernels/common.h"
+#include "ep/cpu/kernels/dynamic_quant.h"
 #include "ep/cpu/vmath/vmath.h"
 
 namespace nxrt::cpu {
@@ -415,26 +416,8 @@ class DynamicQuantizeKernel final : public Kernel {
     const Tensor& x = *ctx.input(0);
     const float* px = x.data<float>();
     const int64_t n = x.numel();
-    // The range always includes 0 so that 0 is exactly representable. NaN is skipped
-    // (std::max / std::min keep the running value). 16 partial extremes vectorize.
-    float hi[16] = {}, lo[16] = {};
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-      for (int j = 0; j < 16; ++j) {
-        hi[j] = std::max(hi[j], px[i + j]);
-        lo[j] = std::min(lo[j], px[i + j]);
-      }
-    float maxx = 0, minx = 0;
-    for (; i < n; ++i) {
-      maxx = std::max(maxx, px[i]);
-      minx = std::min(minx, px[i]);
-    }
-    for (int j = 0; j < 16; ++j) {
-      maxx = std::max(maxx, hi[j]);
-      minx = std::min(minx, lo[j]);
-    }
-    const float scale = (maxx == minx ? 1.0f : maxx - minx) / 255.0f;
-    const float zp = std::nearbyint(std::clamp(0.0f - minx / scale, 0.0f, 255.0f));
+    const DynamicQuantParams params = dynamic_quant_params(px, n);
+    const float scale = params.scale, zp = params.zero_point;
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
     vmath::quantize_8bit(px, size_t(n), scale, zp, false, y->data<uint8_t>());
     if (ctx.num_outputs() > 1) {
@@ -462,6 +445,31 @@ Status check_scale_type(const KernelInit& init, bool quantize) {
 }
 
 }  // namespace
+
+DynamicQuantParams dynamic_quant_params(const float* x, int64_t n) {
+  // The range always includes 0 so that 0 is exactly representable. NaN is skipped
+  // (std::max / std::min keep the running value). 16 partial extremes vectorize.
+  float hi[16] = {}, lo[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) {
+      hi[j] = std::max(hi[j], x[i + j]);
+      lo[j] = std::min(lo[j], x[i + j]);
+    }
+  float maxx = 0, minx = 0;
+  for (; i < n; ++i) {
+    maxx = std::max(maxx, x[i]);
+    minx = std::min(minx, x[i]);
+  }
+  for (int j = 0; j < 16; ++j) {
+    maxx = std::max(maxx, hi[j]);
+    minx = std::min(minx, lo[j]);
+  }
+  DynamicQuantParams p;
+  p.scale = (maxx == minx ? 1.0f : maxx - minx) / 255.0f;
+  p.zero_point = std::nearbyint(std::clamp(0.0f - minx / p.scale, 0.0f, 255.0f));
+  return p;
+}
 
 Expected<KernelPtr> create_quantize_linear(KernelInit& init) {
   AttrReader attrs(init.node);

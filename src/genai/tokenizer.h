@@ -1,0 +1,117 @@
+// Byte-level BPE tokenizer read from a Hugging Face tokenizer.json: the C++ port of
+// nxrt.genai.tokenizer (python/nxrt/genai/tokenizer.py), giving the same ids as it and as
+// Hugging Face tokenizers for what it supports:
+//   model        BPE (merges as "a b" strings or [a, b] pairs, ignore_merges, unk_token)
+//   normalizer   none or NFC
+//   pre-tokenizer a Sequence of Digits and Split (the GPT-2, Llama 3 and Qwen2 patterns,
+//                behavior Isolated) ending with ByteLevel (add_prefix_space, use_regex)
+//   added tokens special or not, matched before pre-tokenization, longest first
+//                ("normalized" is ignored, as by the Python port)
+//   post-processor TemplateProcessing (BOS/EOS around a single sequence), ByteLevel
+//   decoder      ByteLevel
+// Anything else (Unigram, WordPiece, other normalizers or patterns, lstrip/rstrip added
+// tokens, byte fallback) is refused with an error naming it, never tokenized differently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "genai/added_tokens.h"
+#include "genai/bpe_model.h"
+#include "genai/pre_tokenizer.h"
+#include "genai/utf8.h"
+
+namespace nxrt::genai {
+
+class StreamDecoder;
+
+// What tokenizer_json.cc reads from the files; a Tokenizer is built from it.
+struct TokenizerParts {
+  std::vector<std::string> tokens;  // by id: byte-level form, added tokens as text
+  std::vector<uint8_t> present;     // per id: 0 for an id the files leave unused
+  std::vector<std::pair<std::string, int32_t>> added;  // added tokens in file order
+  std::vector<int32_t> special_ids;                    // added tokens marked special
+  std::unique_ptr<BpeModel> bpe;
+  PreTokenizerSpec pre_tokenizer;
+  bool nfc = false;
+  std::vector<int32_t> prefix_ids, suffix_ids;  // what add_special_tokens puts around
+  std::optional<int32_t> bos_id, eos_id;        // from tokenizer_config.json
+};
+
+class Tokenizer {
+ public:
+  // Reads tokenizer.json; bos/eos and add_bos_token/add_eos_token come from
+  // config_path, or when that is empty from a tokenizer_config.json next to `path` if
+  // there is one. Errors name the file and the field at fault.
+  static Expected<std::unique_ptr<Tokenizer>> from_json_file(const std::string& path,
+                                                             const std::string& config_path = "");
+  // The same from the files' contents (config_json may be empty).
+  static Expected<std::unique_ptr<Tokenizer>> from_json(std::string_view json,
+                                                        std::string_view config_json = "");
+
+  explicit Tokenizer(TokenizerParts parts);
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+
+  // Token ids of UTF-8 text; with add_special_tokens, the post-processor's BOS/EOS around
+  // them. Bytes that are not valid UTF-8 are tokenized as bytes (decode gives them back).
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = false) const;
+  // The text of the ids; bytes that do not form UTF-8 become U+FFFD. An id outside the
+  // vocabulary is an error.
+  Expected<std::string> decode(std::span<const int32_t> ids,
+                               bool skip_special_tokens = false) const;
+  // The bytes one id stands for ("" for a special token when skipping them).
+  Expected<std::string_view> token_bytes(int32_t id, bool skip_special_tokens = false) const;
+
+  // Vocabulary strings are in byte-level form ("Ġthe"), added tokens as written.
+  std::optional<int32_t> token_to_id(std::string_view token) const;
+  std::optional<std::string> id_to_token(int32_t id) const;
+  int32_t vocab_size() const { return int32_t(tokens_.size()); }
+  std::optional<int32_t> bos_id() const { return bos_id_; }
+  std::optional<int32_t> eos_id() const { return eos_id_; }
+
+ private:
+  using WordCache = StringMap<std::vector<int32_t>>;
+  void encode_plain(std::string_view text, WordCache& cache, std::vector<int32_t>& ids) const;
+
+  std::vector<std::string> tokens_;
+  std::vector<std::string> bytes_;  // per id: what decode writes
+  std::vector<uint8_t> present_, special_;
+  std::unique_ptr<BpeModel> bpe_;
+  PreTokenizer pre_tokenizer_;
+  AddedTokenMatcher added_;
+  bool nfc_;
+  std::vector<int32_t> prefix_ids_, suffix_ids_;
+  std::optional<int32_t> bos_id_, eos_id_;
+
+  // Ids of pieces seen before; it starts over when full. Concurrent encode calls use it
+  // one at a time and the others a cache of their own call.
+  mutable std::mutex cache_mutex_;
+  mutable WordCache cache_;
+};
+
+// Decodes ids one at a time for streaming output: add() returns the text the id
+// completes and holds back the bytes of a character split across tokens; flush() returns
+// what is left (an incomplete character there becomes U+FFFD).
+class StreamDecoder {
+ public:
+  explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false)
+      : tokenizer_(&tokenizer), skip_special_tokens_(skip_special_tokens) {}
+
+  Expected<std::string> add(int32_t id);
+  std::string flush() { return utf8_.finish(); }
+
+ private:
+  const Tokenizer* tokenizer_;
+  bool skip_special_tokens_;
+  Utf8Stream utf8_;
+};
+
+}  // namespace nxrt::genai

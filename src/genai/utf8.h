@@ -1,0 +1,45 @@
+// UTF-8 for the tokenizer: lenient decoding of input text (invalid bytes survive as
+// stand-in characters, so encode never fails and decode gives the bytes back), decoding
+// with U+FFFD for invalid bytes as Python's errors="replace" does, and a stream that holds
+// back a character whose bytes are split across tokens.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nxrt::genai {
+
+// Code points from here on stand for one byte of invalid UTF-8 (kRawByteBase + byte):
+// they are no Unicode character, so no table matches them.
+constexpr char32_t kRawByteBase = 0x110000;
+inline bool is_raw_byte(char32_t c) { return c >= kRawByteBase; }
+
+// Text as code points, with each one's byte offset (offsets has one more entry: the end).
+struct DecodedText {
+  std::vector<char32_t> chars;
+  std::vector<uint32_t> offsets;
+};
+
+// Decodes `text`; every byte that is not part of a valid sequence becomes a raw-byte char.
+void decode_utf8_lenient(std::string_view text, DecodedText& out);
+// Appends the UTF-8 of `c` (a raw-byte char appends its byte).
+void append_utf8(char32_t c, std::string& out);
+// Valid UTF-8: each maximal invalid or truncated subpart of `bytes` becomes one U+FFFD,
+// the replacement practice of the Unicode standard that CPython's decoder follows.
+std::string utf8_replace_invalid(std::string_view bytes);
+
+// Turns a byte stream into complete UTF-8 text: push() returns what the bytes so far
+// complete and keeps a trailing incomplete character for the next push; finish() returns
+// the rest (an incomplete character there becomes U+FFFD).
+class Utf8Stream {
+ public:
+  std::string push(std::string_view bytes);
+  std::string finish();
+
+ private:
+  std::string pending_;
+};
+
+}  // namespace nxrt::genai
