@@ -97,7 +97,10 @@ def build(entry, out=None):
     log = (lambda s: print(s, file=out, flush=True)) if out else (lambda s: None)
     gguf = _fetcher().fetch_source(entry, cache_dir(), log)
     weights = "int4" if entry["id"].endswith("int4") else "fp32"
-    convert_gguf(gguf, os.path.join(cache_dir(), entry["id"]), weights=weights)
+    # attention="ops": the manifest's input recipe is the optimum-style decoder I/O
+    # (position_ids fed, a past of 63 positions), which standard attention ops take.
+    convert_gguf(gguf, os.path.join(cache_dir(), entry["id"]), weights=weights,
+                 attention="ops")
     log(f"{entry['id']:<24} built from {os.path.basename(gguf)} ({weights})")
     return model_path(entry)
 

@@ -50,14 +50,17 @@ def _ort_greedy(folder, prompt_ids, n):
     s = ort.InferenceSession(os.path.join(folder, "model.onnx"), so,
                              providers=["CPUExecutionProvider"])
     layers = sum(1 for i in s.get_inputs() if i.name.endswith(".key"))
+    # Folders with GroupQueryAttention take positions from the mask, not position_ids.
+    has_positions = any(i.name == "position_ids" for i in s.get_inputs())
     past = {f"past_key_values.{i}.{k}": np.zeros((1, 3, 0, 64), np.float32)
             for i in range(layers) for k in ("key", "value")}
     ids, out, pos = list(prompt_ids), [], 0
     first_logits = None
     while len(out) < n:
         feeds = dict(past, input_ids=np.array([ids], np.int64),
-                     attention_mask=np.ones((1, pos + len(ids)), np.int64),
-                     position_ids=np.arange(pos, pos + len(ids), dtype=np.int64)[None])
+                     attention_mask=np.ones((1, pos + len(ids)), np.int64))
+        if has_positions:
+            feeds["position_ids"] = np.arange(pos, pos + len(ids), dtype=np.int64)[None]
         res = s.run(None, feeds)
         if first_logits is None:
             first_logits = res[0][0, -1]
@@ -287,8 +290,28 @@ def test_converted_folder_layout(folder):
     cfg = json.load(open(os.path.join(folder, "genai_config.json")))
     assert cfg["model"]["decoder"]["num_hidden_layers"] == 30
     assert cfg["model"]["eos_token_id"] == 2
+    # GroupQueryAttention (positions from the mask) with a cache past and present share.
+    assert cfg["search"]["past_present_share_buffer"] is True
+    assert "position_ids" not in cfg["model"]["decoder"]["inputs"]
     s = nxrt.InferenceSession(os.path.join(folder, "model.onnx"))
     inputs = [i.name for i in s.get_inputs()]
-    assert inputs[:3] == ["input_ids", "attention_mask", "position_ids"]
+    assert inputs[:3] == ["input_ids", "attention_mask", "past_key_values.0.key"]
     assert "past_key_values.29.value" in inputs
     assert [o.name for o in s.get_outputs()][:2] == ["logits", "present.0.key"]
+
+
+def test_standard_ops_conversion_decodes_the_same(gguf_path, tmp_path):
+    """attention="ops": standard ONNX attention with position_ids and a cache grown by
+    Concat (the optimum decoder I/O); the same greedy tokens as the default folder."""
+    import json
+
+    from nxrt.genai.engine import Engine
+
+    ops = convert_gguf(gguf_path, str(tmp_path / "ops"), weights="fp32", attention="ops")
+    cfg = json.load(open(os.path.join(ops, "genai_config.json")))
+    assert cfg["search"]["past_present_share_buffer"] is False
+    s = nxrt.InferenceSession(os.path.join(ops, "model.onnx"))
+    assert [i.name for i in s.get_inputs()][:3] == ["input_ids", "attention_mask", "position_ids"]
+    gqa = convert_gguf(gguf_path, str(tmp_path / "gqa"), weights="fp32")
+    want = Engine.from_dir(gqa).generate(PROMPT, max_tokens=16, ignore_eos=True).token_ids
+    assert Engine.from_dir(ops).generate(PROMPT, max_tokens=16, ignore_eos=True).token_ids == want

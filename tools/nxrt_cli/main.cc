@@ -26,7 +26,9 @@ void add_input_options(CLI::App* cmd, nxrt::cli::InputOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"nxrt: run, benchmark and inspect ONNX models with the nxrt runtime; tokenize text"};
+  CLI::App app{
+      "nxrt: run, benchmark and inspect ONNX models with the nxrt runtime; tokenize text; generate "
+      "text"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "nxrt " NXRT_VERSION_STRING);
 
@@ -85,7 +87,37 @@ int main(int argc, char** argv) {
                     "With --decode, leave special tokens out of the text");
   tok_cmd->add_flag("--stats", tok.stats, "Print load and encode times to stderr");
 
+  nxrt::cli::GenerateArgs gen;
+  CLI::App* gen_cmd = app.add_subcommand(
+      "generate",
+      "Generate text with a language model folder in onnxruntime-genai's layout "
+      "(genai_config.json, model.onnx, tokenizer.json; python -m nxrt.genai convert makes one "
+      "from a GGUF file); prints the text, then prompt tokens, time to first token and "
+      "tokens/s on stderr");
+  gen_cmd->add_option("model", gen.model, "Model folder")->required();
+  CLI::Option* prompt_opt = gen_cmd->add_option("--prompt", gen.prompt, "The prompt, as is");
+  CLI::Option* prompt_file_opt =
+      gen_cmd->add_option("--prompt-file", gen.prompt_file, "Read the prompt from FILE");
+  prompt_opt->excludes(prompt_file_opt);
+  gen_cmd->add_option("--max-tokens", gen.max_tokens, "New tokens at most")
+      ->check(CLI::Range(1, 1 << 24));
+  gen_cmd->add_option("--temperature", gen.temperature, "0 (default): greedy");
+  gen_cmd->add_option("--top-k", gen.top_k, "Sample among the k likeliest tokens (0: all)");
+  gen_cmd->add_option("--top-p", gen.top_p, "Nucleus sampling mass");
+  gen_cmd->add_option("--min-p", gen.min_p, "Drop tokens below min_p times the top probability");
+  gen_cmd->add_option("--repetition-penalty", gen.repetition_penalty,
+                      "Above 1 discourages tokens of the prompt and the output");
+  CLI::Option* seed_opt = gen_cmd->add_option("--seed", gen.seed, "Random seed (sampling)");
+  gen_cmd->add_option("--stop", gen.stop, "Stop at this string (repeatable; not printed)");
+  gen_cmd->add_flag("--stream", gen.stream, "Print the text as it is generated");
+  gen_cmd->add_flag("--print-ids", gen.print_ids, "Print the generated token ids after the text");
+  gen_cmd->add_flag("--ignore-eos", gen.ignore_eos, "Go on past end-of-sequence (benchmarks)");
+  gen_cmd->add_option("-t,--threads", gen.threads, "Intra-op threads")->check(CLI::Range(1, 256));
+
   CLI11_PARSE(app, argc, argv);
+  gen.prompt_given = prompt_opt->count() > 0;
+  gen.prompt_file_given = prompt_file_opt->count() > 0;
+  gen.seed_given = seed_opt->count() > 0;
   tok.text_given = text_opt->count() > 0;
   tok.file_given = file_opt->count() > 0;
 
@@ -96,6 +128,8 @@ int main(int argc, char** argv) {
     status = nxrt::cli::bench_command(bench);
   else if (info_cmd->parsed())
     status = nxrt::cli::info_command(info);
+  else if (gen_cmd->parsed())
+    status = nxrt::cli::generate_command(gen);
   else
     status = nxrt::cli::tokenize_command(tok);
   if (!status.ok()) {

@@ -13,3 +13,16 @@
 
 from .chat_template import ChatTemplate, TemplateError  # noqa: F401
 from .gguf import GGUFError, GGUFFile  # noqa: F401
+
+
+def __getattr__(name):
+    # The engine and the converter load on first use (they import numpy and onnx).
+    if name in ("Engine", "GenerateResult", "GenAIError"):
+        from . import engine
+
+        return getattr(engine, name)
+    if name in ("convert_gguf", "ConvertError"):
+        from . import convert
+
+        return getattr(convert, name)
+    raise AttributeError(f"module 'nxrt.genai' has no attribute '{name}'")

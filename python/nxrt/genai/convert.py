@@ -2,7 +2,8 @@
 
 The folder holds:
 - model.onnx (+ model.onnx.data, the weights as external data): a decoder with inputs
-  input_ids [batch, seq], attention_mask [batch, past + seq], position_ids [batch, seq] and
+  input_ids [batch, seq], attention_mask [batch, past + seq], (without GroupQueryAttention)
+  position_ids [batch, seq], and
   past_key_values.N.key/value [batch, kv_heads, past, head_size]; outputs logits
   [batch, seq, vocab] and present.N.key/value [batch, kv_heads, past + seq, head_size].
 - genai_config.json, tokenizer.json, tokenizer_config.json (chat template included).
@@ -13,7 +14,9 @@ file, com.microsoft MatMulNBits blocks that keep the GGUF's codes and scales as 
 per-block minimum becomes a float zero point). Everything else (the embedding table that
 Gather reads, norms) is dequantized to float32.
 
-The graph uses standard ONNX ops (opset 17) plus MatMulNBits, so onnxruntime runs it too.
+The graph uses standard ONNX ops (opset 17) plus com.microsoft MatMulNBits and (by
+default) GroupQueryAttention, as onnxruntime-genai's model builder writes them, so
+onnxruntime and onnxruntime-genai run it too.
 """
 
 import json
@@ -114,8 +117,8 @@ class _Graph:
 
 
 class _LlamaBuilder:
-    def __init__(self, gguf, cfg, weights):
-        self.g, self.cfg, self.weights = gguf, cfg, weights
+    def __init__(self, gguf, cfg, weights, attention="gqa"):
+        self.g, self.cfg, self.weights, self.attention = gguf, cfg, weights, attention
         self.onnx = _onnx()
         self.b = _Graph(self.onnx)
         self.i64 = lambda v: self.b.const(np.array(v, dtype=np.int64))
@@ -199,12 +202,16 @@ class _LlamaBuilder:
     def build(self):
         onnx, h, b, cfg = self.onnx, self.b.h, self.b, self.cfg
         TP = onnx.TensorProto
+        gqa = self.attention == "gqa"
         inputs = [h.make_tensor_value_info("input_ids", TP.INT64, ["batch", "seq"]),
-                  h.make_tensor_value_info("attention_mask", TP.INT64, ["batch", "total"]),
-                  h.make_tensor_value_info("position_ids", TP.INT64, ["batch", "seq"])]
+                  h.make_tensor_value_info("attention_mask", TP.INT64, ["batch", "total"])]
+        if not gqa:  # GroupQueryAttention takes positions from the mask's lengths
+            inputs.append(h.make_tensor_value_info("position_ids", TP.INT64, ["batch", "seq"]))
         outputs = [h.make_tensor_value_info("logits", TP.FLOAT, ["batch", "seq", cfg.vocab])]
+        # With GroupQueryAttention past and present may be one max-length buffer
+        # (past_present_share_buffer): both dims are then the cache's capacity.
         kv_shape = ["batch", cfg.kv_heads, "past", cfg.head_size]
-        present_shape = ["batch", cfg.kv_heads, "total", cfg.head_size]
+        present_shape = ["batch", cfg.kv_heads, "present", cfg.head_size]
         for i in range(cfg.layers):
             for kind in ("key", "value"):
                 inputs.append(h.make_tensor_value_info(f"past_key_values.{i}.{kind}", TP.FLOAT,
@@ -214,6 +221,8 @@ class _LlamaBuilder:
         embed = self.tensor("token_embd.weight").astype(np.float32)
         x = b.op("Gather", [b.const(embed, "token_embd.weight"), "input_ids"], axis=0)
 
+        if gqa:
+            return self._build_gqa(inputs, outputs, x, embed)
         # Rotary angles [B, 1, S, D] from position_ids.
         inv_freq = 1.0 / (cfg.rope_base ** (np.arange(0, cfg.head_size, 2, dtype=np.float64)
                                             / cfg.head_size)) / cfg.rope_scale
@@ -269,11 +278,53 @@ class _LlamaBuilder:
                                    self.i64([0, 0, cfg.hidden])])
             x = b.op("Add", [x, self.linear(ctx, p + "attn_output.weight", cfg.hidden,
                                             cfg.hidden)])
-            hn = self.rms_norm(x, p + "ffn_norm.weight")
-            gate = self.linear(hn, p + "ffn_gate.weight", cfg.ffn, cfg.hidden)
-            up = self.linear(hn, p + "ffn_up.weight", cfg.ffn, cfg.hidden)
-            act = b.op("Mul", [b.op("Mul", [gate, b.op("Sigmoid", [gate])]), up])
-            x = b.op("Add", [x, self.linear(act, p + "ffn_down.weight", cfg.hidden, cfg.ffn)])
+            x = self._mlp(x, p)
+        return self._finish(inputs, outputs, x, embed)
+
+    def _mlp(self, x, p):
+        cfg, b = self.cfg, self.b
+        hn = self.rms_norm(x, p + "ffn_norm.weight")
+        gate = self.linear(hn, p + "ffn_gate.weight", cfg.ffn, cfg.hidden)
+        up = self.linear(hn, p + "ffn_up.weight", cfg.ffn, cfg.hidden)
+        act = b.op("Mul", [b.op("Mul", [gate, b.op("Sigmoid", [gate])]), up])
+        return b.op("Add", [x, self.linear(act, p + "ffn_down.weight", cfg.hidden, cfg.ffn)])
+
+    def _build_gqa(self, inputs, outputs, x, embed):
+        """Attention as com.microsoft GroupQueryAttention (as onnxruntime-genai's model
+        builder writes it): rotary inside the op from cos/sin tables, the positions and the
+        cache fill taken from the attention mask (seqlens_k = its sum - 1), so past and
+        present can share one preallocated buffer and a decode step copies no cache."""
+        b, cfg, TP = self.b, self.cfg, self.onnx.TensorProto
+        d = cfg.head_size
+        inv_freq = 1.0 / (cfg.rope_base ** (np.arange(0, d, 2, dtype=np.float64) / d))
+        angles = np.outer(np.arange(cfg.context, dtype=np.float64) / cfg.rope_scale, inv_freq)
+        cos = b.const(np.cos(angles).astype(np.float32), "cos_cache")
+        sin = b.const(np.sin(angles).astype(np.float32), "sin_cache")
+        lengths = b.op("ReduceSum", ["attention_mask", self.i64([1])], keepdims=0)
+        seqlens_k = b.op("Cast", [b.op("Sub", [lengths, self.i64(1)])], to=TP.INT32)
+        total = b.op("Cast", [b.op("Gather", [b.op("Shape", ["attention_mask"]), self.i64(1)],
+                                   axis=0)], to=TP.INT32)
+        for i in range(cfg.layers):
+            p = f"blk.{i}."
+            hn = self.rms_norm(x, p + "attn_norm.weight")
+            q = self.linear(hn, p + "attn_q.weight", cfg.hidden, cfg.hidden, cfg.heads)
+            k = self.linear(hn, p + "attn_k.weight", cfg.kv_heads * d, cfg.hidden, cfg.kv_heads)
+            v = self.linear(hn, p + "attn_v.weight", cfg.kv_heads * d, cfg.hidden)
+            ctx = b.op("GroupQueryAttention",
+                       [q, k, v, f"past_key_values.{i}.key", f"past_key_values.{i}.value",
+                        seqlens_k, total, cos, sin],
+                       [b.name("attention"), f"present.{i}.key", f"present.{i}.value"],
+                       domain="com.microsoft",
+                       num_heads=cfg.heads, kv_num_heads=cfg.kv_heads, do_rotary=1,
+                       rotary_interleaved=0)[0]
+            x = b.op("Add", [x, self.linear(ctx, p + "attn_output.weight", cfg.hidden,
+                                            cfg.hidden)])
+            x = self._mlp(x, p)
+        return self._finish(inputs, outputs, x, embed)
+
+    def _finish(self, inputs, outputs, x, embed):
+        """The final norm, the LM head and the model."""
+        b, cfg, h = self.b, self.cfg, self.b.h
         x = self.rms_norm(x, "output_norm.weight")
         # The LM head: output.weight, or the embedding matrix when they are tied.
         head = "output.weight" if "output.weight" in self.g.tensors else "token_embd.weight"
@@ -289,7 +340,7 @@ class _LlamaBuilder:
         return model
 
 
-def genai_config(cfg, metadata):
+def genai_config(cfg, metadata, attention="gqa"):
     eos = int(metadata.get("tokenizer.ggml.eos_token_id", 0))
     return {
         "model": {
@@ -301,7 +352,7 @@ def genai_config(cfg, metadata):
                 "head_size": cfg.head_size,
                 "hidden_size": cfg.hidden,
                 "inputs": {"input_ids": "input_ids", "attention_mask": "attention_mask",
-                           "position_ids": "position_ids",
+                           **({} if attention == "gqa" else {"position_ids": "position_ids"}),
                            "past_key_names": "past_key_values.%d.key",
                            "past_value_names": "past_key_values.%d.value"},
                 "outputs": {"logits": "logits", "present_key_names": "present.%d.key",
@@ -318,34 +369,37 @@ def genai_config(cfg, metadata):
         "search": {"diversity_penalty": 0.0, "do_sample": False, "early_stopping": True,
                    "length_penalty": 1.0, "max_length": cfg.context, "min_length": 0,
                    "no_repeat_ngram_size": 0, "num_beams": 1, "num_return_sequences": 1,
-                   "past_present_share_buffer": False, "repetition_penalty": 1.0,
+                   "past_present_share_buffer": attention == "gqa", "repetition_penalty": 1.0,
                    "temperature": 1.0, "top_k": 1, "top_p": 1.0},
     }
 
 
-def convert_gguf(gguf_path, out_dir, weights="fp32"):
+def convert_gguf(gguf_path, out_dir, weights="fp32", attention="gqa"):
     """Writes the ONNX model folder for GGUF file `gguf_path` as `out_dir`; returns out_dir.
     weights: "fp32" (every tensor dequantized) or "int4" (Q4_0 / Q4_1 / Q8_0 matrices as
-    MatMulNBits). The folder is written beside out_dir and renamed into place when whole,
+    MatMulNBits). attention: "gqa" (com.microsoft GroupQueryAttention, a cache that past
+    and present may share) or "ops" (standard ONNX ops only, the cache grown by Concat). The folder is written beside out_dir and renamed into place when whole,
     so an interrupted conversion never leaves a folder that looks finished; an existing
     out_dir is replaced."""
     import shutil
 
     if weights not in ("fp32", "int4"):
         raise ValueError(f"weights must be 'fp32' or 'int4', not {weights!r}")
+    if attention not in ("gqa", "ops"):
+        raise ValueError(f"attention must be 'gqa' or 'ops', not {attention!r}")
     out_dir = os.path.abspath(out_dir)
     partial = out_dir + ".partial"
     shutil.rmtree(partial, ignore_errors=True)
     g = GGUFFile(gguf_path)
     try:
         cfg = LlamaConfig(g.metadata, g.tensors)
-        model = _LlamaBuilder(g, cfg, weights).build()
+        model = _LlamaBuilder(g, cfg, weights, attention).build()
         os.makedirs(partial)
         _onnx().save_model(model, os.path.join(partial, "model.onnx"),
                            save_as_external_data=True, all_tensors_to_one_file=True,
                            location="model.onnx.data", size_threshold=1024)
         with open(os.path.join(partial, "genai_config.json"), "w") as f:
-            json.dump(genai_config(cfg, g.metadata), f, indent=2)
+            json.dump(genai_config(cfg, g.metadata, attention), f, indent=2)
         from .tokenizer import write_tokenizer_files
 
         write_tokenizer_files(g.metadata, partial)

@@ -146,8 +146,17 @@ class GroupQueryAttentionKernel final : public Kernel {
     const size_t cache_floats = size_t(B * Hkv * T * D);
     if (!pk) pk = thread_scratch<float>(cache_floats, 0);
     if (!pv) pv = thread_scratch<float>(cache_floats, 1);
-    // The past, then the new (rotated) keys and values after each sequence's past.
-    for (int64_t bh = 0; bh < B * Hkv; ++bh) {
+    // The past, then the new (rotated) keys and values after each sequence's past. A
+    // caller that binds present to past's own memory (past_present_share_buffer: a
+    // generation engine's preallocated cache) gets the new rows written in place, with
+    // no copy of the cache.
+    const bool shared_key = P > 0 && past_key->data<float>() == pk;
+    const bool shared_value = P > 0 && past_value->data<float>() == pv;
+    if (shared_key != shared_value || ((shared_key || shared_value) && T != P))
+      return invalid_argument(
+          "present_key/present_value share the past's memory only together "
+          "and only when the past has the capacity of the present");
+    for (int64_t bh = 0; bh < B * Hkv && !shared_key; ++bh) {
       float* k_rows = pk + bh * T * D;
       float* v_rows = pv + bh * T * D;
       if (P > 0) {
