@@ -54,61 +54,12 @@ settings.register_profile("long", max_examples=int(os.environ.get("NXRT_PROPERTY
                           derandomize=False, **_COMMON)
 BASE = settings.get_profile(PROFILE)
 
-def _x(case, name="x"):
-    return next(a for n, a in case.inputs if n == name)
-
-
-def _has(case, test, name="x"):
-    x = _x(case, name)
-    return x.dtype.kind == "f" and bool(test(x.astype(np.float64)).any())
-
-
-def _input(case, name):
-    return any(n == name for n, _ in case.inputs)
-
-
-def _fractional_resize(case):
-    """Resize whose scale times an input length is not an integer, by its scales or by
-    keep_aspect_ratio_policy, with a coordinate transform that divides by length - 1."""
-    if case.attrs.get("coordinate_transformation_mode") not in ("align_corners",
-                                                                "tf_crop_and_resize"):
-        return False
-    shape = np.array(_x(case).shape, np.float64)
-    if _input(case, "scales") and _x(case, "scales").size:
-        lengths = shape * _x(case, "scales").astype(np.float64)
-    elif case.attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-        axes = case.attrs["axes"]
-        ratios = _x(case, "sizes") / shape[axes]
-        scale = ratios.min() if case.attrs["keep_aspect_ratio_policy"] == "not_larger" \
-            else ratios.max()
-        lengths = scale * shape[axes]
-    else:
-        return False
-    return bool((lengths != np.floor(lengths)).any())
-
-
 # Known nxrt bugs: spec name -> [(predicate on the drawn Case, reason)]. The profiles
 # reject the draws they match (their saved regression cases, xfail(strict=True), keep
-# them tested); NXRT_PROPERTY_KNOWN_BUGS=1 draws them too.
-KNOWN_NXRT_BUGS = {
-    "Abs": [(lambda c: _x(c).dtype in (np.float64, np.float16)
-             and _has(c, lambda x: (x == 0) & np.signbit(x)),
-             "Abs(-0.0) is -0.0 in float64 and float16 (IEEE abs: +0.0; float32 is right)")],
-    "Sign": [(lambda c: _x(c).dtype != np.float16 and _has(c, np.isnan),
-              "Sign(NaN) is 0 in float32 and float64 (onnxruntime, onnx.reference: NaN)")],
-    "Celu": [(lambda c: _has(c, np.isnan), "Celu(NaN) is 0 (onnxruntime, onnx.reference: NaN)")],
-    "HardSigmoid": [(lambda c: _x(c).dtype == np.float64 and _has(c, np.isnan),
-                     "HardSigmoid(NaN) is 1 in float64 (onnx.reference: NaN; float32 is NaN)")],
-    "Clip": [(lambda c: c.opset >= 11 and (
-        (not _input(c, "min") and _has(c, lambda x: x == -np.inf))
-        or (not _input(c, "max") and _has(c, lambda x: x == np.inf))),
-        "Clip 11+ without min or max keeps -inf / inf: the spec's bounds default to "
-        "numeric_limits::lowest() and max() (onnxruntime: -FLT_MAX / FLT_MAX)")],
-    "Resize": [(_fractional_resize,
-                "Resize, align_corners or tf_crop_and_resize, a scale (given, or from "
-                "keep_aspect_ratio_policy) making a fractional length: nxrt divides by "
-                "(length * scale - 1), not by (length_resized - 1), the output's length")],
-}
+# them tested); NXRT_PROPERTY_KNOWN_BUGS=1 draws them too. None at present: Abs(-0.0),
+# Sign/Celu/HardSigmoid of NaN, Clip 11+'s absent bounds and Resize's align_corners /
+# tf_crop_and_resize of a fractional scale are fixed (test_property_fixes.py).
+KNOWN_NXRT_BUGS = {}
 CHECK_KNOWN = os.environ.get("NXRT_PROPERTY_KNOWN_BUGS", "0") == "1"
 
 

@@ -243,10 +243,17 @@ class ClipKernel final : public Kernel {
   template <typename T>
   Status run(KernelContext& ctx) const {
     using W = wide_t<T>;
+    // An absent bound is the spec's numeric_limits<T>::lowest() / max() (onnxruntime too):
+    // an infinite input clamps to T's largest finite value (onnx.reference skips the bound).
     W lo = std::numeric_limits<W>::lowest(), hi = std::numeric_limits<W>::max();
-    if constexpr (std::is_floating_point_v<W>) {
-      lo = -std::numeric_limits<W>::infinity();
-      hi = std::numeric_limits<W>::infinity();
+    if constexpr (std::is_same_v<T, Float16>) {
+      hi = 65504.0f;
+      lo = -hi;
+    } else if constexpr (std::is_same_v<T, BFloat16>) {
+      BFloat16 largest;
+      largest.bits = 0x7f7f;  // 3.3895314e38
+      hi = float(largest);
+      lo = -hi;
     }
     if (from_attrs_) {
       lo = W(attr_min_);

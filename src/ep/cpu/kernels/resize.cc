@@ -58,8 +58,11 @@ struct AxisPlan {
 
 double source_coord(const ResizeConfig& cfg, int64_t y, double scale, int64_t in, int64_t out,
                     double roi_start, double roi_end) {
-  // The real-valued output length: the reference (and its test data) uses scale * in,
-  // which differs from the integer length when a scale does not divide evenly.
+  // The spec's length_resized is the output's (integer) length: align_corners and
+  // tf_crop_and_resize divide by out - 1 (onnxruntime too). Only half_pixel_symmetric uses
+  // the real-valued output_width, scale * in, which differs when a scale does not divide
+  // evenly. (onnx.reference, and the backend test data made with it, divide by
+  // scale * in - 1: see known_failures.txt.)
   const double out_len = scale * double(in);
   const double yd = double(y);
   switch (cfg.coord) {
@@ -68,14 +71,14 @@ double source_coord(const ResizeConfig& cfg, int64_t y, double scale, int64_t in
     case Coord::kPytorchHalfPixel:
       return out > 1 ? (yd + 0.5) / scale - 0.5 : 0.0;
     case Coord::kAlignCorners:
-      return out_len == 1.0 ? 0.0 : yd * double(in - 1) / (out_len - 1.0);
+      return out == 1 ? 0.0 : yd * double(in - 1) / double(out - 1);
     case Coord::kAsymmetric:
       return yd / scale;
     case Coord::kTfHalfPixelForNn:
       return (yd + 0.5) / scale;
     case Coord::kTfCropAndResize: {
       const double span = (roi_end - roi_start) * double(in - 1);
-      const double x = out_len == 1.0 ? span / 2 : yd * span / (out_len - 1.0);
+      const double x = out == 1 ? span / 2 : yd * span / double(out - 1);
       return x + roi_start * double(in - 1);
     }
     case Coord::kHalfPixelSymmetric: {

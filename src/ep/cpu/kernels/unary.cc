@@ -78,6 +78,7 @@ const FloatOpDef kFloatOps[] = {
      [](double x, const Params&) { return x * std::tanh(x > 30 ? x : std::log1p(std::exp(x))); }},
     {"Celu",
      [](double x, const Params& p) {
+       if (std::isnan(x)) return x;  // (std::max/min would turn NaN into 0)
        return std::max(0.0, x) + std::min(0.0, p.alpha * (std::exp(x / p.alpha) - 1.0));
      }},
     {"ThresholdedRelu", [](double x, const Params& p) { return x > p.alpha ? x : 0.0; }},
@@ -208,13 +209,23 @@ enum class SignedOp { kAbs, kNeg, kSign, kRelu };
 
 template <typename T>
 T signed_apply(SignedOp op, T x) {
-  using W = std::conditional_t<std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>, float, T>;
+  constexpr bool kHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+  using W = std::conditional_t<kHalf, float, T>;
+  if constexpr (kHalf) {
+    if (op == SignedOp::kAbs) {  // IEEE abs: clear the sign bit (-0 -> +0, NaN stays NaN)
+      T r = x;
+      r.bits = uint16_t(x.bits & 0x7fffu);
+      return r;
+    }
+  }
   const W v = W(x);
   W r = v;
   switch (op) {
     case SignedOp::kAbs:
       if constexpr (std::is_unsigned_v<W>)
         r = v;
+      else if constexpr (std::is_floating_point_v<W>)
+        r = std::fabs(v);  // -0 -> +0 (a compare-and-negate keeps -0)
       else
         r = v < W(0) ? W(-v) : v;
       break;
@@ -222,7 +233,9 @@ T signed_apply(SignedOp op, T x) {
       r = W(-v);
       break;
     case SignedOp::kSign:
-      r = v > W(0) ? W(1) : (v < W(0) ? W(-1) : W(0));
+      // NaN is none of the spec's three cases: it passes through (numpy, onnx.reference,
+      // onnxruntime's float and double).
+      r = v > W(0) ? W(1) : (v < W(0) ? W(-1) : (v == W(0) ? W(0) : v));
       break;
     case SignedOp::kRelu:
       r = v < W(0) ? W(0) : v;

@@ -62,8 +62,11 @@ double reference(Unary fn, const UnaryParams& p, double x) {
       return x < 0 ? 0.0 : x;  // NaN passes through
     case Unary::kLeakyRelu:
       return x < 0 ? x * double(p.alpha) : x;
-    case Unary::kHardSigmoid:
-      return std::max(0.0, std::min(1.0, double(p.alpha) * x + double(p.beta)));
+    case Unary::kHardSigmoid: {
+      const double v = double(p.alpha) * x + double(p.beta);
+      if (std::isnan(v)) return v;  // (std::max/min would make NaN 1; the vectors keep it)
+      return std::max(0.0, std::min(1.0, v));
+    }
     case Unary::kHardSwish:
       return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
     case Unary::kSwish:
