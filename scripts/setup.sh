@@ -9,8 +9,9 @@ need_apt=()
 # libgl1, libglib2.0-0: OpenCV's runtime, for rapidocr in tests/python/test_libraries.py.
 # clang-format: scripts/test.sh checks that the C and C++ sources are formatted.
 # nlohmann-json3-dev: the JSON reader of src/genai (tokenizer.json), header-only.
+# libcpp-httplib-dev: the HTTP server of `nxrt serve`.
 for pkg in cmake ninja-build g++ clang-format libprotozero-dev libgtest-dev libbenchmark-dev pkg-config libcli11-dev espeak-ng sox \
-           nlohmann-json3-dev \
+           nlohmann-json3-dev libcpp-httplib-dev \
            clang libclang-rt-14-dev libgl1 libglib2.0-0; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done

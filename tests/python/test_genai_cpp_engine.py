@@ -193,3 +193,37 @@ def test_a_missing_folder_and_bad_options(tmp_path, folders):
     assert "top_p must be in (0, 1]" in stats(proc)
     proc = generate(folders["int4"], "--top-k", 3, prompt="", check=False)
     assert "the prompt is empty" in stats(proc)
+
+
+def test_chat_turns_match_the_python_engine(folders):
+    """`nxrt chat`: each stdin line a user turn through SmolLM2's own template, the
+    conversation carried; the replies are the Python engine's chat() replies."""
+    from nxrt.genai.engine import Engine
+
+    questions = ["What is the capital of France?", "And of Germany?"]
+    proc = subprocess.run([NXRT, "chat", folders["int4"], "--max-tokens", "40"],
+                          input="\n".join(questions).encode() + b"\n", capture_output=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()
+    engine = Engine.from_dir(folders["int4"])
+    messages, want = [], []
+    for q in questions:
+        messages.append({"role": "user", "content": q})
+        reply = engine.chat(messages, max_tokens=40, temperature=0).text
+        messages.append({"role": "assistant", "content": reply})
+        want.append(reply)
+    assert proc.stdout.decode().splitlines() == want
+    assert stats(proc).count("finish: stop") == 2
+
+
+def test_chat_without_a_template_says_so(folders, tmp_path):
+    src = folders["int4"]
+    dst = tmp_path / "no_template"
+    dst.mkdir()
+    for name in os.listdir(src):
+        if name != "tokenizer_config.json":
+            os.link(os.path.join(src, name), dst / name)
+    proc = subprocess.run([NXRT, "chat", str(dst)], input=b"hi\n", capture_output=True,
+                          timeout=120)
+    assert proc.returncode == 1
+    assert "has no chat template" in proc.stderr.decode()

@@ -42,20 +42,44 @@ struct TokenizeArgs {
   bool stats = false;  // load and encode times on stderr
 };
 
-struct GenerateArgs {
-  std::string model;  // a model folder (genai_config.json, model file, tokenizer.json)
-  std::string prompt, prompt_file;
-  bool prompt_given = false, prompt_file_given = false;
+// Sampling and engine options shared by `generate` and `chat`.
+struct SamplingArgs {
   int max_tokens = 256;
   float temperature = 0.0f, top_p = 1.0f, min_p = 0.0f, repetition_penalty = 1.0f;
   int top_k = 0;
   uint64_t seed = 0;
   bool seed_given = false;
   std::vector<std::string> stop;
-  bool stream = false;
-  bool print_ids = false;  // the generated ids on a line after the text
   bool ignore_eos = false;
   int threads = 1;
+};
+
+struct GenerateArgs {
+  std::string model;  // a model folder (genai_config.json, model file, tokenizer.json)
+  std::string prompt, prompt_file;
+  bool prompt_given = false, prompt_file_given = false;
+  SamplingArgs sampling;
+  bool stream = false;
+  bool print_ids = false;  // the generated ids on a line after the text
+};
+
+struct ChatArgs {
+  std::string model;
+  std::string system;  // a system message first, when given
+  SamplingArgs sampling;
+};
+
+struct ServeArgs {
+  std::string model;       // a model folder
+  std::string model_name;  // the id clients use; the folder's name by default
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;  // when set, requests need "Authorization: Bearer KEY"
+  int threads = 1;
+  int max_queue = 16;  // requests waiting for the engine before 429
+  size_t max_body_bytes = size_t(1) << 20;
+  int read_timeout_s = 30;  // a client that sends or reads nothing this long is dropped
+  int shutdown_timeout_s = 30;
 };
 
 Status run_command(const RunArgs& args);
@@ -63,5 +87,7 @@ Status bench_command(const BenchArgs& args);
 Status info_command(const InfoArgs& args);
 Status tokenize_command(const TokenizeArgs& args);
 Status generate_command(const GenerateArgs& args);
+Status chat_command(const ChatArgs& args);
+Status serve_command(const ServeArgs& args);
 
 }  // namespace nxrt::cli

@@ -23,6 +23,22 @@ void add_input_options(CLI::App* cmd, nxrt::cli::InputOptions& options) {
   cmd->add_option("--seed", options.seed, "Seed for random inputs")->capture_default_str();
 }
 
+// The sampling options of `generate` and `chat`; returns --seed (to tell it was given).
+CLI::Option* add_sampling_options(CLI::App* cmd, nxrt::cli::SamplingArgs& a) {
+  cmd->add_option("--max-tokens", a.max_tokens, "New tokens at most (per turn)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--temperature", a.temperature, "0 (default): greedy");
+  cmd->add_option("--top-k", a.top_k, "Sample among the k likeliest tokens (0: all)");
+  cmd->add_option("--top-p", a.top_p, "Nucleus sampling mass");
+  cmd->add_option("--min-p", a.min_p, "Drop tokens below min_p times the top probability");
+  cmd->add_option("--repetition-penalty", a.repetition_penalty,
+                  "Above 1 discourages tokens of the prompt and the output");
+  cmd->add_option("--stop", a.stop, "Stop at this string (repeatable; not printed)");
+  cmd->add_flag("--ignore-eos", a.ignore_eos, "Go on past end-of-sequence (benchmarks)");
+  cmd->add_option("-t,--threads", a.threads, "Intra-op threads")->check(CLI::Range(1, 256));
+  return cmd->add_option("--seed", a.seed, "Random seed (sampling)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,25 +115,51 @@ int main(int argc, char** argv) {
   CLI::Option* prompt_file_opt =
       gen_cmd->add_option("--prompt-file", gen.prompt_file, "Read the prompt from FILE");
   prompt_opt->excludes(prompt_file_opt);
-  gen_cmd->add_option("--max-tokens", gen.max_tokens, "New tokens at most")
-      ->check(CLI::Range(1, 1 << 24));
-  gen_cmd->add_option("--temperature", gen.temperature, "0 (default): greedy");
-  gen_cmd->add_option("--top-k", gen.top_k, "Sample among the k likeliest tokens (0: all)");
-  gen_cmd->add_option("--top-p", gen.top_p, "Nucleus sampling mass");
-  gen_cmd->add_option("--min-p", gen.min_p, "Drop tokens below min_p times the top probability");
-  gen_cmd->add_option("--repetition-penalty", gen.repetition_penalty,
-                      "Above 1 discourages tokens of the prompt and the output");
-  CLI::Option* seed_opt = gen_cmd->add_option("--seed", gen.seed, "Random seed (sampling)");
-  gen_cmd->add_option("--stop", gen.stop, "Stop at this string (repeatable; not printed)");
+  CLI::Option* seed_opt = add_sampling_options(gen_cmd, gen.sampling);
   gen_cmd->add_flag("--stream", gen.stream, "Print the text as it is generated");
   gen_cmd->add_flag("--print-ids", gen.print_ids, "Print the generated token ids after the text");
-  gen_cmd->add_flag("--ignore-eos", gen.ignore_eos, "Go on past end-of-sequence (benchmarks)");
-  gen_cmd->add_option("-t,--threads", gen.threads, "Intra-op threads")->check(CLI::Range(1, 256));
+
+  nxrt::cli::ChatArgs chat;
+  CLI::App* chat_cmd = app.add_subcommand(
+      "chat",
+      "Chat with a language model folder on the terminal: each line you type is a user "
+      "turn, rendered with the model's chat template; an empty line or end of input ends");
+  chat_cmd->add_option("model", chat.model, "Model folder")->required();
+  chat_cmd->add_option("--system", chat.system, "A system message before the conversation");
+  CLI::Option* chat_seed_opt = add_sampling_options(chat_cmd, chat.sampling);
+
+  nxrt::cli::ServeArgs serve;
+  CLI::App* serve_cmd = app.add_subcommand(
+      "serve",
+      "Serve a language model folder over an OpenAI-compatible HTTP API (/v1/models, "
+      "/v1/completions, /v1/chat/completions, /health, /metrics)");
+  serve_cmd->add_option("model", serve.model, "Model folder")->required();
+  serve_cmd->add_option("--host", serve.host, "Address to listen on (loopback by default)");
+  serve_cmd->add_option("--port", serve.port, "Port")->check(CLI::Range(0, 65535));
+  serve_cmd->add_option("--model-name", serve.model_name,
+                        "Model id for clients (default: the folder's name)");
+  serve_cmd->add_option("--api-key", serve.api_key,
+                        "Require 'Authorization: Bearer KEY' (all routes but /health)");
+  serve_cmd->add_option("-t,--threads", serve.threads, "Intra-op threads")
+      ->check(CLI::Range(1, 256));
+  serve_cmd->add_option("--max-queue", serve.max_queue, "Waiting requests before 429")
+      ->check(CLI::Range(1, 4096));
+  serve_cmd->add_option("--max-body-bytes", serve.max_body_bytes, "Largest request body")
+      ->check(CLI::Range(size_t(1024), size_t(1) << 30));
+  serve_cmd
+      ->add_option("--read-timeout", serve.read_timeout_s,
+                   "Seconds a client may stay silent while sending or reading")
+      ->check(CLI::Range(1, 3600));
+  serve_cmd
+      ->add_option("--shutdown-timeout", serve.shutdown_timeout_s,
+                   "Seconds in-flight requests get after SIGTERM/SIGINT")
+      ->check(CLI::Range(0, 3600));
 
   CLI11_PARSE(app, argc, argv);
   gen.prompt_given = prompt_opt->count() > 0;
   gen.prompt_file_given = prompt_file_opt->count() > 0;
-  gen.seed_given = seed_opt->count() > 0;
+  gen.sampling.seed_given = seed_opt->count() > 0;
+  chat.sampling.seed_given = chat_seed_opt->count() > 0;
   tok.text_given = text_opt->count() > 0;
   tok.file_given = file_opt->count() > 0;
 
@@ -128,6 +170,10 @@ int main(int argc, char** argv) {
     status = nxrt::cli::bench_command(bench);
   else if (info_cmd->parsed())
     status = nxrt::cli::info_command(info);
+  else if (serve_cmd->parsed())
+    status = nxrt::cli::serve_command(serve);
+  else if (chat_cmd->parsed())
+    status = nxrt::cli::chat_command(chat);
   else if (gen_cmd->parsed())
     status = nxrt::cli::generate_command(gen);
   else

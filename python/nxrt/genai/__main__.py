@@ -1,6 +1,6 @@
 """python -m nxrt.genai: convert a GGUF file, or generate text from a model folder or GGUF.
 
-  python -m nxrt.genai convert MODEL.gguf OUT_DIR [--weights fp32|int4]
+  python -m nxrt.genai convert MODEL.gguf OUT_DIR [--weights fp32|int4] [--attention gqa|ops]
   python -m nxrt.genai generate MODEL --prompt TEXT [--stream] [--max-tokens N]
         [--temperature T] [--top-p P] [--top-k K] [--seed S] [--threads N]
 
@@ -29,6 +29,9 @@ def main(argv=None):
     c.add_argument("gguf")
     c.add_argument("out_dir")
     c.add_argument("--weights", choices=["fp32", "int4"], default="int4")
+    c.add_argument("--attention", choices=["gqa", "ops"], default="gqa",
+                   help="GroupQueryAttention with a cache updated in place (default), or "
+                        "standard ONNX ops")
     g = sub.add_parser("generate", help="generate text from a prompt")
     g.add_argument("model", help="model folder or .gguf file")
     g.add_argument("--prompt", required=True)
@@ -46,7 +49,7 @@ def main(argv=None):
         if args.command == "convert":
             from .convert import convert_gguf
 
-            convert_gguf(args.gguf, args.out_dir, weights=args.weights)
+            convert_gguf(args.gguf, args.out_dir, weights=args.weights, attention=args.attention)
             print(f"wrote {args.out_dir}")
             return 0
         engine = _engine(args.model, args.threads, args.weights)

@@ -95,6 +95,10 @@ class Engine:
         self._position_ids = (position_ids if any(i.name == position_ids
                                                   for i in self.session.get_inputs()) else None)
         self.last = None  # the _Progress of the latest stream() call (tokens, timings)
+        # GroupQueryAttention folders: past and present are one preallocated buffer per
+        # layer, bound as both input and output, so a step copies no cache.
+        self.cache_in_place = bool(self.search_defaults.get("past_present_share_buffer"))
+        self._shared = None  # (capacity, IOBinding) once allocated
 
     @classmethod
     def from_dir(cls, folder, **kwargs):
@@ -154,6 +158,39 @@ class Engine:
         out = self.session.run(self._output_names, feeds)
         return out[0][0, -1], out[1:]
 
+    def _shared_cache(self, capacity):
+        """A run function over the shared cache, holding at least `capacity` positions
+        (kept across calls and grown only when a longer one comes)."""
+        if self._shared is None or self._shared[0] < capacity:
+            inputs, outputs = self._names
+            shape = (1, self.kv_heads, capacity, self.head_size)
+            binding = self.session.io_binding()
+            buffers = []
+            for i, (past, present) in enumerate(zip(
+                    [n for pair in self._past for n in pair],
+                    [n for i in range(self.layers) for n in (self._present[i],
+                                                             self._present[self.layers + i])])):
+                buf = np.zeros(shape, dtype=np.float32)
+                buffers.append(buf)
+                binding.bind_cpu_input(past, buf)
+                binding.bind_output(present, "cpu", 0, np.float32, shape, buf.ctypes.data)
+            binding.bind_output(outputs["logits"])
+            self._shared = (capacity, binding, buffers)
+        _, binding, _ = self._shared
+        inputs, _ = self._names
+
+        def run(ids, position):
+            n = len(ids)
+            binding.bind_cpu_input(inputs["input_ids"], np.asarray([ids], dtype=np.int64))
+            binding.bind_cpu_input(inputs["attention_mask"],
+                                   np.ones((1, position + n), dtype=np.int64))
+            if self._position_ids:
+                binding.bind_cpu_input(self._position_ids, np.arange(
+                    position, position + n, dtype=np.int64)[None])
+            self.session.run_with_iobinding(binding)
+            return binding.get_outputs()[-1].numpy()[0, -1].copy()
+        return run
+
     def _check_ids(self, prompt):
         """A prompt given as token ids: integers within the vocabulary (the embedding's
         Gather would read a negative id from the end of the table)."""
@@ -182,10 +219,18 @@ class Engine:
                              f"{self.context_length}")
         progress.prompt_tokens = len(ids)
         sampler = Sampler(params, self.eos_token_ids)
-        empty = np.zeros((1, self.kv_heads, 0, self.head_size), dtype=np.float32)
-        past = [empty] * (2 * self.layers)
+        if self.cache_in_place:
+            run = self._shared_cache(min(self.context_length, len(ids) + params.max_tokens))
+        else:
+            empty = np.zeros((1, self.kv_heads, 0, self.head_size), dtype=np.float32)
+            past = [empty] * (2 * self.layers)
+
+            def run(ids, position):
+                nonlocal past
+                logits, past = self._run(ids, past, position)
+                return logits
         t0 = time.perf_counter()
-        logits, past = self._run(ids, past, 0)
+        logits = run(ids, 0)
         timings = progress.timings
         timings["time_to_first_token"] = time.perf_counter() - t0
         position = len(ids)
@@ -207,7 +252,7 @@ class Engine:
                 yield token, logprob, reason
                 return
             yield token, logprob, None
-            logits, past = self._run([token], past, position)
+            logits = run([token], position)
             position += 1
 
     def stream(self, prompt, *, max_tokens=256, **kw):

@@ -1,0 +1,298 @@
+"""`nxrt serve` (tools/nxrt_cli/cmd_serve.cc): a real server process on loopback with
+SmolLM2-135M-Instruct (int4, converted from the zoo's GGUF), driven by the official
+`openai` client and by raw HTTP: models, completions and chat completions, streamed and
+not, stop strings, seeds, usage, API keys, bad requests with OpenAI-style errors, a busy
+queue, client disconnects, metrics and shutdown on SIGTERM."""
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from nxrt.genai.convert import convert_gguf
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import zoo  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+NXRT = os.path.join(os.environ.get("NXRT_BUILD_DIR", os.path.join(ROOT, "build")), "tools",
+                    "nxrt")
+KEY = "test-key-123"
+QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _Server:
+    def __init__(self, folder, *args):
+        self.port = _free_port()
+        self.proc = subprocess.Popen(
+            [NXRT, "serve", folder, "--port", str(self.port), "--model-name", "smollm2",
+             *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"nxrt serve exited: {self.proc.stderr.read().decode()}")
+            try:
+                if self.request("GET", "/health")[0] == 200:
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError("nxrt serve did not come up within 60 s")
+
+    def request(self, method, path, body=None, headers=None, timeout=120):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+        conn.request(method, path, body=data, headers=headers or {})
+        res = conn.getresponse()
+        text = res.read()
+        conn.close()
+        return res.status, text
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    if not os.path.exists(NXRT):
+        pytest.skip(f"{NXRT} is not built (scripts/build.sh builds it)")
+    entry = zoo.get_entry("smollm2_135m_int4")
+    try:
+        gguf = zoo._fetcher().fetch_source(entry, zoo.cache_dir())
+    except zoo.fetch_errors() as err:
+        pytest.skip(f"the SmolLM2 GGUF file could not be fetched: {zoo.first_line(err)}")
+    return convert_gguf(gguf, str(tmp_path_factory.mktemp("serve") / "smollm2"), weights="int4")
+
+
+@pytest.fixture(scope="module")
+def server(folder):
+    s = _Server(folder, "--api-key", KEY)
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    openai = pytest.importorskip("openai")
+    return openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key=KEY,
+                         max_retries=0)
+
+
+def test_models(client):
+    models = client.models.list()
+    assert [m.id for m in models.data] == ["smollm2"]
+
+
+def test_chat_completion_renders_the_models_template(client, folder):
+    """The chat route renders SmolLM2's own template (its default system prompt
+    included) as the Python engine does: the same greedy reply as a completion of that
+    rendering."""
+    from nxrt.genai.engine import Engine
+
+    r = client.chat.completions.create(model="smollm2", messages=QUESTION, temperature=0,
+                                       max_tokens=32)
+    assert r.object == "chat.completion"
+    assert r.choices[0].message.role == "assistant"
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+    prompt = Engine.from_dir(folder).apply_chat_template(QUESTION)
+    assert "You are a helpful AI assistant" in prompt
+    twin = client.completions.create(model="smollm2", prompt=prompt, temperature=0,
+                                     max_tokens=32)
+    assert r.choices[0].message.content == twin.choices[0].text
+    assert r.choices[0].finish_reason == twin.choices[0].finish_reason
+    assert r.usage.prompt_tokens == twin.usage.prompt_tokens
+    assert r.choices[0].message.content
+
+
+def test_completion_matches_nxrt_generate(client, folder):
+    prompt = ("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
+              "<|im_start|>assistant\n")
+    r = client.completions.create(model="smollm2", prompt=prompt, temperature=0, max_tokens=24)
+    assert r.choices[0].text == "The capital of France is Paris."
+    assert r.usage.prompt_tokens == 16
+    cli = subprocess.run([NXRT, "generate", folder, "--prompt", prompt, "--max-tokens", "24"],
+                         capture_output=True, timeout=120)
+    assert cli.stdout.decode() == r.choices[0].text + "\n"
+
+
+def test_streaming_equals_the_non_streamed_twin(client):
+    kw = dict(model="smollm2", messages=QUESTION, max_tokens=40, temperature=0.9, seed=11)
+    whole = client.chat.completions.create(**kw)
+    pieces, finish, usage = [], None, None
+    for chunk in client.chat.completions.create(stream=True,
+                                                stream_options={"include_usage": True}, **kw):
+        if chunk.usage:
+            usage = chunk.usage
+        for c in chunk.choices:
+            pieces.append(c.delta.content or "")
+            finish = c.finish_reason or finish
+    assert "".join(pieces) == whole.choices[0].message.content
+    assert finish == whole.choices[0].finish_reason
+    assert usage.completion_tokens == whole.usage.completion_tokens
+
+
+def test_streamed_completion_ends_with_done(server):
+    status, text = server.request(
+        "POST", "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 8,
+                                    "stream": True},
+        {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"})
+    assert status == 200
+    events = [e for e in text.decode().split("\n\n") if e]
+    assert all(e.startswith("data: ") for e in events)
+    assert events[-1] == "data: [DONE]"
+    last = json.loads(events[-2][6:])
+    assert last["choices"][0]["finish_reason"] == "length"
+
+
+def test_seed_reproduces_and_stop_strings_cut(client):
+    kw = dict(model="smollm2", prompt="The best thing about Paris is", max_tokens=24,
+              temperature=1.0, seed=5)
+    a = client.completions.create(**kw).choices[0].text
+    assert a == client.completions.create(**kw).choices[0].text
+    words = a.split()
+    assert len(words) > 3
+    cut = client.completions.create(stop=[" " + words[3]], **kw).choices[0]
+    assert cut.finish_reason == "stop"
+    assert a.startswith(cut.text) and " " + words[3] not in cut.text
+
+
+def _error(server, method, path, body=None, key=KEY, raw=None):
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    status, text = server.request(method, path, raw if raw is not None else body, headers)
+    return status, json.loads(text)["error"] if text else None
+
+
+@pytest.mark.parametrize("body,param", [
+    ({"messages": "hello"}, "messages"),
+    ({"messages": [{"content": "no role"}]}, "messages[0]"),
+    ({"messages": QUESTION, "temperature": "hot"}, "temperature"),
+    ({"messages": QUESTION, "max_tokens": 0}, "max_tokens"),
+    ({"messages": QUESTION, "n": 2}, "n"),
+    ({"messages": QUESTION, "stop": [1, 2]}, "stop"),
+    ({"messages": QUESTION, "response_format": {"type": "json_object"}}, "response_format"),
+])
+def test_bad_parameters_are_400_naming_them(server, body, param):
+    status, error = _error(server, "POST", "/v1/chat/completions", body)
+    assert status == 400
+    assert error["param"] == param and error["type"] == "invalid_request_error"
+
+
+def test_malformed_json_unknown_routes_models_and_keys(server):
+    status, error = _error(server, "POST", "/v1/chat/completions", raw=b"{not json")
+    assert status == 400 and "not valid JSON" in error["message"]
+    status, error = _error(server, "GET", "/v1/nothing")
+    assert status == 404 and "no route" in error["message"]
+    status, error = _error(server, "POST", "/v1/completions", {"model": "gpt-4", "prompt": "x"})
+    assert status == 404 and error["code"] == "model_not_found"
+    status, error = _error(server, "GET", "/v1/models", key="wrong")
+    assert status == 401 and error["code"] == "invalid_api_key"
+    status, error = _error(server, "GET", "/v1/models", key=None)
+    assert status == 401
+    assert server.request("GET", "/health")[0] == 200  # no key needed
+
+
+def test_huge_body_is_413_and_the_server_keeps_serving(server):
+    status, error = _error(server, "POST", "/v1/completions",
+                           raw=b'{"prompt": "' + b"a" * (2 << 20) + b'"}')
+    assert status == 413
+    assert server.request("GET", "/health")[0] == 200
+
+
+def test_a_slow_client_is_dropped_and_others_are_served(folder):
+    s = _Server(folder, "--read-timeout", 2)
+    try:
+        slow = socket.create_connection(("127.0.0.1", s.port))
+        slow.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        assert s.request("GET", "/health")[0] == 200  # served meanwhile
+        slow.settimeout(10)
+        answer = b""
+        start = time.time()
+        while chunk := slow.recv(4096):  # answered 400 and closed after the read timeout
+            answer += chunk
+        assert time.time() - start < 10
+        assert answer == b"" or answer.startswith(b"HTTP/1.1 400")
+        slow.close()
+    finally:
+        s.stop()
+
+
+def test_disconnecting_client_frees_the_engine(server):
+    """A streaming client that goes away mid-stream: its generation stops, the next
+    request is answered at once, and /metrics counts what happened."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    conn.request("POST", "/v1/completions",
+                 json.dumps({"prompt": "Count: 1, 2, 3,", "max_tokens": 4000, "stream": True,
+                             "temperature": 0}),
+                 {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"})
+    res = conn.getresponse()
+    assert res.status == 200
+    res.read1(64)
+    conn.sock.shutdown(socket.SHUT_RDWR)
+    conn.close()
+    start = time.time()
+    status, _ = server.request("POST", "/v1/completions",
+                               {"prompt": "Hi", "max_tokens": 2},
+                               {"Authorization": f"Bearer {KEY}"})
+    assert status == 200
+    assert time.time() - start < 30  # not after 4000 tokens of the dropped stream
+    status, text = server.request("GET", "/metrics", headers={"Authorization": f"Bearer {KEY}"})
+    metrics = text.decode()
+    assert 'nxrt_requests_total{route="/v1/completions",status="200"}' in metrics
+    assert "nxrt_time_to_first_token_seconds_count" in metrics
+    assert "nxrt_active_sequences 0" in metrics
+
+
+def test_busy_queue_answers_429(folder):
+    s = _Server(folder, "--max-queue", 1)
+    try:
+        body = {"prompt": "Count: 1, 2, 3,", "max_tokens": 200, "temperature": 0,
+                "ignore_eos": True}
+        results = []
+
+        def call():
+            results.append(s.request("POST", "/v1/completions", body)[0])
+
+        threads = [threading.Thread(target=call) for _ in range(4)]
+        for t in threads:
+            t.start()
+            time.sleep(0.2)
+        for t in threads:
+            t.join()
+        assert results.count(200) >= 1
+        assert 429 in results
+    finally:
+        s.stop()
+
+
+def test_sigterm_lets_the_request_in_flight_finish(folder):
+    s = _Server(folder)
+    got = []
+    t = threading.Thread(target=lambda: got.append(s.request(
+        "POST", "/v1/completions", {"prompt": "Hello", "max_tokens": 48, "temperature": 0})))
+    t.start()
+    time.sleep(0.5)
+    s.proc.send_signal(signal.SIGTERM)
+    t.join(timeout=60)
+    assert s.proc.wait(timeout=60) == 0
+    assert got and got[0][0] == 200
+    assert json.loads(got[0][1])["usage"]["completion_tokens"] == 48

@@ -1,0 +1,303 @@
+// `nxrt serve`: an OpenAI-compatible HTTP server for a model folder (cpp-httplib for
+// HTTP, nlohmann-json for JSON). One generation engine: requests take turns on it, with
+// a bounded queue (429 beyond it); streaming answers as server-sent events; a client that
+// disconnects cancels its generation; SIGINT/SIGTERM stop accepting, let in-flight
+// requests finish and cancel those still running after --shutdown-timeout seconds.
+#include <httplib.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "commands.h"
+#include "genai/chat_prompt.h"
+#include "genai/engine.h"
+#include "serve_metrics.h"
+#include "serve_openai.h"
+
+namespace nxrt::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Compares in time that depends on the lengths only, not on where the texts differ.
+bool same_secret(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i)
+    diff |= static_cast<unsigned char>((i < a.size() ? a[i] : 0) ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+class Server {
+ public:
+  Server(const ServeArgs& args, std::unique_ptr<genai::Engine> engine,
+         std::unique_ptr<genai::ChatPrompt> chat, Status chat_status)
+      : args_(args),
+        engine_(std::move(engine)),
+        chat_(std::move(chat)),
+        chat_status_(std::move(chat_status)) {}
+
+  Status run();
+  void shutdown();
+  // Ends the generations still running (the shutdown deadline passed).
+  void cancel_all() { cancel_all_ = true; }
+
+ private:
+  void routes();
+  bool authorized(const httplib::Request& req, httplib::Response& res);
+  void answer_error(httplib::Response& res, const ApiError& e);
+  void completions(const httplib::Request& req, httplib::Response& res, bool chat);
+  // Runs one request on the engine (waiting for its turn); `sink` gets text pieces.
+  Expected<genai::Generation> generate(const ApiRequest& r, const genai::TextSink& sink);
+
+  const ServeArgs& args_;
+  std::unique_ptr<genai::Engine> engine_;
+  std::unique_ptr<genai::ChatPrompt> chat_;
+  Status chat_status_;  // why there is no chat template, when there is none
+  httplib::Server http_;
+  std::mutex engine_mutex_;
+  ServerMetrics metrics_;
+  std::atomic<bool> cancel_all_{false};
+};
+
+void Server::answer_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(e.body(), "application/json");
+}
+
+bool Server::authorized(const httplib::Request& req, httplib::Response& res) {
+  if (args_.api_key.empty()) return true;
+  const std::string given = req.get_header_value("Authorization");
+  if (same_secret(given, "Bearer " + args_.api_key)) return true;
+  ApiError e;
+  e.status = 401;
+  e.message = "missing or wrong API key (Authorization: Bearer KEY)";
+  e.code = "invalid_api_key";
+  answer_error(res, e);
+  return false;
+}
+
+Expected<genai::Generation> Server::generate(const ApiRequest& r, const genai::TextSink& sink) {
+  std::string prompt = r.prompt;
+  if (r.chat) {
+    if (!chat_) return chat_status_;
+    NXRT_ASSIGN_OR_RETURN(prompt, chat_->render(r.messages, true, &r.variables));
+  }
+  // The prompt is tokenized before the wait, so only engine time is serialized.
+  std::vector<int32_t> ids = engine_->tokenizer().encode(prompt, false);
+  metrics_.queued += 1;
+  std::unique_lock<std::mutex> lock(engine_mutex_);
+  metrics_.queued -= 1;
+  metrics_.active += 1;
+  genai::SamplingOptions options = r.sampling;
+  const int64_t room = engine_->config().context_length - int64_t(ids.size());
+  if (room >= 1) options.max_tokens = int(std::min<int64_t>(options.max_tokens, room));
+  auto result = engine_->generate(
+      std::span<const int32_t>(ids), options,
+      [&](std::string_view piece) { return !cancel_all_.load() && (!sink || sink(piece)); });
+  metrics_.active -= 1;
+  if (result.ok()) {
+    const genai::GenerationStats& s = result->stats;
+    metrics_.prompt_tokens += uint64_t(s.prompt_tokens);
+    metrics_.completion_tokens += uint64_t(s.completion_tokens);
+    metrics_.time_to_first_token.observe(s.time_to_first_token_s);
+    if (s.completion_tokens > 1)
+      metrics_.time_per_token.observe(s.decode_s / double(s.completion_tokens - 1));
+  }
+  return result;
+}
+
+void Server::completions(const httplib::Request& req, httplib::Response& res, bool chat) {
+  if (!authorized(req, res)) return;
+  auto r = std::make_shared<ApiRequest>();
+  if (auto e = parse_request(req.body, chat, engine_->config().context_length, *r))
+    return answer_error(res, *e);
+  if (!r->model.empty() && r->model != args_.model_name) {
+    ApiError e;
+    e.status = 404;
+    e.message =
+        "model '" + r->model + "' does not exist (this server has '" + args_.model_name + "')";
+    e.param = "model";
+    e.code = "model_not_found";
+    return answer_error(res, e);
+  }
+  if (metrics_.queued.load() >= args_.max_queue) {
+    ApiError e;
+    e.status = 429;
+    e.message = "the server is busy: " + std::to_string(args_.max_queue) +
+                " requests are waiting; retry later";
+    e.type = "rate_limit_error";
+    return answer_error(res, e);
+  }
+  const ResponseId id = ResponseId::make(chat, args_.model_name);
+  if (!r->stream) {
+    auto result = generate(*r, {});
+    if (!result) {
+      ApiError e;
+      e.message = result.status().message();
+      e.param = chat ? "messages" : "prompt";
+      return answer_error(res, e);
+    }
+    res.set_content(response_body(id, *result), "application/json");
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream", [this, r, id](size_t, httplib::DataSink& out) {
+        bool first = true;
+        auto send = [&](const std::string& event) { return out.write(event.data(), event.size()); };
+        auto result = generate(*r, [&](std::string_view piece) {
+          const bool ok = send(chunk_event(id, piece, nullptr, first));
+          first = false;
+          return ok;
+        });
+        if (!result) {
+          ApiError e;
+          e.message = result.status().message();
+          send("data: " + e.body() + "\n\n");
+        } else if (result->finish_reason != "cancelled") {
+          if (first) send(chunk_event(id, "", nullptr, true));
+          send(chunk_event(id, "", result->finish_reason.c_str(), false));
+          if (r->include_usage) send(usage_event(id, result->stats));
+          send("data: [DONE]\n\n");
+        }
+        out.done();
+        return true;
+      });
+}
+
+void Server::routes() {
+  http_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("{\"status\":\"ok\"}", "application/json");
+  });
+  http_.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req, res))
+      res.set_content(metrics_.prometheus_text(), "text/plain; version=0.0.4");
+  });
+  http_.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    OrderedJson model = {
+        {"id", args_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "nxrt"}};
+    res.set_content(OrderedJson{{"object", "list"}, {"data", {model}}}.dump(), "application/json");
+  });
+  http_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    completions(req, res, false);
+  });
+  http_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    completions(req, res, true);
+  });
+  // Unknown routes, oversized bodies and the like: an OpenAI-style body with the status.
+  // httplib calls it for every status >= 400: answers the routes wrote are kept.
+  http_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    ApiError e;
+    e.status = res.status;
+    e.message = res.status == 404   ? "no route " + req.method + " " + req.path
+                : res.status == 413 ? std::string("the request body is too large")
+                                    : "HTTP error " + std::to_string(res.status);
+    res.set_content(e.body(), "application/json");
+  });
+  http_.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        ApiError e;
+        e.status = 500;
+        e.type = "server_error";
+        e.message = "internal error";
+        res.status = 500;
+        res.set_content(e.body(), "application/json");
+      });
+  http_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    static const char* known[] = {"/health", "/metrics", "/v1/models", "/v1/completions",
+                                  "/v1/chat/completions"};
+    std::string route = "other";
+    for (const char* k : known)
+      if (req.path == k) route = k;
+    metrics_.count_request(route, res.status);
+  });
+}
+
+Status Server::run() {
+  routes();
+  http_.set_payload_max_length(args_.max_body_bytes);
+  http_.set_read_timeout(std::chrono::seconds(args_.read_timeout_s));
+  http_.set_write_timeout(std::chrono::seconds(args_.read_timeout_s));
+  const size_t workers = size_t(args_.max_queue) + 4;  // waiters, streams and quick routes
+  http_.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  if (!http_.bind_to_port(args_.host, args_.port))
+    return invalid_argument("cannot listen on ", args_.host, ":", args_.port,
+                            " (in use, or not an address of this machine)");
+  std::fprintf(stderr, "nxrt serve: %s on http://%s:%d (OpenAI API under /v1)\n",
+               args_.model_name.c_str(), args_.host.c_str(), args_.port);
+  std::fflush(stderr);
+  if (!http_.listen_after_bind()) return runtime_error("the HTTP server stopped on an error");
+  return Status();
+}
+
+void Server::shutdown() { http_.stop(); }
+
+}  // namespace
+
+Status serve_command(const ServeArgs& in) {
+  ServeArgs args = in;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(args.model, ec))
+    return make_error(StatusCode::kNoSuchFile, "model folder '", args.model,
+                      "' does not exist (a .gguf file must be converted first: python -m "
+                      "nxrt.genai convert FILE FOLDER)");
+  if (args.model_name.empty())
+    args.model_name = std::filesystem::path(args.model).lexically_normal().filename().string();
+  if (args.model_name.empty())
+    args.model_name =
+        std::filesystem::path(args.model).lexically_normal().parent_path().filename().string();
+  // Signals go to one watcher thread: block them here, before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  genai::EngineOptions options;
+  options.threads = args.threads;
+  NXRT_ASSIGN_OR_RETURN(std::unique_ptr<genai::Engine> engine,
+                        genai::Engine::load(args.model, options));
+  auto chat = genai::ChatPrompt::from_folder(args.model);
+  Status chat_status = chat.ok() ? Status() : chat.status();
+  if (!chat.ok())
+    std::fprintf(stderr, "nxrt serve: /v1/chat/completions disabled: %s\n",
+                 chat_status.message().c_str());
+  Server server(args, std::move(engine), chat.ok() ? std::move(*chat) : nullptr, chat_status);
+  std::mutex mutex;
+  std::condition_variable finished_cv;
+  bool finished = false;
+  std::thread watcher([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    std::unique_lock<std::mutex> lock(mutex);
+    if (finished) return;  // the server ended by itself; main woke us
+    std::fprintf(stderr, "nxrt serve: stopping (signal %d): finishing requests in flight\n",
+                 signal);
+    server.shutdown();
+    // In-flight requests get until the deadline, then their generations are cancelled.
+    if (!finished_cv.wait_for(lock, std::chrono::seconds(args.shutdown_timeout_s),
+                              [&] { return finished; }))
+      server.cancel_all();
+  });
+  Status status = server.run();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    finished = true;
+  }
+  finished_cv.notify_all();
+  pthread_kill(watcher.native_handle(), SIGTERM);  // wakes a watcher still in sigwait
+  watcher.join();
+  return status;
+}
+
+}  // namespace nxrt::cli
