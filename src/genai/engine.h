@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/value.h"
 #include "genai/model_config.h"
 #include "genai/sampler.h"
 #include "genai/tokenizer.h"
@@ -57,6 +58,8 @@ struct Generation {
 // string); returning false stops generation (finish_reason "cancelled").
 using TextSink = std::function<bool(std::string_view piece)>;
 
+class Sequence;
+
 class Engine {
  public:
   static Expected<std::unique_ptr<Engine>> load(const std::string& folder,
@@ -74,23 +77,47 @@ class Engine {
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ModelConfig& config() const { return config_; }
-  // Whether past and present share the engine's buffers (no copy per step).
+  // Whether past and present share the engine's buffers (no copy per step); batches
+  // (BatchDecoder) need it.
   bool cache_in_place() const { return config_.search.past_present_share_buffer; }
 
+  // The session's feeds, outputs and (in place) cache for up to `slots` sequences at
+  // once, kept between runs so a warm step allocates nothing.
+  struct Feeds {
+    int64_t slots = 1;
+    std::vector<Value> inputs;  // aligned with the engine's input names
+    std::vector<int64_t> ids, mask, positions;
+    std::vector<Value> outputs;  // graph order
+    std::vector<Tensor> bound;   // graph order; undefined: runtime-allocated
+    std::vector<std::vector<float>>
+        cache;  // in place: per layer key, value [slots, kv, capacity, D]
+    int64_t capacity = 0;
+    std::vector<float> logits;  // [batch, vocab]: each sequence's last row
+    int64_t vocab = 0;
+  };
+  Expected<std::unique_ptr<Feeds>> make_feeds(int64_t slots) const;
+  // Reserves cache positions in every slot (grows only; contents are not kept).
+  Status reserve(Feeds& f, int64_t capacity) const;
+  // Runs `batch` sequences of `ids.size() / batch` new tokens each on the cache slots
+  // [first_slot, first_slot + batch); sequence b has lengths[b] tokens in its cache
+  // already. Leaves each sequence's last logits row in logits(f, b). Thread-safe across
+  // distinct Feeds.
+  Status run(Feeds& f, std::span<const int32_t> ids, int64_t batch, int64_t first_slot,
+             std::span<const int64_t> lengths) const;
+  std::span<const float> logits(const Feeds& f, int64_t b) const;
+
  private:
-  struct Feeds;
   Engine() = default;
   Status bind_names();
-  Status reserve_cache(int64_t capacity);
-  // Runs ids at `position`; leaves the last row's logits in logits_.
-  Status step(std::span<const int32_t> ids, int64_t position);
 
   ModelConfig config_;
   std::unique_ptr<Session> session_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<Feeds> feeds_;
-  std::vector<float> logits_;
-  int64_t vocab_ = 0;
+  std::unique_ptr<Feeds> single_;  // generate()'s, one slot
+  // Graph input/output positions, found once at load.
+  std::vector<std::string> input_names_;
+  size_t positions_at_ = SIZE_MAX, past_at_ = 0, logits_out_ = 0;
+  std::vector<size_t> present_out_;
 };
 
 }  // namespace nxrt::genai

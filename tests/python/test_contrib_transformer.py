@@ -291,8 +291,11 @@ def _nbits_model(K, N, bits, block, zp_kind, bias, b_const, a_shape):
                                                     (100, (2, 3, 100), True, True),
                                                     (64, (1, 64), True, False),
                                                     (128, (1, 128), True, True),
-                                                    (256, (1, 3, 256), False, True)],
-                         ids=["2d", "3d-bias-ragged", "runtime-b", "one-row", "few-rows"])
+                                                    (256, (1, 3, 256), False, True),
+                                                    (64, (2, 64), False, True),
+                                                    (256, (4, 256), True, True)],
+                         ids=["2d", "3d-bias-ragged", "runtime-b", "one-row", "few-rows",
+                              "two-rows", "four-rows"])
 def test_matmul_nbits(bits, block, zp_kind, K, a_shape, bias, b_const):
     data, feeds = _nbits_model(K, 24, bits, block, zp_kind, bias, b_const, a_shape)
     got, want = _run_both(data, feeds)

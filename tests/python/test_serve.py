@@ -219,8 +219,14 @@ def test_huge_body_is_413_and_the_server_keeps_serving(server):
 
 
 def test_a_slow_client_is_dropped_and_others_are_served(folder):
-    s = _Server(folder, "--read-timeout", 2)
+    # --batch 1: requests take turns on one engine (the path without continuous batching).
+    s = _Server(folder, "--read-timeout", 2, "--batch", 1)
     try:
+        prompt = ("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
+                  "<|im_start|>assistant\n")
+        status, text = s.request("POST", "/v1/completions",
+                                 {"prompt": prompt, "max_tokens": 24, "temperature": 0})
+        assert json.loads(text)["choices"][0]["text"] == "The capital of France is Paris."
         slow = socket.create_connection(("127.0.0.1", s.port))
         slow.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
         assert s.request("GET", "/health")[0] == 200  # served meanwhile
@@ -263,7 +269,7 @@ def test_disconnecting_client_frees_the_engine(server):
 
 
 def test_busy_queue_answers_429(folder):
-    s = _Server(folder, "--max-queue", 1)
+    s = _Server(folder, "--batch", 2, "--max-queue", 1)
     try:
         body = {"prompt": "Count: 1, 2, 3,", "max_tokens": 200, "temperature": 0,
                 "ignore_eos": True}
@@ -272,7 +278,7 @@ def test_busy_queue_answers_429(folder):
         def call():
             results.append(s.request("POST", "/v1/completions", body)[0])
 
-        threads = [threading.Thread(target=call) for _ in range(4)]
+        threads = [threading.Thread(target=call) for _ in range(5)]
         for t in threads:
             t.start()
             time.sleep(0.2)
@@ -296,3 +302,33 @@ def test_sigterm_lets_the_request_in_flight_finish(folder):
     assert s.proc.wait(timeout=60) == 0
     assert got and got[0][0] == 200
     assert json.loads(got[0][1])["usage"]["completion_tokens"] == 48
+
+
+def test_concurrent_streams_are_batched_and_equal_their_twins(server, client):
+    """Continuous batching: 8 streaming clients at once (sequences join the running batch
+    between steps); each stream's text equals the same request's text run alone."""
+    prompts = [f"Tell me a fact about the number {i}." for i in range(8)]
+
+    def ask(i, stream):
+        kw = dict(model="smollm2", messages=[{"role": "user", "content": prompts[i]}],
+                  max_tokens=24, temperature=0)
+        if not stream:
+            return client.chat.completions.create(**kw).choices[0].message.content
+        return "".join(c.choices[0].delta.content or "" for c in
+                       client.chat.completions.create(stream=True, **kw) if c.choices)
+
+    streamed = [None] * len(prompts)
+
+    def run(i):
+        streamed[i] = ask(i, True)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    alone = [ask(i, False) for i in range(len(prompts))]
+    assert streamed == alone
+    assert len(set(alone)) > 1
+    status, text = server.request("GET", "/metrics", headers={"Authorization": f"Bearer {KEY}"})
+    assert "nxrt_active_sequences 0" in text.decode()

@@ -10,12 +10,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <thread>
 
 #include "commands.h"
+#include "genai/batch_decoder.h"
 #include "genai/chat_prompt.h"
 #include "genai/engine.h"
 #include "serve_metrics.h"
@@ -38,11 +40,14 @@ bool same_secret(std::string_view a, std::string_view b) {
 class Server {
  public:
   Server(const ServeArgs& args, std::unique_ptr<genai::Engine> engine,
-         std::unique_ptr<genai::ChatPrompt> chat, Status chat_status)
+         std::unique_ptr<genai::ChatPrompt> chat, Status chat_status,
+         std::unique_ptr<genai::BatchDecoder> batch)
       : args_(args),
         engine_(std::move(engine)),
         chat_(std::move(chat)),
+        batch_(std::move(batch)),
         chat_status_(std::move(chat_status)) {}
+  ~Server() { batch_.reset(); }  // the scheduler thread ends before the engine goes
 
   Status run();
   void shutdown();
@@ -56,11 +61,19 @@ class Server {
   void completions(const httplib::Request& req, httplib::Response& res, bool chat);
   // Runs one request on the engine (waiting for its turn); `sink` gets text pieces.
   Expected<genai::Generation> generate(const ApiRequest& r, const genai::TextSink& sink);
+  Expected<genai::Generation> generate_serial(const std::vector<int32_t>& ids,
+                                              const genai::SamplingOptions& options,
+                                              const genai::TextSink& sink);
+  Expected<genai::Generation> generate_batched(std::vector<int32_t> ids,
+                                               const genai::SamplingOptions& options,
+                                               const genai::TextSink& sink);
+  size_t waiting() const { return batch_ ? batch_->waiting() : size_t(metrics_.queued.load()); }
 
   const ServeArgs& args_;
   std::unique_ptr<genai::Engine> engine_;
   std::unique_ptr<genai::ChatPrompt> chat_;
-  Status chat_status_;  // why there is no chat template, when there is none
+  std::unique_ptr<genai::BatchDecoder> batch_;  // null: requests take turns on engine_
+  Status chat_status_;                          // why there is no chat template, when there is none
   httplib::Server http_;
   std::mutex engine_mutex_;
   ServerMetrics metrics_;
@@ -92,17 +105,12 @@ Expected<genai::Generation> Server::generate(const ApiRequest& r, const genai::T
   }
   // The prompt is tokenized before the wait, so only engine time is serialized.
   std::vector<int32_t> ids = engine_->tokenizer().encode(prompt, false);
-  metrics_.queued += 1;
-  std::unique_lock<std::mutex> lock(engine_mutex_);
-  metrics_.queued -= 1;
-  metrics_.active += 1;
   genai::SamplingOptions options = r.sampling;
-  const int64_t room = engine_->config().context_length - int64_t(ids.size());
+  const int64_t limit = batch_ ? batch_->capacity() : engine_->config().context_length;
+  const int64_t room = limit - int64_t(ids.size());
   if (room >= 1) options.max_tokens = int(std::min<int64_t>(options.max_tokens, room));
-  auto result = engine_->generate(
-      std::span<const int32_t>(ids), options,
-      [&](std::string_view piece) { return !cancel_all_.load() && (!sink || sink(piece)); });
-  metrics_.active -= 1;
+  auto result = batch_ ? generate_batched(std::move(ids), options, sink)
+                       : generate_serial(ids, options, sink);
   if (result.ok()) {
     const genai::GenerationStats& s = result->stats;
     metrics_.prompt_tokens += uint64_t(s.prompt_tokens);
@@ -112,6 +120,69 @@ Expected<genai::Generation> Server::generate(const ApiRequest& r, const genai::T
       metrics_.time_per_token.observe(s.decode_s / double(s.completion_tokens - 1));
   }
   return result;
+}
+
+Expected<genai::Generation> Server::generate_serial(const std::vector<int32_t>& ids,
+                                                    const genai::SamplingOptions& options,
+                                                    const genai::TextSink& sink) {
+  metrics_.queued += 1;
+  std::unique_lock<std::mutex> lock(engine_mutex_);
+  metrics_.queued -= 1;
+  metrics_.active += 1;
+  auto result = engine_->generate(
+      std::span<const int32_t>(ids), options,
+      [&](std::string_view piece) { return !cancel_all_.load() && (!sink || sink(piece)); });
+  metrics_.active -= 1;
+  return result;
+}
+
+namespace {
+
+// Text pieces from the batch scheduler's thread to the request's thread.
+struct Relay {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<std::string> pieces;
+  std::atomic<bool> cancelled{false};
+};
+
+}  // namespace
+
+Expected<genai::Generation> Server::generate_batched(std::vector<int32_t> ids,
+                                                     const genai::SamplingOptions& options,
+                                                     const genai::TextSink& sink) {
+  auto relay = std::make_shared<Relay>();
+  genai::TextSink to_relay = [relay, this](std::string_view piece) {
+    if (relay->cancelled.load() || cancel_all_.load()) return false;
+    {
+      std::lock_guard<std::mutex> lock(relay->mutex);
+      relay->pieces.emplace_back(piece);
+    }
+    relay->cv.notify_one();
+    return true;
+  };
+  NXRT_ASSIGN_OR_RETURN(std::unique_ptr<genai::Sequence> sequence,
+                        genai::Sequence::create(engine_->tokenizer(), engine_->config(),
+                                                std::move(ids), options, std::move(to_relay)));
+  NXRT_ASSIGN_OR_RETURN(std::shared_ptr<genai::BatchDecoder::Job> job,
+                        batch_->submit(std::move(sequence)));
+  std::deque<std::string> got;
+  while (true) {
+    // Every piece is relayed before the job is marked done, so after seeing it done one
+    // more drain delivers the rest.
+    const bool finished = job->ready();
+    {
+      std::unique_lock<std::mutex> lock(relay->mutex);
+      if (!finished && relay->pieces.empty())
+        relay->cv.wait_for(lock, std::chrono::milliseconds(20));
+      got.swap(relay->pieces);
+    }
+    for (const std::string& piece : got)
+      if (sink && !relay->cancelled.load() && !sink(piece)) relay->cancelled = true;
+    got.clear();
+    if (finished) break;
+  }
+  return job->wait();
 }
 
 void Server::completions(const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -128,7 +199,7 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
     e.code = "model_not_found";
     return answer_error(res, e);
   }
-  if (metrics_.queued.load() >= args_.max_queue) {
+  if (waiting() >= size_t(args_.max_queue)) {
     ApiError e;
     e.status = 429;
     e.message = "the server is busy: " + std::to_string(args_.max_queue) +
@@ -178,8 +249,12 @@ void Server::routes() {
     res.set_content("{\"status\":\"ok\"}", "application/json");
   });
   http_.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-    if (authorized(req, res))
-      res.set_content(metrics_.prometheus_text(), "text/plain; version=0.0.4");
+    if (!authorized(req, res)) return;
+    if (batch_) {
+      metrics_.queued = int64_t(batch_->waiting());
+      metrics_.active = int64_t(batch_->active());
+    }
+    res.set_content(metrics_.prometheus_text(), "text/plain; version=0.0.4");
   });
   http_.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req, res)) return;
@@ -272,7 +347,17 @@ Status serve_command(const ServeArgs& in) {
   if (!chat.ok())
     std::fprintf(stderr, "nxrt serve: /v1/chat/completions disabled: %s\n",
                  chat_status.message().c_str());
-  Server server(args, std::move(engine), chat.ok() ? std::move(*chat) : nullptr, chat_status);
+  std::unique_ptr<genai::BatchDecoder> batch;
+  if (args.batch > 1 && engine->cache_in_place()) {
+    NXRT_ASSIGN_OR_RETURN(
+        batch, genai::BatchDecoder::create(*engine, args.batch, args.max_sequence_length));
+  } else if (args.batch > 1) {
+    std::fprintf(stderr,
+                 "nxrt serve: requests take turns (continuous batching needs a model "
+                 "whose cache past and present share, e.g. GroupQueryAttention)\n");
+  }
+  Server server(args, std::move(engine), chat.ok() ? std::move(*chat) : nullptr, chat_status,
+                std::move(batch));
   std::mutex mutex;
   std::condition_variable finished_cv;
   bool finished = false;

@@ -80,6 +80,8 @@ struct ServeArgs {
   size_t max_body_bytes = size_t(1) << 20;
   int read_timeout_s = 30;  // a client that sends or reads nothing this long is dropped
   int shutdown_timeout_s = 30;
+  int batch = 8;  // sequences decoded together (continuous batching); 1: one at a time
+  int64_t max_sequence_length = 2048;  // cache positions per batched sequence
 };
 
 Status run_command(const RunArgs& args);

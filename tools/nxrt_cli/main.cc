@@ -151,6 +151,14 @@ int main(int argc, char** argv) {
                    "Seconds a client may stay silent while sending or reading")
       ->check(CLI::Range(1, 3600));
   serve_cmd
+      ->add_option("--batch", serve.batch,
+                   "Sequences decoded together (continuous batching; 1: one at a time)")
+      ->check(CLI::Range(1, 256));
+  serve_cmd
+      ->add_option("--max-sequence-length", serve.max_sequence_length,
+                   "Cache positions (prompt + output) of each batched sequence")
+      ->check(CLI::Range(int64_t(16), int64_t(1) << 20));
+  serve_cmd
       ->add_option("--shutdown-timeout", serve.shutdown_timeout_s,
                    "Seconds in-flight requests get after SIGTERM/SIGINT")
       ->check(CLI::Range(0, 3600));

@@ -110,9 +110,79 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const NBitsWeights& w, const 
     y[n] = _mm_cvtss_f32(s) + zero_terms;
   }
 }
+
+// R rows at once: each chunk's codes decoded and scaled once, then one FMA per row and
+// 8 codes into two accumulators per row (R = 4: 8 accumulators, 4 decoded vectors, the
+// scale and an x load fit the 16 ymm registers).
+template <int Bits, int R>
+__attribute__((target("avx2,fma"))) void multi_rows_avx2(const NBitsWeights& w, const float* xp,
+                                                         int64_t stride, int64_t n0, int64_t n1,
+                                                         float* y, int64_t ldy) {
+  const int64_t blocks = w.K / w.block_size, chunks_per_block = w.block_size / kChunk;
+  constexpr int64_t kChunkBytes = kChunk * Bits / 8;
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t* codes = w.codes + n * (w.K * Bits / 8);
+    __m256 acc[R][2];
+    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    float zero_terms[R] = {};
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t at = n * blocks + b;
+      const __m256 scale = _mm256_set1_ps(w.scale[at]);
+      for (int64_t c = 0; c < chunks_per_block; ++c) {
+        const int64_t chunk = b * chunks_per_block + c;
+        if ((chunk * kChunkBytes) % 64 == 0)
+          _mm_prefetch(reinterpret_cast<const char*>(codes + chunk * kChunkBytes) + kPrefetchBytes,
+                       _MM_HINT_T0);
+        __m256 f[4];
+        chunk_codes<Bits>(codes + chunk * kChunkBytes, f);
+        for (int i = 0; i < 4; ++i) f[i] = _mm256_mul_ps(f[i], scale);
+        for (int r = 0; r < R; ++r) {
+          const float* x = xp + r * stride + chunk * kChunk;
+          for (int i = 0; i < 4; ++i)
+            acc[r][i & 1] = _mm256_fmadd_ps(f[i], _mm256_loadu_ps(x + 8 * i), acc[r][i & 1]);
+        }
+      }
+      for (int r = 0; r < R; ++r) zero_terms[r] += w.neg_zp_scale[at] * xp[r * stride + w.K + b];
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m256 all = _mm256_add_ps(acc[r][0], acc[r][1]);
+      __m128 s = _mm_add_ps(_mm256_castps256_ps128(all), _mm256_extractf128_ps(all, 1));
+      s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+      s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+      y[r * ldy + n] = _mm_cvtss_f32(s) + zero_terms[r];
+    }
+  }
+}
+
+template <int Bits>
+void multi_rows_dispatch(const NBitsWeights& w, const float* xp, int64_t stride, int64_t rows,
+                         int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  switch (rows) {
+    case 1:
+      return rows_avx2<Bits>(w, xp, n0, n1, y);
+    case 2:
+      return multi_rows_avx2<Bits, 2>(w, xp, stride, n0, n1, y, ldy);
+    case 3:
+      return multi_rows_avx2<Bits, 3>(w, xp, stride, n0, n1, y, ldy);
+    default:
+      return multi_rows_avx2<Bits, 4>(w, xp, stride, n0, n1, y, ldy);
+  }
+}
 #endif
 
 }  // namespace
+
+void nbits_gemm_rows(const NBitsWeights& w, const float* prepared, int64_t prepared_stride,
+                     int64_t rows, int64_t n0, int64_t n1, float* y, int64_t ldy) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (has_avx2_fma() && best_kernel() != MicroKernel::kPortable)
+    return w.bits == 8 ? multi_rows_dispatch<8>(w, prepared, prepared_stride, rows, n0, n1, y, ldy)
+                       : multi_rows_dispatch<4>(w, prepared, prepared_stride, rows, n0, n1, y, ldy);
+#endif
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t n = n0; n < n1; ++n)
+      y[r * ldy + n] = row_portable(w, prepared + r * prepared_stride, n);
+}
 
 void nbits_prepare_row(const float* x, int64_t K, int64_t block_size, int64_t bits,
                        float* prepared) {

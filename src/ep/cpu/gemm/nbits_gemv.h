@@ -32,4 +32,12 @@ void nbits_prepare_row(const float* x, int64_t K, int64_t block_size, int64_t bi
 // y[n] for n in [n0, n1).
 void nbits_gemv(const NBitsWeights& w, const float* prepared, int64_t n0, int64_t n1, float* y);
 
+// The same for `rows` (1 to kNBitsRowsAtOnce) rows at once: row r's prepared x at
+// prepared + r * prepared_stride, its outputs at y + r * ldy. Each chunk of codes is
+// decoded once for all rows, so a few rows (a batch of decode steps) cost little more
+// than one.
+constexpr int64_t kNBitsRowsAtOnce = 4;
+void nbits_gemm_rows(const NBitsWeights& w, const float* prepared, int64_t prepared_stride,
+                     int64_t rows, int64_t n0, int64_t n1, float* y, int64_t ldy);
+
 }  // namespace nxrt::gemm

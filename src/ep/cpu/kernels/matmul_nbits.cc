@@ -10,6 +10,7 @@
 // time is dequantized on every run. Products of a few rows (an LLM's decode step) read a
 // constant 4- or 8-bit B in that form instead (gemm/nbits_gemv.h): they are bound by the
 // bytes of weights they read, and the float copy has eight times as many.
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -143,8 +144,10 @@ class MatMulNBitsKernel final : public Kernel {
   }
 
  private:
-  // Up to this many rows the product reads the 4-bit codes once per row (they stay in
-  // cache between rows); more rows take the packed float GEMM.
+  // Up to this many rows the product reads the 4- or 8-bit codes, decoding each chunk once
+  // for all of them; more rows (a prompt, a batch of decode steps) take the packed float
+  // GEMM. Measured on 576 x 1536 4-bit weights, 1 thread: 1 row 64 us, 4 rows 140 us
+  // (277 us decoding per row), 8 rows 280 us here against 168 us through the float GEMM.
   static constexpr int64_t kGemvRows = 4;
   // Output columns per thread at least: below that a hand-off costs more than it saves.
   static constexpr double kMinMacsPerPiece = double(1 << 18);
@@ -152,15 +155,17 @@ class MatMulNBitsKernel final : public Kernel {
   void gemv_4bit(const float* a, int64_t M, float* y) const {
     const gemm::NBitsWeights w{g_.N,          g_.K,          g_.block_size,       g_.bits,
                                codes_.data(), scale_.data(), neg_zp_scale_.data()};
-    float* prepared =
-        thread_scratch<float>(size_t(gemm::nbits_prepared_floats(g_.K, g_.block_size)));
+    const int64_t stride = gemm::nbits_prepared_floats(g_.K, g_.block_size);
+    float* prepared = thread_scratch<float>(size_t(stride * M));
+    for (int64_t m = 0; m < M; ++m)
+      gemm::nbits_prepare_row(a + m * g_.K, g_.K, g_.block_size, g_.bits, prepared + m * stride);
     const size_t pieces = parallel_pieces(double(g_.N) * double(g_.K), kMinMacsPerPiece);
-    for (int64_t m = 0; m < M; ++m) {
-      gemm::nbits_prepare_row(a + m * g_.K, g_.K, g_.block_size, g_.bits, prepared);
-      float* row = y + m * g_.N;
+    for (int64_t m = 0; m < M; m += gemm::kNBitsRowsAtOnce) {
+      const int64_t rows = std::min(gemm::kNBitsRowsAtOnce, M - m);
       parallel_for(pieces, [&](size_t i) {
-        gemm::nbits_gemv(w, prepared, g_.N * int64_t(i) / int64_t(pieces),
-                         g_.N * int64_t(i + 1) / int64_t(pieces), row);
+        gemm::nbits_gemm_rows(w, prepared + m * stride, stride, rows,
+                              g_.N * int64_t(i) / int64_t(pieces),
+                              g_.N * int64_t(i + 1) / int64_t(pieces), y + m * g_.N, g_.N);
       });
     }
   }

@@ -1,0 +1,152 @@
+#include "genai/batch_decoder.h"
+
+namespace nxrt::genai {
+
+Expected<Generation> BatchDecoder::Job::wait() {
+  std::unique_lock<std::mutex> lock(mutex);
+  cv.wait(lock, [&] { return done; });
+  if (!status.ok()) return status;
+  return std::move(sequence->result());
+}
+
+Expected<std::unique_ptr<BatchDecoder>> BatchDecoder::create(Engine& engine, int slots,
+                                                             int64_t capacity) {
+  if (slots < 1) return invalid_argument("a batch needs at least one slot, not ", slots);
+  capacity = std::min<int64_t>(capacity, engine.config().context_length);
+  NXRT_ASSIGN_OR_RETURN(std::unique_ptr<Engine::Feeds> feeds, engine.make_feeds(slots));
+  NXRT_RETURN_IF_ERROR(engine.reserve(*feeds, capacity));
+  return std::unique_ptr<BatchDecoder>(new BatchDecoder(engine, std::move(feeds), slots, capacity));
+}
+
+BatchDecoder::BatchDecoder(Engine& engine, std::unique_ptr<Engine::Feeds> feeds, int slots,
+                           int64_t capacity)
+    : engine_(engine), feeds_(std::move(feeds)), capacity_(capacity), slots_(size_t(slots)) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+BatchDecoder::~BatchDecoder() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+Expected<std::shared_ptr<BatchDecoder::Job>> BatchDecoder::submit(
+    std::unique_ptr<Sequence> sequence) {
+  if (int64_t(sequence->prompt().size()) >= capacity_)
+    return invalid_argument("the prompt has ", sequence->prompt().size(),
+                            " tokens; this server's sequences hold ", capacity_);
+  sequence->limit_context(capacity_);
+  auto job = std::make_shared<Job>();
+  job->sequence = std::move(sequence);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) return runtime_error("the batch decoder is stopping");
+    pending_.push_back(job);
+  }
+  cv_.notify_all();
+  return job;
+}
+
+size_t BatchDecoder::waiting() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pending_.size();
+}
+
+size_t BatchDecoder::active() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return active_;
+}
+
+void BatchDecoder::finish(std::shared_ptr<Job>& job, Status status) {
+  {
+    std::lock_guard<std::mutex> lock(job->mutex);
+    job->done = true;
+    job->status = std::move(status);
+  }
+  job->cv.notify_all();
+  job.reset();
+  std::lock_guard<std::mutex> lock(mutex_);
+  --active_;
+}
+
+Status BatchDecoder::prefill(int64_t slot) {
+  Sequence& seq = *slots_[size_t(slot)]->sequence;
+  seq.begin();
+  const int64_t empty = 0;
+  NXRT_RETURN_IF_ERROR(
+      engine_.run(*feeds_, seq.prompt(), 1, slot, std::span<const int64_t>(&empty, 1)));
+  NXRT_ASSIGN_OR_RETURN(bool done,
+                        seq.advance(engine_.logits(*feeds_, 0), int64_t(seq.prompt().size())));
+  if (done) finish(slots_[size_t(slot)], Status());
+  return Status();
+}
+
+Status BatchDecoder::decode_step() {
+  int64_t batch = 0;  // up to the last busy slot; free slots in between run a dummy token
+  for (size_t s = 0; s < slots_.size(); ++s)
+    if (slots_[s]) batch = int64_t(s) + 1;
+  if (batch == 0) return Status();
+  step_ids_.assign(size_t(batch), 0);
+  step_lengths_.assign(size_t(batch), 0);
+  for (int64_t b = 0; b < batch; ++b)
+    if (slots_[size_t(b)]) {
+      step_ids_[size_t(b)] = slots_[size_t(b)]->sequence->next_token();
+      step_lengths_[size_t(b)] = slots_[size_t(b)]->sequence->position();
+    }
+  NXRT_RETURN_IF_ERROR(engine_.run(*feeds_, step_ids_, batch, 0, step_lengths_));
+  for (int64_t b = 0; b < batch; ++b) {
+    if (!slots_[size_t(b)]) continue;
+    NXRT_ASSIGN_OR_RETURN(bool done,
+                          slots_[size_t(b)]->sequence->advance(engine_.logits(*feeds_, b), 1));
+    if (done) finish(slots_[size_t(b)], Status());
+  }
+  return Status();
+}
+
+void BatchDecoder::loop() {
+  while (true) {
+    std::vector<int64_t> admitted;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return stop_ || !pending_.empty() || active_ > 0; });
+      if (stop_) break;
+      for (size_t s = 0; s < slots_.size() && !pending_.empty(); ++s)
+        if (!slots_[s]) {
+          slots_[s] = std::move(pending_.front());
+          pending_.pop_front();
+          ++active_;
+          admitted.push_back(int64_t(s));
+        }
+    }
+    Status status;
+    for (int64_t slot : admitted)
+      if (status.ok()) status = prefill(slot);
+    if (status.ok()) status = decode_step();
+    if (!status.ok())  // a failed run ends every sequence in flight with its error
+      for (auto& job : slots_)
+        if (job) finish(job, status);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto* jobs : {&pending_}) {
+    for (auto& job : *jobs) {
+      std::lock_guard<std::mutex> job_lock(job->mutex);
+      job->done = true;
+      job->status = runtime_error("the server stopped before this request ran");
+      job->cv.notify_all();
+    }
+    jobs->clear();
+  }
+  for (auto& job : slots_)
+    if (job) {
+      std::lock_guard<std::mutex> job_lock(job->mutex);
+      job->done = true;
+      job->status = runtime_error("the server stopped during this request");
+      job->cv.notify_all();
+      job.reset();
+    }
+}
+
+}  // namespace nxrt::genai

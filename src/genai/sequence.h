@@ -1,0 +1,68 @@
+// One generation's decoding state, between the model's runs: picks each token from the
+// logits, applies the stop rules (EOS and stop tokens, stop strings, max tokens, the
+// context), streams the text without broken UTF-8 characters or stop strings, and keeps
+// the result and its timings. Engine::generate drives one; the batch scheduler many.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "genai/engine.h"
+
+namespace nxrt::genai {
+
+class Sequence {
+ public:
+  // Checks the prompt (not empty, ids in the vocabulary, shorter than the context) and
+  // the options.
+  static Expected<std::unique_ptr<Sequence>> create(const Tokenizer& tokenizer,
+                                                    const ModelConfig& config,
+                                                    std::vector<int32_t> prompt,
+                                                    const SamplingOptions& options, TextSink sink);
+
+  // Call when the prompt's run starts (the time to first token counts from here).
+  void begin() { start_ = Clock::now(); }
+  // After a run of `tokens` new tokens, with the last position's logits: picks the next
+  // token and applies the stop rules. Returns true when the sequence has finished.
+  Expected<bool> advance(std::span<const float> logits, int64_t tokens);
+
+  const std::vector<int32_t>& prompt() const { return prompt_; }
+  int32_t next_token() const { return result_.token_ids.back(); }  // to run next
+  int64_t position() const { return position_; }                   // tokens in the cache
+  // Cache positions the sequence may still need (prompt + max_tokens, within the context).
+  int64_t capacity() const;
+  bool finished() const { return finished_; }
+  // Lowers the context the sequence may fill (a batch slot's capacity).
+  void limit_context(int64_t positions) { context_length_ = std::min(context_length_, positions); }
+  Generation& result() { return result_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  Sequence(const Tokenizer& tokenizer, const ModelConfig& config, std::vector<int32_t> prompt,
+           const SamplingOptions& options, TextSink sink);
+  bool emit(std::string_view piece);
+  void finish(const char* reason);
+
+  const Tokenizer& tokenizer_;
+  int64_t context_length_;
+  std::vector<int32_t> prompt_;
+  SamplingOptions options_;
+  TextSink sink_;
+  Sampler sampler_;
+  StreamDecoder decoder_;
+  std::vector<int32_t> stop_ids_;
+  std::vector<std::string> stops_;
+  std::string held_;  // decoded text not yet given out: it may begin a stop string
+  Generation result_;
+  int64_t position_ = 0;
+  bool finished_ = false;
+  Clock::time_point start_{}, first_{};
+};
+
+}  // namespace nxrt::genai
