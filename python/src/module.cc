@@ -20,6 +20,9 @@ namespace nxrt::py {
 void bind_session(nb::module_& m);
 void bind_eager(nb::module_& m);
 void bind_value(nb::module_& m);
+#ifdef NXRT_WITH_GENAI
+void bind_chat_template(nb::module_& m);
+#endif
 }  // namespace nxrt::py
 
 NB_MODULE(_nxrt, m) {
@@ -43,4 +46,7 @@ NB_MODULE(_nxrt, m) {
   nxrt::py::bind_value(m);
   nxrt::py::bind_session(m);
   nxrt::py::bind_eager(m);
+#ifdef NXRT_WITH_GENAI
+  nxrt::py::bind_chat_template(m);
+#endif
 }

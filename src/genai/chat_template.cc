@@ -153,6 +153,7 @@ bool ChatTemplate::render(const nlohmann::ordered_json& context, std::string* ou
   }
   // Macros hold the scope they were defined in, which holds them: break the cycles.
   for (auto& scope : state.macro_scopes) scope->vars.clear();
+  for (auto& ns : state.namespaces) ns->items.clear();
   root->vars.clear();
   return ok;
 }

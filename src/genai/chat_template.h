@@ -11,6 +11,19 @@
 // add_generation_prompt defaults to false. Templates may call only the filters, tests,
 // globals, macros and the non-mutating str/dict/list methods; names starting with '_' are
 // refused; output size, loop iterations, macro depth and time are bounded per render.
+//
+// Where it still differs from the Python port (each an error here, or rare text):
+//   - ints are 64-bit: a result Python would make a big int fails ("too large"); a negative
+//     number to a fractional power (a Python complex) fails;
+//   - upper/lower/title/capitalize map ASCII, Latin-1, Latin Extended-A, Greek and
+//     Cyrillic (and ß to SS); other scripts' letters stay as they are;
+//     str.isalpha/isalnum know letters by case or by the common CJK, kana, Arabic and
+//     Hangul blocks;
+//   - \N{NAME} escapes in string literals know a few names only (BULLET, EM DASH, ...);
+//   - dict.items()/keys()/values() are lists (Python's views print as dict_items([...]));
+//     a generator prints as "<generator object>" (Python adds its address);
+//   - Python's own exception texts (TypeError: ...) can differ where the two evaluate a
+//     failing expression in another order inside a lazy filter.
 #pragma once
 
 #include <memory>

@@ -105,7 +105,8 @@ struct Node {
 // Parses the tokens. Throws TemplateException with a position.
 Body parse_tokens(std::vector<Token> toks, const Locate& locate);
 
-// The filter and test names (templates_filters.cc): the parser refuses unknown ones.
+// The filter and test names (template_filters.cc, template_tests.cc): the parser refuses
+// unknown ones.
 bool has_filter(std::string_view name);
 bool has_test(std::string_view name);
 

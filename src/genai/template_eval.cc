@@ -178,7 +178,7 @@ int64_t as_index(const Value& v) {
   fail("TypeError: slice indices must be integers or None or have an __index__ method");
 }
 
-Value slice_value(const Value& obj, const Value* parts[3], State& state) {
+Value slice_value(const Value& obj, const Value* parts[3]) {
   if (obj.is_undefined()) fail_undefined(obj);
   bool is_str = obj.kind == Kind::kStr;
   if (!is_str && (obj.kind != Kind::kList || obj.list->generator)) {
@@ -208,7 +208,6 @@ Value slice_value(const Value& obj, const Value* parts[3], State& state) {
     else
       items.push_back(obj.list->items[size_t(k)]);
   }
-  (void)state;
   if (is_str) return Value::str(from_u32(s));
   Value out = Value::make_list(std::move(items), obj.list->tuple);
   return out;
@@ -253,7 +252,6 @@ double to_double(const Value& v) {
 }
 int64_t to_int(const Value& v) { return v.kind == Kind::kInt ? v.i : int64_t(v.b); }
 bool is_int_like(const Value& v) { return v.kind == Kind::kInt || v.kind == Kind::kBool; }
-std::string py_type(const Value& v) { return v.kind == Kind::kNone ? "NoneType" : type_name(v); }
 
 [[noreturn]] void unsupported(const std::string& op, const Value& a, const Value& b) {
   fail("TypeError: unsupported operand type(s) for " + op + ": '" + py_type(a) + "' and '" +
@@ -339,16 +337,19 @@ Value binop(State& state, const std::string& op, const Value& a, const Value& b)
         is_int_like(a))
       return repeat(state, b, to_int(a));
     auto is_seq = [](const Value& v) {
-      return v.kind == Kind::kStr || (v.kind == Kind::kList && !v.list->has_range && !v.list->generator);
+      return v.kind == Kind::kStr ||
+             (v.kind == Kind::kList && !v.list->has_range && !v.list->generator);
     };
     if (is_seq(a) || is_seq(b))
-      fail("TypeError: can't multiply sequence by non-int of type '" + py_type(is_seq(a) ? b : a) + "'");
+      fail("TypeError: can't multiply sequence by non-int of type '" + py_type(is_seq(a) ? b : a) +
+           "'");
     unsupported("*", a, b);
   }
   if (op == "/") {
     if (!nums) unsupported("/", a, b);
     if (to_double(b) == 0)
-      fail(ints ? "ZeroDivisionError: division by zero" : "ZeroDivisionError: float division by zero");
+      fail(ints ? "ZeroDivisionError: division by zero"
+                : "ZeroDivisionError: float division by zero");
     return Value::number(to_double(a) / to_double(b));
   }
   if (op == "//" || (op == "%" && nums)) {
@@ -398,6 +399,8 @@ Value binop(State& state, const std::string& op, const Value& a, const Value& b)
     }
     double x = to_double(a), y = to_double(b);
     if (x == 0 && y < 0) fail("ZeroDivisionError: 0.0 cannot be raised to a negative power");
+    if (x < 0 && std::isfinite(y) && std::floor(y) != y)  // Python makes a complex number
+      fail("ValueError: a negative number to a fractional power is complex (not supported)");
     return Value::number(std::pow(x, y));
   }
   fail("unknown operator " + op);
@@ -570,8 +573,7 @@ Flow render_node(const Node& node, const std::shared_ptr<Scope>& scope, std::str
 
 bool is_allowed_method(const Value& obj, const std::string& name);
 
-Value attribute(const Value& obj, const std::string& name, State& state, bool* found) {
-  (void)state;
+Value attribute(const Value& obj, const std::string& name, State& /*state*/, bool* found) {
   *found = false;
   switch (obj.kind) {
     case Kind::kNamespace: {
@@ -703,7 +705,7 @@ Value eval(const Node& node, const std::shared_ptr<Scope>& scope) {
             parts[k] = eval(*key.kids[k], scope);
             ptrs[k] = &parts[k];
           }
-        return slice_value(obj, ptrs, *scope->state);
+        return slice_value(obj, ptrs);
       }
       return get_item(obj, eval(key, scope), *scope->state);
     }

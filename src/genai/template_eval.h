@@ -23,6 +23,8 @@ struct State {
   // Scopes that hold a macro (which holds its scope): emptied after the render so the
   // reference cycles do not outlive it.
   std::vector<std::shared_ptr<Scope>> macro_scopes;
+  // The same for namespaces, which a template may make hold themselves (set ns.me = ns).
+  std::vector<std::shared_ptr<DictData>> namespaces;
 
   void tick();
   void write(std::string& out, std::string_view text);
@@ -61,7 +63,17 @@ void check_name(const Value& obj, const std::string& name);
 Value call_value(const Value& fn, List args, Kwargs kwargs, State& state);
 [[noreturn]] void fail_undefined(const Value& v);
 
-// Filters, tests and globals (template_filters.cc).
+// json.dumps's options, as the tojson filter takes them (template_tojson.cc).
+struct JsonStyle {
+  bool ensure_ascii = false, sort_keys = false, has_indent = false;
+  std::string indent, item_sep = ", ", key_sep = ": ";
+};
+std::string to_json(const Value& v, const JsonStyle& style);
+
+// An int argument (bool counts), or a TypeError naming what was wanted.
+int64_t as_int(const Value& v, const char* what = "an integer");
+
+// Filters (template_filters.cc), tests (template_tests.cc), globals (template_globals.cc).
 Value apply_filter(const std::string& name, State& state, Value value, List args, Kwargs kwargs);
 bool apply_test(const std::string& name, State& state, const Value& value, List args,
                 Kwargs kwargs);
@@ -69,6 +81,10 @@ void add_globals(Scope& scope);
 // fmt % args with Python's printf-style rules (the widths checked against the limit).
 std::string percent_format(State& state, const std::string& fmt, const Value& args);
 // The allowed methods of str, dict and list values (the others are refused).
+// Refuses a format width (any digit run in `spec`) over the output limit before it is used.
+void check_widths(const std::string& spec, State& state);
+// str.strip / lstrip / rstrip: `chars` null or None strips whitespace.
+std::u32string strip_u32(const std::u32string& s, const Value* chars, bool left, bool right);
 bool is_allowed_method(const Value& obj, const std::string& name);
 bool is_refused_method(const Value& obj, const std::string& name);
 Value call_method(State& state, const Value& obj, const std::string& name, List& args,

@@ -1,21 +1,17 @@
-// The filters, tests and globals chat templates may use, with Jinja2's semantics as the
-// Python port implements them (its FILTERS, TESTS and GLOBALS), plus Hugging Face's tojson
-// (json.dumps: no HTML escaping, non-ASCII kept). Filters that Jinja2 makes lazy (map,
-// select, unique, batch...) give lists here: templates only iterate them or pass them on.
+// The filters chat templates may use, with Jinja2's semantics as the Python port's FILTERS
+// implement them. The ones Jinja2 makes lazy (map, select, reject, unique, items, batch,
+// reverse) give one-pass generators (ListData::generator), failures in them deferred to
+// whoever reads that far, as a Python generator's would be.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <limits>
 #include <optional>
 
 #include "genai/template_eval.h"
-#include "genai/utf8.h"
 
 namespace nxrt::genai::tmpl {
 namespace {
-
-std::string py_type(const Value& v) { return v.kind == Kind::kNone ? "NoneType" : type_name(v); }
 
 // Python's binding of call arguments to named parameters.
 class Bound {
@@ -52,41 +48,6 @@ void require(const Bound& b, size_t k, const std::string& fname, const char* nam
   if (!b.has(k)) fail("TypeError: " + fname + "() missing required argument '" + name + "'");
 }
 
-int64_t as_int(const Value& v, const char* what = "an integer") {
-  if (v.kind == Kind::kInt) return v.i;
-  if (v.kind == Kind::kBool) return v.b;
-  if (v.is_undefined()) fail_undefined(v);
-  fail(std::string("TypeError: '") + py_type(v) + "' object cannot be interpreted as " + what);
-}
-
-void check_widths(const std::string& spec, State& state) {
-  for (size_t p = 0; p < spec.size();) {
-    if (!std::isdigit((unsigned char)spec[p])) {
-      ++p;
-      continue;
-    }
-    size_t q = p;
-    while (q < spec.size() && std::isdigit((unsigned char)spec[q])) ++q;
-    std::string digits = spec.substr(p, q - p);
-    if (digits.size() > 9 || size_t(std::stoll(digits)) > state.max_output)
-      fail("the width " + digits + " is over the output limit");
-    p = q;
-  }
-}
-
-std::u32string strip_chars(const std::u32string& s, const std::optional<std::u32string>& chars,
-                           bool left, bool right) {
-  auto strip = [&](char32_t c) {
-    return chars ? chars->find(c) != std::u32string::npos : is_space(c);
-  };
-  size_t b = 0, e = s.size();
-  if (left)
-    while (b < e && strip(s[b])) ++b;
-  if (right)
-    while (e > b && strip(s[e - 1])) --e;
-  return s.substr(b, e - b);
-}
-
 bool is_alpha_cp(char32_t c) {
   if (c < 0x80) return std::isalpha(int(c)) != 0;
   return !is_space(c) && !(c >= 0x2000 && c <= 0x206f) && !(c >= 0x3000 && c <= 0x303f) &&
@@ -96,28 +57,11 @@ bool is_alpha_cp(char32_t c) {
 }
 bool is_digit_cp(char32_t c) { return c >= '0' && c <= '9'; }
 bool is_word_cp(char32_t c) { return c == '_' || is_digit_cp(c) || is_alpha_cp(c); }
-bool is_cased_lower(char32_t c) { return upper_u32(std::u32string(1, c))[0] != c; }
-bool is_cased_upper(char32_t c) { return lower_u32(std::u32string(1, c))[0] != c; }
 
 std::string capitalize(const std::string& s) {
   std::u32string u = lower_u32(to_u32(s));
   if (!u.empty()) u[0] = upper_u32(std::u32string(1, u[0]))[0];
   return from_u32(u);
-}
-
-std::string pad(const std::string& s, int64_t width, char32_t fill, char align) {
-  int64_t n = int64_t(char_count(s));
-  if (width <= n) return s;
-  int64_t marg = width - n, left = 0;
-  if (align == '>')
-    left = marg;
-  else if (align == '^')
-    left = marg / 2 + (marg & width & 1);
-  std::string f = from_u32(std::u32string(1, fill)), out;
-  for (int64_t k = 0; k < left; ++k) out += f;
-  out += s;
-  for (int64_t k = 0; k < marg - left; ++k) out += f;
-  return out;
 }
 
 std::string replace_all(const std::string& s, const std::string& old, const std::string& with,
@@ -153,239 +97,6 @@ std::string replace_all(const std::string& s, const std::string& old, const std:
   return out + s.substr(pos);
 }
 
-List split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_right) {
-  List out;
-  std::u32string u = to_u32(s);
-  if (sep.kind == Kind::kNone || sep.is_undefined()) {
-    std::vector<std::u32string> words;
-    if (!from_right) {
-      size_t k = 0;
-      while (true) {
-        while (k < u.size() && is_space(u[k])) ++k;
-        if (k >= u.size()) break;
-        if (maxsplit >= 0 && int64_t(words.size()) == maxsplit) {
-          std::u32string rest = u.substr(k);
-          while (!rest.empty() && is_space(rest.back())) rest.pop_back();
-          words.push_back(rest);
-          break;
-        }
-        size_t e = k;
-        while (e < u.size() && !is_space(u[e])) ++e;
-        words.push_back(u.substr(k, e - k));
-        k = e;
-      }
-    } else {
-      int64_t k = int64_t(u.size());
-      while (true) {
-        while (k > 0 && is_space(u[size_t(k - 1)])) --k;
-        if (k <= 0) break;
-        if (maxsplit >= 0 && int64_t(words.size()) == maxsplit) {
-          size_t b = 0;
-          while (b < size_t(k) && is_space(u[b])) ++b;
-          words.push_back(u.substr(b, size_t(k) - b));
-          break;
-        }
-        int64_t b = k;
-        while (b > 0 && !is_space(u[size_t(b - 1)])) --b;
-        words.push_back(u.substr(size_t(b), size_t(k - b)));
-        k = b;
-      }
-      std::reverse(words.begin(), words.end());
-    }
-    for (auto& w : words) out.push_back(Value::str(from_u32(w)));
-    return out;
-  }
-  if (!sep.is_str()) fail("TypeError: must be str or None, not " + py_type(sep));
-  if (sep.s.empty()) fail("ValueError: empty separator");
-  std::vector<std::string> parts;
-  if (!from_right) {
-    size_t pos = 0;
-    while (true) {
-      size_t p = s.find(sep.s, pos);
-      if (p == std::string::npos || (maxsplit >= 0 && int64_t(parts.size()) == maxsplit)) break;
-      parts.push_back(s.substr(pos, p - pos));
-      pos = p + sep.s.size();
-    }
-    parts.push_back(s.substr(pos));
-  } else {
-    size_t end = s.size();
-    std::vector<std::string> rev;
-    while (true) {
-      if (maxsplit >= 0 && int64_t(rev.size()) == maxsplit) break;
-      if (end < sep.s.size()) break;
-      size_t p = s.rfind(sep.s, end - sep.s.size());
-      if (p == std::string::npos) break;
-      rev.push_back(s.substr(p + sep.s.size(), end - p - sep.s.size()));
-      end = p;
-    }
-    rev.push_back(s.substr(0, end));
-    parts.assign(rev.rbegin(), rev.rend());
-  }
-  for (auto& p : parts) out.push_back(Value::str(p));
-  return out;
-}
-
-List splitlines(const std::string& s, bool keepends) {
-  List out;
-  std::u32string u = to_u32(s);
-  size_t start = 0;
-  for (size_t k = 0; k < u.size(); ++k) {
-    char32_t c = u[k];
-    bool nl = c == '\n' || c == '\r' || c == 0x0b || c == 0x0c || c == 0x1c || c == 0x1d ||
-              c == 0x1e || c == 0x85 || c == 0x2028 || c == 0x2029;
-    if (!nl) continue;
-    size_t end = k + 1;
-    if (c == '\r' && k + 1 < u.size() && u[k + 1] == '\n') end = k + 2;
-    out.push_back(Value::str(from_u32(u.substr(start, (keepends ? end : k) - start))));
-    start = end;
-    k = end - 1;
-  }
-  if (start < u.size()) out.push_back(Value::str(from_u32(u.substr(start))));
-  return out;
-}
-
-// -- tojson: Python's json.dumps
-
-void json_string(const std::string& s, bool ensure_ascii, std::string& out) {
-  out += '"';
-  for (char32_t c : to_u32(s)) {
-    char buf[16];
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        continue;
-      case '\\':
-        out += "\\\\";
-        continue;
-      case '\n':
-        out += "\\n";
-        continue;
-      case '\r':
-        out += "\\r";
-        continue;
-      case '\t':
-        out += "\\t";
-        continue;
-      case '\b':
-        out += "\\b";
-        continue;
-      case '\f':
-        out += "\\f";
-        continue;
-      default:
-        break;
-    }
-    if (c < 0x20 || (ensure_ascii && c >= 0x7f)) {
-      if (c >= 0x10000 && c < 0x110000) {
-        char32_t v = c - 0x10000;
-        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", unsigned(0xd800 + (v >> 10)),
-                      unsigned(0xdc00 + (v & 0x3ff)));
-      } else {
-        std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(c >= 0x110000 ? 0xfffd : c));
-      }
-      out += buf;
-    } else {
-      append_utf8(c, out);
-    }
-  }
-  out += '"';
-}
-
-struct JsonStyle {
-  bool ensure_ascii = false, sort_keys = false, has_indent = false;
-  std::string indent, item_sep = ", ", key_sep = ": ";
-};
-
-void json_dump(const Value& v, const JsonStyle& st, int level, std::string& out) {
-  if (level > 200) fail("tojson: the value is nested too deeply");
-  auto newline = [&](int lvl) {
-    out += '\n';
-    for (int k = 0; k < lvl; ++k) out += st.indent;
-  };
-  switch (v.kind) {
-    case Kind::kNone:
-      out += "null";
-      return;
-    case Kind::kBool:
-      out += v.b ? "true" : "false";
-      return;
-    case Kind::kInt:
-      out += std::to_string(v.i);
-      return;
-    case Kind::kFloat:
-      if (std::isnan(v.f))
-        out += "NaN";
-      else if (std::isinf(v.f))
-        out += v.f < 0 ? "-Infinity" : "Infinity";
-      else
-        out += float_repr(v.f);
-      return;
-    case Kind::kStr:
-      json_string(v.s, st.ensure_ascii, out);
-      return;
-    case Kind::kList: {
-      if (v.list->has_range || v.list->generator)
-        fail("TypeError: Object of type " + type_name(v) + " is not JSON serializable");
-      if (v.list->items.empty()) {
-        out += "[]";
-        return;
-      }
-      out += '[';
-      bool first = true;
-      for (const Value& item : v.list->items) {
-        if (!first) out += st.has_indent ? "," : st.item_sep;
-        if (st.has_indent) newline(level + 1);
-        first = false;
-        json_dump(item, st, level + 1, out);
-      }
-      if (st.has_indent) newline(level);
-      out += ']';
-      return;
-    }
-    case Kind::kDict: {
-      if (v.dict->items.empty()) {
-        out += "{}";
-        return;
-      }
-      std::vector<std::pair<std::string, const Value*>> items;
-      for (const auto& [k, val] : v.dict->items) {
-        std::string key;
-        if (k.kind == Kind::kStr)
-          key = k.s;
-        else if (k.kind == Kind::kInt)
-          key = std::to_string(k.i);
-        else if (k.kind == Kind::kFloat)
-          key = float_repr(k.f);
-        else if (k.kind == Kind::kBool)
-          key = k.b ? "true" : "false";
-        else if (k.kind == Kind::kNone)
-          key = "null";
-        else
-          fail("TypeError: keys must be str, int, float, bool or None, not " + py_type(k));
-        items.emplace_back(key, &val);
-      }
-      if (st.sort_keys)
-        std::stable_sort(items.begin(), items.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-      out += '{';
-      bool first = true;
-      for (const auto& [key, val] : items) {
-        if (!first) out += st.has_indent ? "," : st.item_sep;
-        if (st.has_indent) newline(level + 1);
-        first = false;
-        json_string(key, st.ensure_ascii, out);
-        out += st.key_sep;
-        json_dump(*val, st, level + 1, out);
-      }
-      if (st.has_indent) newline(level);
-      out += '}';
-      return;
-    }
-    default:
-      fail("TypeError: Object of type " + type_name(v) + " is not JSON serializable");
-  }
-}
-
 Value f_tojson(State& state, const Value& value, const Bound& b) {
   JsonStyle st;
   st.ensure_ascii = truthy(b.get(0, Value::boolean(false)));
@@ -411,10 +122,8 @@ Value f_tojson(State& state, const Value& value, const Bound& b) {
   if (st.has_indent && seps.kind == Kind::kList) {
     // with an indent, the item separator still ends the line
   }
-  std::string out;
   if (value.is_undefined()) fail("TypeError: Object of type Undefined is not JSON serializable");
-  json_dump(value, st, 0, out);
-  return Value::str(std::move(out));
+  return Value::str(to_json(value, st));
 }
 
 // A generator's item raised: what came before stays, the error waits for whoever reads on.
@@ -479,7 +188,8 @@ Value f_round(const Value& value, const Bound& b) {
       }
       if (2 * r > scale || (2 * r == scale && (q & 1))) ++q;
       __int128 rounded = __int128(q) * scale;
-      if (rounded > std::numeric_limits<int64_t>::max() || rounded < std::numeric_limits<int64_t>::min())
+      if (rounded > std::numeric_limits<int64_t>::max() ||
+          rounded < std::numeric_limits<int64_t>::min())
         fail("OverflowError: the integer is too large for 64 bits");
       return Value::integer(int64_t(rounded));
     }
@@ -496,7 +206,8 @@ Value f_round(const Value& value, const Bound& b) {
   }
   if (method != "ceil" && method != "floor")
     fail("round: method must be 'common', 'ceil' or 'floor'");
-  if (prec > 400 || prec < -400) fail("round: precision " + std::to_string(prec) + " is out of range");
+  if (prec > 400 || prec < -400)
+    fail("round: precision " + std::to_string(prec) + " is out of range");
   double x =
       value.kind == Kind::kFloat ? value.f : double(value.kind == Kind::kInt ? value.i : value.b);
   double scale = std::pow(10.0, double(prec));
@@ -510,7 +221,7 @@ Value to_float(const Value& v, bool* ok) {
   if (v.kind == Kind::kInt) return Value::number(double(v.i));
   if (v.kind == Kind::kBool) return Value::number(v.b);
   if (v.is_str()) {
-    std::string s = from_u32(strip_chars(to_u32(v.s), std::nullopt, true, true)), t;
+    std::string s = from_u32(strip_u32(to_u32(v.s), nullptr, true, true)), t;
     for (size_t k = 0; k < s.size(); ++k) {
       if (s[k] == '_' && k > 0 && k + 1 < s.size() && std::isdigit((unsigned char)s[k - 1]) &&
           std::isdigit((unsigned char)s[k + 1]))
@@ -528,7 +239,7 @@ Value to_float(const Value& v, bool* ok) {
 }
 
 bool parse_int(const std::string& text, int64_t base, int64_t* out) {
-  std::string s = from_u32(strip_chars(to_u32(text), std::nullopt, true, true));
+  std::string s = from_u32(strip_u32(to_u32(text), nullptr, true, true));
   bool neg = false;
   size_t k = 0;
   if (k < s.size() && (s[k] == '+' || s[k] == '-')) neg = s[k++] == '-';
@@ -561,7 +272,8 @@ bool parse_int(const std::string& text, int64_t base, int64_t* out) {
             : std::isalpha((unsigned char)c) ? std::tolower(c) - 'a' + 10
                                              : 99;
     if (d >= base) return false;
-    if (v > (std::numeric_limits<int64_t>::max() - d) / base) return false;
+    if (v > (std::numeric_limits<int64_t>::max() - d) / base)
+      fail("OverflowError: the integer " + text + " is too large for 64 bits");
     v = v * base + d;
     prev_digit = true;
   }
@@ -605,8 +317,8 @@ Value min_max(State& state, const Value& value, const Bound& b, bool want_max) {
   return items[best];
 }
 
-Value select(State& state, const Value& value, List args, Kwargs& kwargs, bool keep, bool by_attr,
-             const std::string& fname) {
+// select / reject / selectattr / rejectattr.
+Value select(State& state, const Value& value, List args, Kwargs& kwargs, bool keep, bool by_attr) {
   std::optional<AttrGetter> get;
   size_t first = 0;
   if (by_attr) {
@@ -620,7 +332,6 @@ Value select(State& state, const Value& value, List args, Kwargs& kwargs, bool k
     test = to_str(args[first]);
     test_args.assign(args.begin() + long(first) + 1, args.end());
   }
-  (void)fname;
   Value out = Value::make_generator({});
   if (!truthy(value)) return out;
   for (const Value& item : iterate(value)) {
@@ -675,7 +386,9 @@ std::string indent_text(State& state, const Value& sv, const Bound& b) {
       width.is_str() ? width.s : std::string(size_t(std::max<int64_t>(as_int(width), 0)), ' ');
   state.size(char_count(indent), "indent");
   std::string s = sv.s + "\n";  // so that a trailing newline stays one, as in Jinja2
-  List lines = splitlines(s, false);
+  List no_args;
+  Kwargs no_kwargs;
+  List lines = call_method(state, Value::str(s), "splitlines", no_args, no_kwargs).list->items;
   state.size(char_count(s) + char_count(indent) * (lines.size() + 1));
   std::string text;
   if (blank) {
@@ -733,20 +446,6 @@ Value sum_values(const List& items, Value start) {
   return acc;
 }
 
-bool has_upper_lower(const std::string& s, bool want_lower) {
-  bool cased = false;
-  for (char32_t c : to_u32(s)) {
-    if (is_cased_lower(c)) {
-      if (!want_lower) return false;
-      cased = true;
-    } else if (is_cased_upper(c)) {
-      if (want_lower) return false;
-      cased = true;
-    }
-  }
-  return cased;
-}
-
 const char* const kFilterNames[] = {
     "abs",        "attr",   "batch",      "capitalize", "center",  "count",  "d",      "default",
     "dictsort",   "e",      "escape",     "first",      "float",   "format", "indent", "int",
@@ -755,45 +454,17 @@ const char* const kFilterNames[] = {
     "selectattr", "sort",   "string",     "sum",        "title",   "tojson", "trim",   "truncate",
     "unique",     "upper",  "wordcount"};
 
-const char* const kTestNames[] = {
-    "defined",     "undefined", "none",        "boolean", "true",     "false",    "integer",
-    "float",       "number",    "string",      "mapping", "sequence", "iterable", "callable",
-    "odd",         "even",      "divisibleby", "lower",   "upper",    "in",       "sameas",
-    "escaped",     "filter",    "test",        "eq",      "equalto",  "==",       "ne",
-    "!=",          "lt",        "lessthan",    "<",       "le",       "<=",       "gt",
-    "greaterthan", ">",         "ge",          ">="};
-
-Value mod2(State& state, const Value& v, const Value& n) {
-  if (v.is_undefined()) fail_undefined(v);
-  if (v.is_str()) return Value::str(percent_format(state, v.s, n));
-  if (!v.is_number() || !n.is_number())
-    fail("TypeError: unsupported operand type(s) for %: '" + py_type(v) + "' and '" + py_type(n) +
-         "'");
-  if (v.kind != Kind::kFloat && n.kind != Kind::kFloat) {
-    int64_t x = v.kind == Kind::kInt ? v.i : v.b, y = n.kind == Kind::kInt ? n.i : n.b;
-    if (y == 0) fail("ZeroDivisionError: integer modulo by zero");
-    int64_t r = x % y;
-    if (r != 0 && ((r < 0) != (y < 0))) r += y;
-    return Value::integer(r);
-  }
-  double x = v.kind == Kind::kFloat ? v.f : double(v.kind == Kind::kInt ? v.i : v.b);
-  double y = n.kind == Kind::kFloat ? n.f : double(n.kind == Kind::kInt ? n.i : n.b);
-  if (y == 0) fail("ZeroDivisionError: float modulo");
-  double r = std::fmod(x, y);
-  if (r != 0 && ((r < 0) != (y < 0))) r += y;
-  return Value::number(r);
-}
-
 }  // namespace
+
+int64_t as_int(const Value& v, const char* what) {
+  if (v.kind == Kind::kInt) return v.i;
+  if (v.kind == Kind::kBool) return v.b;
+  if (v.is_undefined()) fail_undefined(v);
+  fail(std::string("TypeError: '") + py_type(v) + "' object cannot be interpreted as " + what);
+}
 
 bool has_filter(std::string_view name) {
   for (const char* n : kFilterNames)
-    if (name == n) return true;
-  return false;
-}
-
-bool has_test(std::string_view name) {
-  for (const char* n : kTestNames)
     if (name == n) return true;
   return false;
 }
@@ -842,7 +513,7 @@ Value apply_filter(const std::string& name, State& state, Value value, List args
   }
   if (f == "select" || f == "reject" || f == "selectattr" || f == "rejectattr")
     return select(state, value, std::move(args), kwargs, f == "select" || f == "selectattr",
-                  f == "selectattr" || f == "rejectattr", f);
+                  f == "selectattr" || f == "rejectattr");
   if (f == "format") {
     if (!args.empty() && !kwargs.empty())
       fail("format: positional and keyword arguments cannot be mixed");
@@ -859,7 +530,8 @@ Value apply_filter(const std::string& name, State& state, Value value, List args
   if (f == "abs") {
     Bound b(f, {}, args, kwargs);
     if (value.kind == Kind::kInt) {
-      if (value.i == std::numeric_limits<int64_t>::min()) fail("OverflowError: the integer is too large for 64 bits");
+      if (value.i == std::numeric_limits<int64_t>::min())
+        fail("OverflowError: the integer is too large for 64 bits");
       return Value::integer(value.i < 0 ? -value.i : value.i);
     }
     if (value.kind == Kind::kBool) return Value::integer(value.b);
@@ -898,9 +570,9 @@ Value apply_filter(const std::string& name, State& state, Value value, List args
   if (f == "capitalize") return Value::str(capitalize(to_str(value)));
   if (f == "center") {
     Bound b(f, {"width"}, args, kwargs);
-    Value w = b.get(0, Value::integer(80));
-    check_widths(to_str(w), state);
-    return Value::str(pad(to_str(value), as_int(w), U' ', '^'));
+    List width{b.get(0, Value::integer(80))};
+    Kwargs none;
+    return call_method(state, Value::str(to_str(value)), "center", width, none);
   }
   if (f == "count" || f == "length") return Value::integer(length(value));
   if (f == "d" || f == "default") {
@@ -1028,8 +700,10 @@ Value apply_filter(const std::string& name, State& state, Value value, List args
     if (b.none(2)) {
       getters.emplace_back(Value::none(), lower);
     } else {
-      for (const Value& part : split(to_str(b.at(2)), Value::str(","), -1, false))
-        getters.emplace_back(part, lower);
+      List comma{Value::str(",")};
+      Kwargs none;
+      Value parts = call_method(state, Value::str(to_str(b.at(2))), "split", comma, none);
+      for (const Value& part : parts.list->items) getters.emplace_back(part, lower);
     }
     List items = iterate(value);
     std::vector<std::pair<Value, Value>> keyed;
@@ -1079,9 +753,8 @@ Value apply_filter(const std::string& name, State& state, Value value, List args
   }
   if (f == "trim") {
     Bound b(f, {"chars"}, args, kwargs);
-    std::optional<std::u32string> chars;
-    if (!b.none(0)) chars = to_u32(to_str(b.at(0)));
-    return Value::str(from_u32(strip_chars(to_u32(to_str(value)), chars, true, true)));
+    return Value::str(
+        from_u32(strip_u32(to_u32(to_str(value)), b.has(0) ? &b.at(0) : nullptr, true, true)));
   }
   if (f == "truncate") {
     Bound b(f, {"length", "killwords", "end", "leeway"}, args, kwargs);
@@ -1119,174 +792,6 @@ Value apply_filter(const std::string& name, State& state, Value value, List args
     return Value::integer(n);
   }
   fail("no filter named '" + f + "'");
-}
-
-bool apply_test(const std::string& name, State& state, const Value& v, List args, Kwargs kwargs) {
-  const std::string& t = name;
-  // Python calls each test as a function of the value and its arguments: a wrong count
-  // is a TypeError there (tests that take one argument: the comparisons, in, sameas and
-  // divisibleby).
-  static const char* const kOneArg[] = {"divisibleby", "in", "sameas", "eq", "equalto", "==", "ne", "!=",
-                                        "lt", "lessthan", "<", "le", "<=", "gt", "greaterthan", ">",
-                                        "ge", ">="};
-  size_t want = std::any_of(std::begin(kOneArg), std::end(kOneArg), [&](const char* n) { return t == n; });
-  std::string fname = t == "sequence" ? "_t_sequence" : t == "iterable" ? "_t_iterable" : "<lambda>";
-  if (!kwargs.empty()) fail("TypeError: " + fname + "() got an unexpected keyword argument '" + kwargs[0].first + "'");
-  if (args.size() > want)
-    fail("TypeError: " + fname + "() takes " + std::to_string(want + 1) + " positional argument" +
-         (want ? "s" : "") + " but " + std::to_string(args.size() + 1) + " were given");
-  if (args.size() < want) fail("TypeError: " + fname + "() missing 1 required positional argument");
-  auto arg = [&](size_t k) -> const Value& { return args[k]; };
-  if (t == "defined") return !v.is_undefined();
-  if (t == "undefined") return v.is_undefined();
-  if (t == "none") return v.kind == Kind::kNone;
-  if (t == "boolean") return v.kind == Kind::kBool;
-  if (t == "true") return v.kind == Kind::kBool && v.b;
-  if (t == "false") return v.kind == Kind::kBool && !v.b;
-  if (t == "integer") return v.kind == Kind::kInt;
-  if (t == "float") return v.kind == Kind::kFloat;
-  if (t == "number") return v.is_number();
-  if (t == "string") return v.is_str();
-  if (t == "mapping") return v.kind == Kind::kDict;
-  if (t == "sequence")
-    return v.kind == Kind::kStr || (v.kind == Kind::kList && !v.list->generator) ||
-           v.kind == Kind::kDict || v.is_undefined();
-  if (t == "iterable")
-    return v.kind == Kind::kStr || v.kind == Kind::kList || v.kind == Kind::kDict ||
-           v.is_undefined();
-  if (t == "callable")
-    return v.is_undefined() || (v.kind == Kind::kCallable && v.fn->type != Callable::kRefused);
-  if (t == "odd") return equal(mod2(state, v, Value::integer(2)), Value::integer(1));
-  if (t == "even") return equal(mod2(state, v, Value::integer(2)), Value::integer(0));
-  if (t == "divisibleby") return equal(mod2(state, v, arg(0)), Value::integer(0));
-  if (t == "lower") return has_upper_lower(to_str(v), true);
-  if (t == "upper") return has_upper_lower(to_str(v), false);
-  if (t == "in") return contains(arg(0), v);
-  if (t == "sameas") {
-    const Value& o = arg(0);
-    if (v.kind != o.kind) return false;
-    switch (v.kind) {
-      case Kind::kNone:
-      case Kind::kUndefined:
-        return v.kind == Kind::kNone;
-      case Kind::kBool:
-        return v.b == o.b;
-      case Kind::kInt:
-        return v.i == o.i && v.i >= -5 && v.i <= 256;  // CPython's small ints
-      case Kind::kList:
-        return v.list == o.list;
-      case Kind::kDict:
-      case Kind::kNamespace:
-        return v.dict == o.dict;
-      case Kind::kCallable:
-        return v.fn == o.fn;
-      default:
-        return false;
-    }
-  }
-  if (t == "escaped") return false;
-  if (t == "filter") return v.is_str() && has_filter(v.s);
-  if (t == "test") return v.is_str() && has_test(v.s);
-  if (t == "eq" || t == "equalto" || t == "==") return equal(v, arg(0));
-  if (t == "ne" || t == "!=") return !equal(v, arg(0));
-  if (t == "lt" || t == "lessthan" || t == "<") return ordered("<", v, arg(0));
-  if (t == "le" || t == "<=") return ordered("<=", v, arg(0));
-  if (t == "gt" || t == "greaterthan" || t == ">") return ordered(">", v, arg(0));
-  if (t == "ge" || t == ">=") return ordered(">=", v, arg(0));
-  fail("no test named '" + t + "'");
-}
-
-// -- globals
-
-namespace {
-
-constexpr int64_t kMaxRange = 100000;  // Jinja2's sandbox refuses longer ranges too
-
-Value builtin(const std::string& name, std::function<Value(List&, Kwargs&, State&)> fn) {
-  Value v = Value::of(Kind::kCallable);
-  v.fn = std::make_shared<Callable>();
-  v.fn->name = name;
-  v.fn->fn = std::move(fn);
-  return v;
-}
-
-void fill_dict(DictData& d, List& args, Kwargs& kwargs, const char* fname) {
-  if (args.size() > 1) fail(std::string("TypeError: ") + fname + " expected at most 1 argument");
-  if (!args.empty()) {
-    const Value& a = args[0];
-    if (a.kind == Kind::kDict || a.kind == Kind::kNamespace) {
-      for (const auto& kv : a.dict->items) d.set(kv.first, kv.second);
-    } else {
-      for (const Value& pair : iterate(a)) {
-        List kv = iterate(pair);
-        if (kv.size() != 2)
-          fail("ValueError: dictionary update sequence element has length " +
-               std::to_string(kv.size()) + "; 2 is required");
-        d.set(kv[0], kv[1]);
-      }
-    }
-  }
-  for (auto& [k, v] : kwargs) d.set(Value::str(k), v);
-}
-
-}  // namespace
-
-void add_globals(Scope& scope) {
-  scope.vars["range"] = builtin("range", [](List& args, Kwargs& kwargs, State&) {
-    if (!kwargs.empty()) fail("TypeError: range() takes no keyword arguments");
-    if (args.empty() || args.size() > 3)
-      fail("TypeError: range expected at least 1 argument, got " + std::to_string(args.size()));
-    int64_t start = 0, stop, step = 1;
-    if (args.size() == 1) {
-      stop = as_int(args[0]);
-    } else {
-      start = as_int(args[0]);
-      stop = as_int(args[1]);
-      if (args.size() == 3) step = as_int(args[2]);
-    }
-    if (step == 0) fail("ValueError: range() arg 3 must not be zero");
-    __int128 n = step > 0 ? (stop > start ? (__int128(stop) - start + step - 1) / step : 0)
-                          : (start > stop ? (__int128(start) - stop - step - 1) / -step : 0);
-    if (n > kMaxRange)
-      fail("range() of " + std::to_string(int64_t(n)) + " items (the limit is " +
-           std::to_string(kMaxRange) + ")");
-    List items;
-    for (int64_t k = 0; k < int64_t(n); ++k) items.push_back(Value::integer(start + k * step));
-    Value v = Value::make_list(std::move(items));
-    v.list->has_range = true;
-    v.list->range[0] = start;
-    v.list->range[1] = stop;
-    v.list->range[2] = step;
-    return v;
-  });
-  scope.vars["dict"] = builtin("dict", [](List& args, Kwargs& kwargs, State&) {
-    Value d = Value::make_dict();
-    fill_dict(*d.dict, args, kwargs, "dict");
-    return d;
-  });
-  scope.vars["namespace"] = builtin("namespace", [](List& args, Kwargs& kwargs, State&) {
-    Value d = Value::make_dict();
-    fill_dict(*d.dict, args, kwargs, "namespace");
-    d.kind = Kind::kNamespace;
-    return d;
-  });
-  scope.vars["raise_exception"] =
-      builtin("raise_exception", [](List& args, Kwargs& kwargs, State&) -> Value {
-        if (args.size() == 1 && kwargs.empty()) fail(to_str(args[0]));
-        if (args.empty() && kwargs.size() == 1 && kwargs[0].first == "message")
-          fail(to_str(kwargs[0].second));
-        fail("TypeError: raise_exception() takes one argument (message)");
-      });
-  scope.vars["strftime_now"] = builtin("strftime_now", [](List& args, Kwargs&, State&) {
-    if (args.size() != 1 || !args[0].is_str())
-      fail("TypeError: strftime_now() takes one str argument");
-    std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    localtime_r(&now, &tm);
-    char buf[512];
-    size_t n = std::strftime(buf, sizeof buf, args[0].s.c_str(), &tm);
-    return Value::str(std::string(buf, n));
-  });
 }
 
 }  // namespace nxrt::genai::tmpl

@@ -14,27 +14,10 @@
 namespace nxrt::genai::tmpl {
 namespace {
 
-std::string py_type(const Value& v) { return v.kind == Kind::kNone ? "NoneType" : type_name(v); }
-
 bool in_list(const std::string& name, std::initializer_list<const char*> names) {
   for (const char* n : names)
     if (name == n) return true;
   return false;
-}
-
-void check_widths(const std::string& spec, State& state) {
-  for (size_t p = 0; p < spec.size();) {
-    if (!std::isdigit((unsigned char)spec[p])) {
-      ++p;
-      continue;
-    }
-    size_t q = p;
-    while (q < spec.size() && std::isdigit((unsigned char)spec[q])) ++q;
-    std::string digits = spec.substr(p, q - p);
-    if (digits.size() > 9 || size_t(std::stoll(digits)) > state.max_output)
-      fail("the width " + digits + " is over the output limit");
-    p = q;
-  }
 }
 
 std::string pad_to(const std::string& s, int64_t width, char32_t fill, char align) {
@@ -66,21 +49,6 @@ int64_t as_integer(const Value& v, const char* fmt, bool allow_float) {
   if (v.kind == Kind::kFloat && allow_float) return float_to_int(v.f);
   fail(std::string("TypeError: ") + fmt + " format: " +
        (allow_float ? "a real number" : "an integer") + " is required, not " + py_type(v));
-}
-
-std::u32string strip_u32(const std::u32string& s, const Value* chars, bool left, bool right) {
-  std::optional<std::u32string> set;
-  if (chars && chars->kind != Kind::kNone) {
-    if (!chars->is_str()) fail("TypeError: strip arg must be None or str");
-    set = to_u32(chars->s);
-  }
-  auto strip = [&](char32_t c) { return set ? set->find(c) != std::u32string::npos : is_space(c); };
-  size_t b = 0, e = s.size();
-  if (left)
-    while (b < e && strip(s[b])) ++b;
-  if (right)
-    while (e > b && strip(s[e - 1])) --e;
-  return s.substr(b, e - b);
 }
 
 const Value& need(List& args, size_t k, const std::string& name) {
@@ -147,7 +115,7 @@ Value str_method(State& state, const std::string& s, const std::string& name, Li
           while (k < u.size() && is_space(u[k])) ++k;
           if (k >= u.size()) break;
           if (m >= 0 && int64_t(words.size()) == m) {
-            words.push_back(strip_u32(u.substr(k), nullptr, false, true));
+            words.push_back(u.substr(k));  // the rest as it is, trailing spaces too
             break;
           }
           size_t e = k;
@@ -161,7 +129,7 @@ Value str_method(State& state, const std::string& s, const std::string& name, Li
           while (e > 0 && is_space(u[size_t(e - 1)])) --e;
           if (e <= 0) break;
           if (m >= 0 && int64_t(words.size()) == m) {
-            words.push_back(strip_u32(u.substr(0, size_t(e)), nullptr, true, false));
+            words.push_back(u.substr(0, size_t(e)));  // the rest, leading spaces too
             break;
           }
           int64_t b = e;
@@ -442,17 +410,16 @@ Value str_method(State& state, const std::string& s, const std::string& name, Li
 
 // -- str.format
 
-std::string format_number_spec(const Value& value, const std::string& spec, State& state);
+std::string format_number_spec(const Value& value, const std::string& spec);
 
 std::string format_field(const Value& value, const std::string& spec, State& state) {
   check_widths(spec, state);
   if (spec.empty()) return to_str(value);
-  return format_number_spec(value, spec, state);
+  return format_number_spec(value, spec);
 }
 
 // A format spec: [[fill]align][sign][#][0][width][,_][.precision][type].
-std::string format_number_spec(const Value& value, const std::string& spec, State& state) {
-  (void)state;
+std::string format_number_spec(const Value& value, const std::string& spec) {
   std::u32string sp = to_u32(spec);
   size_t k = 0;
   char32_t fill = ' ';
@@ -478,8 +445,8 @@ std::string format_number_spec(const Value& value, const std::string& spec, Stat
   }
   int64_t width = 0;
   while (k < sp.size() && sp[k] >= '0' && sp[k] <= '9') width = width * 10 + (sp[k++] - '0');
-  if (k < sp.size() && (sp[k] == ',' || sp[k] == '_'))
-    fail("ValueError: grouping in format specs is not supported");
+  char grouping = 0;
+  if (k < sp.size() && (sp[k] == ',' || sp[k] == '_')) grouping = char(sp[k++]);
   int precision = -1;
   if (k < sp.size() && sp[k] == '.') {
     ++k;
@@ -544,6 +511,19 @@ std::string format_number_spec(const Value& value, const std::string& spec, Stat
   }
   std::string sign_text = neg ? "-" : sign == '+' ? "+" : sign == ' ' ? " " : "";
   body = buf;
+  if (grouping) {  // separators between the integer digits, every 3 (every 4 in x, o, b)
+    size_t step = (type == 'x' || type == 'X' || type == 'o' || type == 'b') ? 4 : 3;
+    size_t end = 0;
+    while (end < body.size() && std::isxdigit((unsigned char)body[end]) &&
+           !(body[end] == 'e' && type != 'x' && type != 'X'))
+      ++end;
+    std::string grouped;
+    for (size_t i = 0; i < end; ++i) {
+      if (i && (end - i) % step == 0) grouped += grouping;
+      grouped += body[i];
+    }
+    body = grouped + body.substr(end);
+  }
   if (!align) align = '>';
   if (align == '=') {
     int64_t n = int64_t(char_count(sign_text + body));
@@ -575,8 +555,14 @@ std::string str_format(State& state, const std::string& fmt, List& args, Kwargs&
       ++p;
       continue;
     }
-    size_t end = fmt.find('}', p);
-    if (end == std::string::npos) fail("ValueError: Single '{' encountered in format string");
+    size_t end = p + 1;
+    for (int depth = 1; end < fmt.size(); ++end) {  // a spec may hold {nested} fields
+      if (fmt[end] == '{') ++depth;
+      if (fmt[end] == '}' && --depth == 0) break;
+    }
+    if (end >= fmt.size())
+      fail(p + 1 == fmt.size() ? "ValueError: Single '{' encountered in format string"
+                               : "ValueError: expected '}' before end of string");
     std::string field = fmt.substr(p + 1, end - p - 1);
     p = end + 1;
     std::string spec, conversion;
@@ -590,31 +576,41 @@ std::string str_format(State& state, const std::string& fmt, List& args, Kwargs&
       conversion = field.substr(bang + 1);
       field = field.substr(0, bang);
     }
-    for (char ch : field)
-      if (!(std::isalnum((unsigned char)ch) || ch == '_' || (unsigned char)ch >= 0x80))
-        fail("format field '" + field +
-             "': attribute and index access in format fields is not supported");
-    Value v;
-    if (field.empty()) {
-      if (auto_index >= args.size())
-        fail("IndexError: Replacement index " + std::to_string(auto_index) +
-             " out of range for positional args tuple");
-      v = args[auto_index++];
-    } else if (std::all_of(field.begin(), field.end(),
-                           [](char ch) { return std::isdigit((unsigned char)ch); })) {
-      size_t i = size_t(std::stoul(field));
-      if (i >= args.size())
-        fail("IndexError: Replacement index " + field + " out of range for positional args tuple");
-      v = args[i];
-    } else {
-      bool found = false;
+    auto lookup = [&](const std::string& name) -> Value {
+      for (char ch : name)
+        if (!(std::isalnum((unsigned char)ch) || ch == '_' || (unsigned char)ch >= 0x80))
+          fail("format field '" + name +
+               "': attribute and index access in format fields is not supported");
+      if (name.empty()) {
+        if (auto_index >= args.size())
+          fail("IndexError: Replacement index " + std::to_string(auto_index) +
+               " out of range for positional args tuple");
+        return args[auto_index++];
+      }
+      if (std::all_of(name.begin(), name.end(),
+                      [](char ch) { return std::isdigit((unsigned char)ch); })) {
+        size_t i = size_t(std::stoul(name.substr(0, 9)));
+        if (i >= args.size())
+          fail("IndexError: Replacement index " + name + " out of range for positional args tuple");
+        return args[i];
+      }
       for (auto& [k, val] : kwargs)
-        if (k == field) {
-          v = val;
-          found = true;
-        }
-      if (!found) fail("KeyError: " + repr_str(field));
+        if (k == name) return val;
+      fail("KeyError: " + repr_str(name));
+    };
+    Value v = lookup(field);
+    std::string resolved;  // the spec with its nested fields filled in
+    for (size_t q = 0; q < spec.size(); ++q) {
+      if (spec[q] != '{') {
+        resolved += spec[q];
+        continue;
+      }
+      size_t close = spec.find('}', q);
+      if (close == std::string::npos) fail("ValueError: unmatched '{' in format spec");
+      resolved += to_str(lookup(spec.substr(q + 1, close - q - 1)));
+      q = close;
     }
+    spec = resolved;
     if (conversion == "r" || conversion == "a")
       v = Value::str(repr(v));
     else if (conversion == "s")
@@ -628,6 +624,36 @@ std::string str_format(State& state, const std::string& fmt, List& args, Kwargs&
 }
 
 }  // namespace
+
+void check_widths(const std::string& spec, State& state) {
+  for (size_t p = 0; p < spec.size();) {
+    if (!std::isdigit((unsigned char)spec[p])) {
+      ++p;
+      continue;
+    }
+    size_t q = p;
+    while (q < spec.size() && std::isdigit((unsigned char)spec[q])) ++q;
+    std::string digits = spec.substr(p, q - p);
+    if (digits.size() > 9 || size_t(std::stoll(digits)) > state.max_output)
+      fail("the width " + digits + " is over the output limit");
+    p = q;
+  }
+}
+
+std::u32string strip_u32(const std::u32string& s, const Value* chars, bool left, bool right) {
+  std::optional<std::u32string> set;
+  if (chars && chars->kind != Kind::kNone) {
+    if (!chars->is_str()) fail("TypeError: strip arg must be None or str");
+    set = to_u32(chars->s);
+  }
+  auto strip = [&](char32_t c) { return set ? set->find(c) != std::u32string::npos : is_space(c); };
+  size_t b = 0, e = s.size();
+  if (left)
+    while (b < e && strip(s[b])) ++b;
+  if (right)
+    while (e > b && strip(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
 
 bool is_allowed_method(const Value& obj, const std::string& name) {
   switch (obj.kind) {
@@ -838,6 +864,8 @@ std::string percent_format(State& state, const std::string& fmt, const Value& ar
       case 'c': {
         if (value->is_str() && char_count(value->s) == 1)
           body = value->s;
+        else if (value->kind == Kind::kInt && (value->i < 0 || value->i > 0x10FFFF))
+          fail("OverflowError: %c arg not in range(0x110000)");
         else if (value->kind == Kind::kInt)
           body = from_u32(std::u32string(1, char32_t(value->i)));
         else

@@ -94,18 +94,37 @@ bool is_space(char32_t c) {
 
 // Case mapping for ASCII, Latin-1, Greek and Cyrillic: what chat text needs; other
 // scripts have no case or are left as they are.
+// Latin Extended-A pairs its letters (upper, lower) from an even code point in
+// 0x100-0x137 and 0x14A-0x177, from an odd one in 0x139-0x148 and 0x179-0x17E.
+static bool latin_a_pair(char32_t c, bool* upper) {
+  if ((c >= 0x100 && c <= 0x12F) || (c >= 0x132 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) {
+    *upper = c % 2 == 0;
+    return true;
+  }
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) {
+    *upper = c % 2 == 1;
+    return true;
+  }
+  return false;
+}
 static char32_t lower_cp(char32_t c) {
+  bool upper;
   if ((c >= 'A' && c <= 'Z') || (c >= 0xC0 && c <= 0xDE && c != 0xD7) ||
       (c >= 0x391 && c <= 0x3AB && c != 0x3A2) || (c >= 0x410 && c <= 0x42F))
     return c + 0x20;
   if (c >= 0x400 && c <= 0x40F) return c + 0x50;
+  if (latin_a_pair(c, &upper)) return upper ? c + 1 : c;
+  if (c == 0x178) return 0xFF;
   return c;
 }
 static char32_t upper_cp(char32_t c) {
+  bool upper;
   if ((c >= 'a' && c <= 'z') || (c >= 0xE0 && c <= 0xFE && c != 0xF7) ||
       (c >= 0x3B1 && c <= 0x3CB && c != 0x3C2) || (c >= 0x430 && c <= 0x44F))
     return c - 0x20;
   if (c >= 0x450 && c <= 0x45F) return c - 0x50;
+  if (latin_a_pair(c, &upper)) return upper ? c : c - 1;
+  if (c == 0xFF) return 0x178;
   return c;
 }
 std::u32string lower_u32(std::u32string s) {
@@ -113,8 +132,15 @@ std::u32string lower_u32(std::u32string s) {
   return s;
 }
 std::u32string upper_u32(std::u32string s) {
-  for (char32_t& c : s) c = upper_cp(c);
-  return s;
+  std::u32string out;
+  out.reserve(s.size());
+  for (char32_t c : s) {
+    if (c == 0xDF)
+      out += U"SS";  // the one common letter whose capital is two
+    else
+      out += upper_cp(c);
+  }
+  return out;
 }
 
 // str.isprintable, closely enough for repr: controls, separators other than the space
@@ -336,9 +362,7 @@ bool equal(const Value& a, const Value& b) {
   }
 }
 
-static std::string py_type(const Value& v) {
-  return v.kind == Kind::kNone ? "NoneType" : type_name(v);
-}
+std::string py_type(const Value& v) { return v.kind == Kind::kNone ? "NoneType" : type_name(v); }
 
 template <typename T>
 static bool apply_order(std::string_view op, const T& x, const T& y) {
@@ -366,7 +390,8 @@ bool ordered(std::string_view op, const Value& a, const Value& b) {
   }
   std::string message = "TypeError: '";
   message += op;
-  fail(message + "' not supported between instances of '" + py_type(a) + "' and '" + py_type(b) + "'");
+  fail(message + "' not supported between instances of '" + py_type(a) + "' and '" + py_type(b) +
+       "'");
 }
 
 static bool unhashable(const Value& v) {

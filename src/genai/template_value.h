@@ -154,6 +154,8 @@ struct LoopData {
 
 // Python's type(value).__name__, as error messages name it.
 std::string type_name(const Value& v);
+// The same with None as NoneType, as Python's own TypeErrors name it.
+std::string py_type(const Value& v);
 // str(value) and repr(value), as Python prints them.
 std::string to_str(const Value& v);
 std::string repr(const Value& v);

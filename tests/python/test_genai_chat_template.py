@@ -3,7 +3,12 @@
 raise_exception and strftime_now): every case must render to the identical string, or fail
 in both. The templates are SmolLM2's real one (from the GGUF file, when present) and ones
 written here in the style of the Llama 2/3, Mistral, Gemma, Phi-3, Qwen/ChatML, Zephyr and
-tool-calling families; jinja2 is skipped-if-missing, the error tests run without it."""
+tool-calling families; jinja2 is skipped-if-missing, the error tests run without it.
+
+Every case runs against both renderers (the `renderer` fixture): the Python port and the
+C++ one (src/genai/chat_template.h, as nxrt._nxrt.CppChatTemplate). The C++ renderer takes
+its variables as JSON, so its cases hand jinja2 the same variables after a JSON round trip
+(tuples become lists); tests that pass Python objects JSON cannot carry stay Python-only."""
 
 import datetime
 import json
@@ -15,6 +20,38 @@ from nxrt.genai.chat_template import ChatTemplate, TemplateError
 
 SMOLLM2_GGUF = os.path.join(os.path.expanduser("~"), ".cache", "nxrt-zoo", "gguf",
                             "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+# -- the two renderers -----------------------------------------------------------------------
+
+
+class _CppTemplate:
+    """nxrt._nxrt.CppChatTemplate behind ChatTemplate's interface: the variables go over as
+    a JSON object; failures raise TemplateError itself (the binding raises it)."""
+
+    def __init__(self, source, **limits):
+        from nxrt import _nxrt
+
+        self._t = _nxrt.CppChatTemplate(source, **limits)
+
+    def render(self, messages=None, add_generation_prompt=False, **variables):
+        context = dict(variables)
+        if messages is not None:
+            context["messages"] = messages
+        context["add_generation_prompt"] = add_generation_prompt
+        return self._t.render(json.dumps(context))
+
+
+@pytest.fixture(params=["python", "cpp"])
+def renderer(request):
+    """The class to render with: ChatTemplate, or the C++ port behind the same interface."""
+    if request.param == "python":
+        return ChatTemplate
+    from nxrt import _nxrt
+
+    if not hasattr(_nxrt, "CppChatTemplate"):
+        pytest.skip("this _nxrt was built without nxrt_genai (no CppChatTemplate)")
+    return _CppTemplate
 
 
 # -- the reference ---------------------------------------------------------------------------
@@ -56,11 +93,15 @@ def _env():
     return _ENV
 
 
-def _check(source, **variables):
-    """Renders with both: the texts must be equal, or both must fail; when the template
-    failed through raise_exception, with the same message. Returns "ok" or "error"."""
+def _check(renderer, source, **variables):
+    """Renders with jinja2 and `renderer`: the texts must be equal, or both must fail; when
+    the template failed through raise_exception, with the same message. Returns "ok" or
+    "error"."""
     env = _env()  # skips without jinja2
     import jinja2
+
+    if renderer is _CppTemplate:  # what the C++ renderer sees: the variables as JSON
+        variables = json.loads(json.dumps(variables))
 
     template = env.from_string(source)  # a syntax error here is a bad test
     try:
@@ -72,7 +113,7 @@ def _check(source, **variables):
     except Exception as e:  # noqa: BLE001 - any other failure only has to fail here too
         want = "error", f"({type(e).__name__}: {e})"
     try:
-        got = "ok", ChatTemplate(source).render(**variables)
+        got = "ok", renderer(source).render(**variables)
     except TemplateError as e:
         got = "error", e.message
     if want[0] == got[0] == "error" and want[1].startswith("("):
@@ -345,7 +386,7 @@ CONVERSATIONS = {
 @pytest.mark.parametrize("generation_prompt", [True, False])
 @pytest.mark.parametrize("conversation", sorted(CONVERSATIONS))
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
-def test_templates_match_jinja2(template, conversation, generation_prompt):
+def test_templates_match_jinja2(renderer, template, conversation, generation_prompt):
     variables = dict(messages=CONVERSATIONS[conversation],
                      add_generation_prompt=generation_prompt,
                      bos_token="<s>", eos_token="</s>")
@@ -353,29 +394,29 @@ def test_templates_match_jinja2(template, conversation, generation_prompt):
         variables["tools"] = TOOL_SPECS
     if template == "llama3" and conversation != "user":
         variables["date_string"] = "26 Jul 2024"  # else strftime_now("%Y") (both read now)
-    _check(TEMPLATES[template], **variables)
+    _check(renderer, TEMPLATES[template], **variables)
 
 
-def test_templates_render_what_they_should():
+def test_templates_render_what_they_should(renderer):
     """A few spot checks that the comparisons above compare real output."""
-    t = ChatTemplate(CHATML)
+    t = renderer(CHATML)
     assert t.render(messages=CONVERSATIONS["user"], add_generation_prompt=True) == (
         "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
         "What is the capital of France?<|im_end|>\n<|im_start|>assistant\n")
-    text = ChatTemplate(MISTRAL).render(messages=CONVERSATIONS["system_user"],
-                                        bos_token="<s>", eos_token="</s>")
+    text = renderer(MISTRAL).render(messages=CONVERSATIONS["system_user"],
+                                    bos_token="<s>", eos_token="</s>")
     assert text == "<s> [INST] You answer in one word.\n\nCapital of Japan? [/INST]"
     with pytest.raises(TemplateError, match="the roles must go user, assistant, ...$"):
-        ChatTemplate(MISTRAL).render(messages=CONVERSATIONS["not_alternating"])
-    text = ChatTemplate(TOOLS).render(messages=CONVERSATIONS["tool_calls"], tools=TOOL_SPECS)
+        renderer(MISTRAL).render(messages=CONVERSATIONS["not_alternating"])
+    text = renderer(TOOLS).render(messages=CONVERSATIONS["tool_calls"], tools=TOOL_SPECS)
     assert '<tool_call>{"name": "get_weather", "arguments": {"city": "Zürich"}}' in text
     assert "# Tools (2)" in text and "<tool_response>\n12:00\n</tool_response>" in text
 
 
-def test_template_without_messages_variables():
-    _check(CHATML, messages=[], add_generation_prompt=True)
-    _check(ZEPHYR, messages=[])
-    _check("{{ bos_token }}|{{ eos_token }}|{{ messages | length }}")
+def test_template_without_messages_variables(renderer):
+    _check(renderer, CHATML, messages=[], add_generation_prompt=True)
+    _check(renderer, ZEPHYR, messages=[])
+    _check(renderer, "{{ bos_token }}|{{ eos_token }}|{{ messages | length }}")
 
 
 # -- SmolLM2's own template ------------------------------------------------------------------
@@ -392,15 +433,16 @@ def smollm2_template():
 
 @pytest.mark.parametrize("generation_prompt", [True, False])
 @pytest.mark.parametrize("conversation", sorted(CONVERSATIONS))
-def test_smollm2_template_matches_jinja2(smollm2_template, conversation, generation_prompt):
-    _check(smollm2_template, messages=CONVERSATIONS[conversation],
+def test_smollm2_template_matches_jinja2(renderer, smollm2_template, conversation,
+                                         generation_prompt):
+    _check(renderer, smollm2_template, messages=CONVERSATIONS[conversation],
            add_generation_prompt=generation_prompt, bos_token="<|im_start|>",
            eos_token="<|im_end|>")
 
 
-def test_smollm2_template_adds_its_system_prompt(smollm2_template):
-    text = ChatTemplate(smollm2_template).render(messages=CONVERSATIONS["user"],
-                                                 add_generation_prompt=True)
+def test_smollm2_template_adds_its_system_prompt(renderer, smollm2_template):
+    text = renderer(smollm2_template).render(messages=CONVERSATIONS["user"],
+                                             add_generation_prompt=True)
     assert text.startswith("<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
     assert text.endswith("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
                          "<|im_start|>assistant\n")
@@ -430,8 +472,8 @@ WHITESPACE = [
 
 
 @pytest.mark.parametrize("source", WHITESPACE)
-def test_whitespace_control(source):
-    _check(source, x=1)
+def test_whitespace_control(renderer, source):
+    _check(renderer, source, x=1)
 
 
 DATA = {
@@ -554,14 +596,14 @@ FAILING_EXPRESSIONS = [
 # jinja2 reads string literals with the unicode-escape codec, which warns about '\\d'.
 @pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
 @pytest.mark.parametrize("expression", EXPRESSIONS)
-def test_expressions_match_jinja2(expression):
-    kind = _check("{{ " + expression + " }}", **DATA)
+def test_expressions_match_jinja2(renderer, expression):
+    kind = _check(renderer, "{{ " + expression + " }}", **DATA)
     assert kind == "ok", expression
 
 
 @pytest.mark.parametrize("expression", FAILING_EXPRESSIONS)
-def test_failing_expressions_fail_in_both(expression):
-    kind = _check("{{ " + expression + " }}", **DATA)
+def test_failing_expressions_fail_in_both(renderer, expression):
+    kind = _check(renderer, "{{ " + expression + " }}", **DATA)
     assert kind == "error", expression
 
 
@@ -646,14 +688,14 @@ FAILING_STATEMENTS = [
 
 
 @pytest.mark.parametrize("source", STATEMENTS)
-def test_statements_match_jinja2(source):
-    kind = _check(source, **DATA)
+def test_statements_match_jinja2(renderer, source):
+    kind = _check(renderer, source, **DATA)
     assert kind == "ok", source
 
 
 @pytest.mark.parametrize("source", FAILING_STATEMENTS)
-def test_failing_statements_fail_in_both(source):
-    kind = _check(source, **DATA)
+def test_failing_statements_fail_in_both(renderer, source):
+    kind = _check(renderer, source, **DATA)
     assert kind == "error", source
 
 
@@ -686,12 +728,12 @@ def _random_layout(rng, depth=0):
     return "".join(parts)
 
 
-def test_random_whitespace_layouts_match_jinja2():
+def test_random_whitespace_layouts_match_jinja2(renderer):
     import random
 
     rng = random.Random(2024)
     for _ in range(400):
-        _check(_random_layout(rng))
+        _check(renderer, _random_layout(rng))
 
 
 def _random_expression(rng, depth=0):
@@ -722,7 +764,7 @@ def _random_expression(rng, depth=0):
     return f"{sub()} if {sub()}" + (f" else {sub()}" if rng.random() < 0.7 else "")
 
 
-def test_random_expressions_match_jinja2():
+def test_random_expressions_match_jinja2(renderer):
     import random
 
     env = _env()
@@ -738,14 +780,14 @@ def test_random_expressions_match_jinja2():
         except jinja2.exceptions.TemplateSyntaxError:
             # e.g. a test's argument taken from the inline if: a syntax error in both.
             with pytest.raises(TemplateError):
-                ChatTemplate(source)
+                renderer(source)
             continue
-        _check(source, **DATA)
+        _check(renderer, source, **DATA)
 
 
-def test_strftime_now():
+def test_strftime_now(renderer):
     year = str(datetime.datetime.now().year)
-    assert ChatTemplate("{{ strftime_now('%Y') }}").render() in (year, str(int(year) + 1))
+    assert renderer("{{ strftime_now('%Y') }}").render() in (year, str(int(year) + 1))
 
 
 # -- errors, limits and safety (no jinja2 needed) -------------------------------------------
@@ -782,9 +824,9 @@ def test_strftime_now():
     ("{{ '\\x4' }}", 1, 4, r"bad string literal: truncated \\x escape"),
     ("{{ " + "(" * 100 + "1" + ")" * 100 + " }}", 1, None, "nested too deeply"),
 ])
-def test_syntax_errors_say_where_and_what(source, line, column, message):
+def test_syntax_errors_say_where_and_what(renderer, source, line, column, message):
     with pytest.raises(TemplateError, match=message) as info:
-        ChatTemplate(source)
+        renderer(source)
     assert info.value.line == line
     if column is not None:
         assert info.value.column == column
@@ -804,10 +846,10 @@ def test_syntax_errors_are_syntax_errors_in_jinja2_too():
             env.from_string(source)
 
 
-def test_raise_exception_propagates_its_message():
-    t = ChatTemplate("{% for m in messages %}\n{% if m.role not in ['user', 'assistant'] %}"
-                     "{{ raise_exception('Role ' ~ m.role ~ ' is not supported') }}"
-                     "{% endif %}{% endfor %}")
+def test_raise_exception_propagates_its_message(renderer):
+    t = renderer("{% for m in messages %}\n{% if m.role not in ['user', 'assistant'] %}"
+                 "{{ raise_exception('Role ' ~ m.role ~ ' is not supported') }}"
+                 "{% endif %}{% endfor %}")
     assert t.render(messages=[{"role": "user", "content": ""}]) == ""
     with pytest.raises(TemplateError) as info:
         t.render(messages=[{"role": "user"}, {"role": "tool"}])
@@ -817,14 +859,14 @@ def test_raise_exception_propagates_its_message():
     assert str(info.value) == f"line 2, column {column}: Role tool is not supported"
 
 
-def test_runtime_errors_are_template_errors_with_a_position():
+def test_runtime_errors_are_template_errors_with_a_position(renderer):
     with pytest.raises(TemplateError, match=r"line 2, column 3: .*'x' is undefined"):
-        ChatTemplate("ok\n  {{ x.y }}").render()
+        renderer("ok\n  {{ x.y }}").render()
     with pytest.raises(TemplateError, match="line 1, column 1: ZeroDivisionError"):
-        ChatTemplate("{{ 1 / 0 }}").render()
+        renderer("{{ 1 / 0 }}").render()
     with pytest.raises(TemplateError, match=r"line 1, column 16: .*'int' object is not "
                                             r"iterable"):
-        ChatTemplate("{% macro m() %}{% for x in 3 %}{% endfor %}{% endmacro %}{{ m() }}") \
+        renderer("{% macro m() %}{% for x in 3 %}{% endfor %}{% endmacro %}{{ m() }}") \
             .render()
 
 
@@ -841,9 +883,9 @@ def test_runtime_errors_are_template_errors_with_a_position():
     "{% for m in messages %}{{ loop.__class__ }}{% endfor %}",
     "{% macro m() %}{% endmacro %}{{ m.__call__ }}",
 ])
-def test_underscore_attributes_are_refused(source):
+def test_underscore_attributes_are_refused(renderer, source):
     with pytest.raises(TemplateError, match="refused"):
-        ChatTemplate(source).render(messages=[{"role": "user", "content": "x"}])
+        renderer(source).render(messages=[{"role": "user", "content": "x"}])
 
 
 class _Obj:
@@ -862,13 +904,19 @@ class _Obj:
     ("{{ obj.method() }}", "'method' of a _Obj value cannot be called"),
     ("{{ obj.data.gi_frame.f_globals }}", "has no attribute 'gi_frame'"),
 ])
-def test_only_allowed_callables_can_be_called(source, message):
-    t = ChatTemplate(source)
+def test_only_allowed_callables_can_be_called(renderer, source, message):
+    variables = dict(messages=[{"role": "user", "content": "x"}])
+    if renderer is ChatTemplate:
+        variables["obj"] = _Obj()
+    elif "obj." in source:
+        pytest.skip("a Python object: JSON cannot give it to the C++ renderer")
+    t = renderer(source)
     with pytest.raises(TemplateError, match=message):
-        t.render(messages=[{"role": "user", "content": "x"}], obj=_Obj())
+        t.render(**variables)
 
 
 def test_builtin_objects_expose_only_allowed_methods():
+    # Python-only: generators and dict views cannot reach the C++ renderer through JSON.
     # A generator, a dict view, a range: their attributes (gi_frame...) are undefined.
     t = ChatTemplate("{{ g.gi_frame }}|{{ d.items().mapping }}|{{ range(3).start }}|"
                      "{{ g.gi_frame is defined }}")
@@ -876,6 +924,7 @@ def test_builtin_objects_expose_only_allowed_methods():
 
 
 def test_data_objects_expose_their_fields():
+    # Python-only: the C++ renderer gets plain JSON data, never Python objects.
     class Message:
         def __init__(self, role, content):
             self.role, self.content = role, content
@@ -884,49 +933,49 @@ def test_data_objects_expose_their_fields():
     assert text.endswith("<|im_start|>user\nhi<|im_end|>\n")
 
 
-def test_limits_give_clear_errors():
+def test_limits_give_clear_errors(renderer):
     with pytest.raises(TemplateError, match="more than 1000 loop iterations"):
-        ChatTemplate("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}"
-                     "{% endfor %}", max_iterations=1000).render()
+        renderer("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}"
+                 "{% endfor %}", max_iterations=1000).render()
     with pytest.raises(TemplateError, match="wrote more than 10000 characters"):
-        ChatTemplate("{% for i in range(1000) %}{{ 'x' * 100 }}{% endfor %}",
-                     max_output=10000).render()
+        renderer("{% for i in range(1000) %}{{ 'x' * 100 }}{% endfor %}",
+                 max_output=10000).render()
     with pytest.raises(TemplateError, match="range.* of 1000000 items"):
-        ChatTemplate("{% for i in range(1000000) %}{% endfor %}").render()
+        renderer("{% for i in range(1000000) %}{% endfor %}").render()
     with pytest.raises(TemplateError, match="would have"):
-        ChatTemplate("{{ 'x' * 10 ** 9 }}").render()
+        renderer("{{ 'x' * 10 ** 9 }}").render()
     with pytest.raises(TemplateError, match="would have"):
-        ChatTemplate("{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}"
-                     "{% set ns.s = ns.s ~ ns.s %}{% endfor %}").render()
+        renderer("{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}"
+                 "{% set ns.s = ns.s ~ ns.s %}{% endfor %}").render()
     with pytest.raises(TemplateError, match="too large"):
-        ChatTemplate("{{ 10 ** (10 ** 7) }}").render()
+        renderer("{{ 10 ** (10 ** 7) }}").render()
     with pytest.raises(TemplateError, match="over the output limit"):
-        ChatTemplate("{{ '%999999999999d' % 1 }}").render()
+        renderer("{{ '%999999999999d' % 1 }}").render()
     with pytest.raises(TemplateError, match="over the output limit"):
-        ChatTemplate("{{ '{:>999999999999}'.format(1) }}").render()
+        renderer("{{ '{:>999999999999}'.format(1) }}").render()
     with pytest.raises(TemplateError, match="over the output limit"):
-        ChatTemplate("{{ 'x'.center(10 ** 12) }}").render()
+        renderer("{{ 'x'.center(10 ** 12) }}").render()
     with pytest.raises(TemplateError, match="nested more than 40 deep"):
-        ChatTemplate("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").render()
+        renderer("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").render()
     with pytest.raises(TemplateError, match="too deeply|nested"):
-        ChatTemplate("{% if 1 %}" * 300 + "{% endif %}" * 300)
+        renderer("{% if 1 %}" * 300 + "{% endif %}" * 300)
     with pytest.raises(TemplateError, match="out of range"):
-        ChatTemplate("{{ 1.5 | round(10 ** 9, 'floor') }}").render()
+        renderer("{{ 1.5 | round(10 ** 9, 'floor') }}").render()
 
 
-def test_a_slow_template_is_stopped():
+def test_a_slow_template_is_stopped(renderer):
     import time
 
-    t = ChatTemplate("{% for i in range(100000) %}{% set s = ('x' * 100000) | upper %}"
-                     "{% endfor %}", max_seconds=0.2)
+    t = renderer("{% for i in range(100000) %}{% set s = ('x' * 100000) | upper %}"
+                 "{% endfor %}", max_seconds=0.2)
     start = time.monotonic()
     with pytest.raises(TemplateError, match="ran for more than 0.2 s"):
         t.render()
     assert time.monotonic() - start < 5
 
 
-def test_parsed_once_rendered_many_times():
-    t = ChatTemplate(CHATML)
+def test_parsed_once_rendered_many_times(renderer):
+    t = renderer(CHATML)
     a = t.render(messages=CONVERSATIONS["user"], add_generation_prompt=True)
     b = t.render(messages=CONVERSATIONS["multi_turn"])
     assert a == t.render(messages=CONVERSATIONS["user"], add_generation_prompt=True)
