@@ -58,7 +58,9 @@ def test_skip_layer_normalization(beta, bias, skip_shape):
         feeds["bias"] = RNG.standard_normal(32).astype(np.float32)
     got, want = _run_both(data, feeds)
     for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+        # onnxruntime's float steps in its order: the same bits (kokoro's quantized encoder
+        # turns any last-bit difference into other 8-bit codes).
+        np.testing.assert_array_equal(g, w)
 
 
 def test_skip_layer_normalization_statistics_and_bad_gamma():
@@ -113,7 +115,9 @@ def test_dynamic_quantize_lstm(direction):
         got, want = _run_both(data, feeds, level)
         for g, w in zip(got, want):
             assert g.shape == w.shape
-            # onnxruntime quantizes X and h to 8 bits per step; nxrt multiplies in float.
+            # onnxruntime on two threads quantizes h per batch row (one block of rows per
+            # thread), nxrt over the batch as onnxruntime on one thread does
+            # (test_dynamic_quantize_lstm.py compares that closely).
             assert np.abs(g - w).max() <= 2e-2 * max(1.0, np.abs(w).max())
 
 

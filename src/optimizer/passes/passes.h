@@ -7,8 +7,6 @@ namespace nxrt::optimizer {
 
 // Replaces calls to model-local functions with their bodies (inline_functions.h).
 Status inline_functions_pass(ir::Graph& graph, PassContext& ctx);
-// com.microsoft DynamicQuantizeLSTM with constant weights: ONNX LSTM on them dequantized.
-Status dequantize_lstm(ir::Graph& graph, PassContext& ctx);
 // Identity, and Dropout that cannot be in training mode: readers take the input instead.
 Status eliminate_identity(ir::Graph& graph, PassContext& ctx);
 // Nodes whose inputs are all constants: run once, their outputs become initializers.

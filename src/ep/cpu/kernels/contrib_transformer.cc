@@ -184,22 +184,35 @@ class SkipLayerNormKernel final : public Kernel {
       float* s = sum_out ? sum_out->data<float>() + r * hidden : py + r * hidden;
       const float* in = px + r * hidden;
       const float* sk = ps + (r % skip_rows) * hidden;
-      double sum = 0.0;
+      // onnxruntime's float steps in its order (Welford's running mean and sum of squared
+      // deviations, one element at a time; a division by the deviation): dynamically
+      // quantized encoders (kokoro's ALBERT) turn any last-bit difference into other 8-bit
+      // codes downstream, which grow layer by layer.
+      float mean = 0.0f, m2 = 0.0f, sum_sq = 0.0f;
       for (int64_t j = 0; j < hidden; ++j) {
-        s[j] = in[j] + sk[j] + (pbias ? pbias[j] : 0.0f);
-        sum += s[j];
+        float v = in[j] + sk[j];
+        if (pbias) v += pbias[j];
+        s[j] = v;
+        if (simplified_) {
+          sum_sq += v * v;
+        } else {
+          const float delta = v - mean;
+          mean += delta / float(j + 1);
+          m2 += delta * (v - mean);
+        }
       }
-      const double mean = simplified_ ? 0.0 : sum / double(hidden);
-      double sq = 0.0;
-      for (int64_t j = 0; j < hidden; ++j) sq += (s[j] - mean) * (s[j] - mean);
-      const double inv = 1.0 / std::sqrt(sq / double(hidden) + double(epsilon_));
+      const float count = float(hidden);
+      const float dev = std::sqrt((simplified_ ? sum_sq : m2) / count + epsilon_);
       float* out = py + r * hidden;
-      for (int64_t j = 0; j < hidden; ++j) {
-        const float v = float((s[j] - mean) * inv) * pg[j];
-        out[j] = pbeta ? v + pbeta[j] : v;
+      if (simplified_) {
+        for (int64_t j = 0; j < hidden; ++j) out[j] = s[j] / dev * pg[j];
+      } else if (pbeta) {
+        for (int64_t j = 0; j < hidden; ++j) out[j] = (s[j] - mean) / dev * pg[j] + pbeta[j];
+      } else {
+        for (int64_t j = 0; j < hidden; ++j) out[j] = (s[j] - mean) / dev * pg[j];
       }
-      if (mean_out) mean_out->data<float>()[r] = float(mean);
-      if (inv_out) inv_out->data<float>()[r] = float(inv);
+      if (mean_out) mean_out->data<float>()[r] = mean;
+      if (inv_out) inv_out->data<float>()[r] = 1.0f / dev;
     });
     return Status();
   }

@@ -1,4 +1,5 @@
-// Recurrent ops: RNN, GRU and LSTM (forward, reverse, bidirectional; layout 0 and 1).
+// Recurrent ops: RNN, GRU and LSTM (forward, reverse, bidirectional; layout 0 and 1), and
+// com.microsoft DynamicQuantizeLSTM (8-bit weights; see its section below).
 // The input projection X*W^T for every time step is one matrix product done up front;
 // each step then only multiplies the hidden state by R^T. float16/bfloat16 compute in
 // float, double in double.
@@ -16,7 +17,10 @@
 #endif
 
 #include "ep/cpu/gemm/gemm.h"
+#include "ep/cpu/gemm/qgemm.h"
 #include "ep/cpu/kernels/common.h"
+#include "ep/cpu/kernels/dynamic_quant.h"
+#include "ep/cpu/vmath/vmath.h"
 
 namespace nxrt::cpu {
 namespace {
@@ -360,6 +364,43 @@ struct Operands {
   C *y = nullptr, *yh = nullptr, *yc = nullptr;
 };
 
+// One LSTM step of one batch entry: g holds the gates' pre-activations (i, o, f, c: the
+// input and recurrent products summed). Each gate gets its peephole term (i, o, f, on the
+// cell state c) and then `bias` (null: already in g) before its activation, in
+// onnxruntime's order; updates c and writes h.
+template <typename C>
+void lstm_cell(const Config& cfg, const Activation* act, int64_t H, C* g, const C* peep,
+               const C* bias, C* c, C* h, C* tmp) {
+  C *gi = g, *go = g + H, *gf = g + 2 * H, *gc = g + 3 * H;
+  const float clip = cfg.clip;
+  if (peep)
+    for (int64_t j = 0; j < H; ++j) gi[j] += peep[j] * c[j];
+  if (bias)
+    for (int64_t j = 0; j < H; ++j) gi[j] += bias[j];
+  activate(act[0], gi, H, clip);
+  if (cfg.input_forget) {
+    for (int64_t j = 0; j < H; ++j) gf[j] = C(1) - gi[j];
+  } else {
+    if (peep)
+      for (int64_t j = 0; j < H; ++j) gf[j] += peep[2 * H + j] * c[j];
+    if (bias)
+      for (int64_t j = 0; j < H; ++j) gf[j] += bias[2 * H + j];
+    activate(act[0], gf, H, clip);
+  }
+  if (bias)
+    for (int64_t j = 0; j < H; ++j) gc[j] += bias[3 * H + j];
+  activate(act[1], gc, H, clip);
+  for (int64_t j = 0; j < H; ++j) c[j] = gf[j] * c[j] + gi[j] * gc[j];
+  if (peep)
+    for (int64_t j = 0; j < H; ++j) go[j] += peep[H + j] * c[j];
+  if (bias)
+    for (int64_t j = 0; j < H; ++j) go[j] += bias[H + j];
+  activate(act[0], go, H, clip);
+  std::copy_n(c, H, tmp);
+  activate(act[2], tmp, H, 0.0f);
+  for (int64_t j = 0; j < H; ++j) h[j] = go[j] * tmp[j];
+}
+
 template <typename C>
 void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Prepared& prep) {
   const int64_t S = op.seq, B = op.batch, I = op.input, H = op.hidden;
@@ -518,28 +559,8 @@ void run_direction(const Config& cfg, const Operands<C>& op, int64_t d, const Pr
           C* g = gates.data() + b * n;
           const C* xr = xw_row(time_of(b), b);
           for (int64_t j = 0; j < n; ++j) g[j] += xr[j];
-          C *gi = g, *go = g + H, *gf = g + 2 * H, *gc = g + 3 * H;
-          C* cb = c.data() + b * H;
-          if (peep)
-            for (int64_t j = 0; j < H; ++j) {
-              gi[j] += peep[j] * cb[j];
-              gf[j] += peep[2 * H + j] * cb[j];
-            }
-          activate(act[0], gi, H, clip);
-          if (cfg.input_forget) {
-            for (int64_t j = 0; j < H; ++j) gf[j] = C(1) - gi[j];
-          } else {
-            activate(act[0], gf, H, clip);
-          }
-          activate(act[1], gc, H, clip);
-          for (int64_t j = 0; j < H; ++j) cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
-          if (peep)
-            for (int64_t j = 0; j < H; ++j) go[j] += peep[H + j] * cb[j];
-          activate(act[0], go, H, clip);
-          std::copy_n(cb, H, tmp.begin());
-          activate(act[2], tmp.data(), H, 0.0f);
-          C* hb = h.data() + b * H;
-          for (int64_t j = 0; j < H; ++j) hb[j] = go[j] * tmp[size_t(j)];
+          lstm_cell<C>(cfg, act, H, g, peep, nullptr, c.data() + b * H, h.data() + b * H,
+                       tmp.data());
         }
         break;
       }
@@ -737,9 +758,9 @@ class RecurrentKernel final : public Kernel {
   bool w_packed_, r_packed_;               // whether constant W / R were packed at prepare
 };
 
-Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
+// The attributes every recurrent op shares (DynamicQuantizeLSTM's are LSTM's).
+Status read_config(KernelInit& init, Cell cell, Config& cfg) {
   AttrReader attrs(init.node);
-  Config cfg;
   cfg.cell = cell;
   const std::string direction = attrs.get_string("direction", "forward");
   cfg.hidden = attrs.get_int("hidden_size", -1);
@@ -776,7 +797,15 @@ Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
   Status s = parse_activations(attrs, defaults, cfg.dirs, cfg.acts);
   if (s.ok()) s = attrs.status();
   if (!s.ok()) return init.error(StatusCode::kInvalidGraph, s.message());
+  cfg.want_y = output_wanted(init, 0);
+  cfg.want_yh = output_wanted(init, 1);
+  cfg.want_yc = output_wanted(init, 2);
+  return Status();
+}
 
+Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
+  Config cfg;
+  NXRT_RETURN_IF_ERROR(read_config(init, cell, cfg));
   cfg.dtype = init.input_type(0);
   if (!is_float_type(cfg.dtype)) return init.unsupported_type(0);
   const size_t max_inputs = cell == Cell::kLstm ? 8 : 6;
@@ -801,12 +830,6 @@ Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
   if (init.output_types.size() > max_outputs)
     return init.error(StatusCode::kInvalidGraph, "has ", init.output_types.size(),
                       " outputs, at most ", max_outputs, " allowed");
-  auto wanted = [&](size_t i) {
-    return i < init.node.outputs.size() && !init.node.outputs[i].empty();
-  };
-  cfg.want_y = wanted(0);
-  cfg.want_yh = wanted(1);
-  cfg.want_yc = wanted(2);
   init.set_all_outputs(cfg.dtype);
 
   // Pre-pack constant W and R whose shapes fit what compute will check.
@@ -854,10 +877,351 @@ Expected<KernelPtr> create_recurrent(KernelInit& init, Cell cell) {
                                       w_packed, r_packed);
 }
 
+// ------------------------------------------------------------------------ DynamicQuantizeLSTM
+
+// com.microsoft DynamicQuantizeLSTM: an LSTM (layout 0) whose W [D, I, 4H] and R [D, H, 4H]
+// are 8-bit (int8 or uint8, ONNX's layout transposed) with a scale and a zero point per
+// direction ([D]) or per direction and gate column ([D, 4H]). It computes what
+// onnxruntime's CPU kernel does: the gate products run in 8 bits on activations quantized
+// to uint8 at run time as DynamicQuantizeLinear quantizes (the range [min(v, 0), max(v, 0)]
+// over 255 steps, the zero point rounded half to even; dynamic_quant.h):
+//  - X once, over the first max(sequence_lens) steps of the whole batch (one scale for
+//    both directions): XW = float((X_q - x_zero)(W_q - w_zero)) * (x_scale * w_scale[j]);
+//  - h before every step, over the whole batch: HR likewise with h_scale and R. Entries
+//    whose sequence has ended are 0 there when Y is an output (onnxruntime reads h back
+//    from Y, where they were zeroed) and their last h otherwise;
+//  - each gate: (XW + HR) (+ peephole * c) + (Wb + Rb), then the activations as in LSTM.
+// The integer products are exact (gemm/qgemm.h); what remains are float rounding and the
+// activations' last bits, which can move a value across a quantization step now and then.
+// onnxruntime 1.32 quantizes h per block of batch rows, one block per thread, when the
+// batch has more than 4 rows or 2 or more with H <= 256; nxrt matches its single-thread
+// results. onnxruntime takes one zero point per direction (it refuses per-column ones that
+// differ); nxrt also takes them per column. Entries of sequence length 0 get zero Y_h and
+// Y_c, as in onnxruntime.
+
+int32_t byte_value(const Tensor& t, int64_t i) {
+  return t.dtype() == DataType::kInt8 ? int32_t(t.data<int8_t>()[i])
+                                      : int32_t(t.data<uint8_t>()[i]);
+}
+
+// Checks W or R ([D, rows, N], rows < 0: any) with its scale and zero point (`zero` may be
+// null); `what` names the weight in the message.
+Status check_quant_weight(const char* what, const Tensor& q, int64_t D, int64_t rows, int64_t N,
+                          const Tensor& scale, const Tensor* zero) {
+  const Shape& s = q.shape();
+  if (s.rank() != 3 || s[0] != D || (rows >= 0 && s[1] != rows) || s[2] != N)
+    return invalid_argument(what, " has shape ", s.to_string(), ", expected [", D, ", ",
+                            rows >= 0 ? std::to_string(rows) : std::string("rows"), ", ", N, "]");
+  if (scale.dtype() != DataType::kFloat || (scale.numel() != D && scale.numel() != D * N))
+    return invalid_argument(what, "'s scale must be float with ", D, " or ", D * N, " values, got ",
+                            tensor_type_name(scale.dtype()), " ", scale.shape().to_string());
+  if (zero && (zero->dtype() != q.dtype() || zero->numel() != scale.numel()))
+    return invalid_argument(what, "'s zero point must be ", tensor_type_name(q.dtype()),
+                            " with as many values as its scale (", scale.numel(), "), got ",
+                            tensor_type_name(zero->dtype()), " ", zero->shape().to_string());
+  return Status();
+}
+
+// One direction of W or R packed for the 8-bit GEMM, with its zero point(s).
+gemm::PackedQuantB pack_quant_weight(const Tensor& q, const Tensor* zero, int64_t d) {
+  const int64_t K = q.shape()[1], N = q.shape()[2];
+  const int64_t count = zero ? zero->numel() / q.shape()[0] : 0;  // 1 or N per direction
+  SmallVec<int32_t, 16> zeros(size_t(count), 0);
+  for (int64_t j = 0; j < count; ++j) zeros[size_t(j)] = byte_value(*zero, d * count + j);
+  const auto* bytes = static_cast<const uint8_t*>(q.raw()) + d * K * N;
+  return gemm::PackedQuantB::pack(K, N, bytes, N, q.dtype() == DataType::kInt8, zeros.data(),
+                                  count);
+}
+
+struct QuantOperands {
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0;
+  int64_t steps = 0;                 // max(sequence_lens): the steps run
+  const uint8_t* x_codes = nullptr;  // X's first `steps` steps quantized
+  DynamicQuantParams x_params;
+  const gemm::PackedQuantB* w = nullptr;  // per direction
+  const gemm::PackedQuantB* r = nullptr;
+  const float *w_scale = nullptr, *r_scale = nullptr;  // D or D * 4H values
+  bool w_per_column = false, r_per_column = false;
+  const float *b = nullptr, *h0 = nullptr, *c0 = nullptr, *p = nullptr;
+  std::span<const int64_t> lens;
+  bool padded = false;  // some sequence is shorter than seq
+  float *y = nullptr, *yh = nullptr, *yc = nullptr;
+};
+
+void run_quantized_direction(const Config& cfg, const QuantOperands& op, int64_t d) {
+  const int64_t B = op.batch, I = op.input, H = op.hidden, N = 4 * H, T = op.steps;
+  const bool backward = cfg.reverse_only || d == 1;
+  const size_t sizes[] = {size_t(T * B * N), size_t(B * H), size_t(B * H), size_t(B * N),
+                          size_t(H),         size_t(N),     size_t(N),     size_t(B * H)};
+  constexpr size_t kParts = sizeof(sizes) / sizeof(sizes[0]);
+  size_t total = 0;
+  for (size_t z : sizes) total += z;
+  std::vector<float> big;
+  float* block;
+  if (total <= (size_t(1) << 18)) {
+    block = scratch<float>(ScratchSlot::kRecurrentState, total);
+  } else {
+    big.resize(total);
+    block = big.data();
+  }
+  float* parts[kParts];
+  for (size_t i = 0; i < kParts; ++i) {
+    parts[i] = block;
+    block += sizes[i];
+  }
+  float *xw = parts[0], *h = parts[1], *c = parts[2], *gates = parts[3], *tmp = parts[4],
+        *col_scale = parts[5], *bias = parts[6], *live_h = parts[7];
+  auto* h_codes = thread_scratch<uint8_t>(size_t(B * H), 1);
+
+  // X's product for every step run, rows in X's order.
+  const float* ws = op.w_scale + (op.w_per_column ? d * N : d);
+  for (int64_t j = 0; j < N; ++j) col_scale[j] = op.x_params.scale * ws[op.w_per_column ? j : 0];
+  if (I > 0)
+    gemm::qgemm_float(T * B, op.x_codes, I, false, int32_t(op.x_params.zero_point), op.w[d],
+                      col_scale, nullptr, xw, N);
+  else
+    std::fill_n(xw, T * B * N, 0.0f);
+  if (op.b)
+    for (int64_t j = 0; j < N; ++j) bias[j] = op.b[d * 2 * N + j] + op.b[d * 2 * N + N + j];
+
+  auto state_at = [&](int64_t b) { return (d * B + b) * H; };
+  for (int64_t b = 0; b < B; ++b) {
+    if (op.h0)
+      std::copy_n(op.h0 + state_at(b), H, h + b * H);
+    else
+      std::fill_n(h + b * H, H, 0.0f);
+    if (op.c0)
+      std::copy_n(op.c0 + state_at(b), H, c + b * H);
+    else
+      std::fill_n(c + b * H, H, 0.0f);
+  }
+  const Activation* act = cfg.acts.data() + size_t(d) * cfg.acts_per_dir;
+  const float* peep = op.p ? op.p + d * 3 * H : nullptr;
+  const float* rs = op.r_scale + (op.r_per_column ? d * N : d);
+  const int64_t dirs = cfg.dirs;
+
+  for (int64_t s = 0; s < T; ++s) {
+    auto time_of = [&](int64_t b) { return backward ? op.lens[size_t(b)] - 1 - s : s; };
+    auto active = [&](int64_t b) { return s < op.lens[size_t(b)]; };
+    // h's range: entries whose sequence ended before the last step read 0 when Y is an
+    // output (0 is always in the range, so they are left out).
+    const float* range = h;
+    int64_t range_n = B * H;
+    if (s > 0 && op.y && op.padded) {
+      range = live_h;
+      range_n = 0;
+      for (int64_t b = 0; b < B; ++b)
+        if (op.lens[size_t(b)] >= s) {
+          std::copy_n(h + b * H, H, live_h + range_n);
+          range_n += H;
+        }
+    }
+    const DynamicQuantParams hq = dynamic_quant_params(range, range_n);
+    vmath::quantize_8bit(h, size_t(B * H), hq.scale, hq.zero_point, false, h_codes);
+    for (int64_t j = 0; j < N; ++j) col_scale[j] = hq.scale * rs[op.r_per_column ? j : 0];
+    gemm::qgemm_float(B, h_codes, H, false, int32_t(hq.zero_point), op.r[d], col_scale, nullptr,
+                      gates, N);
+    for (int64_t b = 0; b < B; ++b) {
+      if (!active(b)) continue;
+      float* g = gates + b * N;
+      const float* xr = xw + (time_of(b) * B + b) * N;
+      for (int64_t j = 0; j < N; ++j) g[j] = xr[j] + g[j];
+      lstm_cell(cfg, act, H, g, peep, op.b ? bias : nullptr, c + b * H, h + b * H, tmp);
+      if (op.y) std::copy_n(h + b * H, H, op.y + ((time_of(b) * dirs + d) * B + b) * H);
+    }
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    if (op.lens[size_t(b)] == 0) {
+      std::fill_n(h + b * H, H, 0.0f);
+      std::fill_n(c + b * H, H, 0.0f);
+    }
+    if (op.yh) std::copy_n(h + b * H, H, op.yh + state_at(b));
+    if (op.yc) std::copy_n(c + b * H, H, op.yc + state_at(b));
+  }
+}
+
+class DynamicQuantizeLstmKernel final : public Kernel {
+ public:
+  DynamicQuantizeLstmKernel(Config cfg, std::vector<gemm::PackedQuantB> w,
+                            std::vector<gemm::PackedQuantB> r)
+      : cfg_(std::move(cfg)), w_(std::move(w)), r_(std::move(r)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const Tensor& w = *ctx.input(1);
+    const Tensor& r = *ctx.input(2);
+    const Tensor* bias = ctx.input(3);
+    const Tensor* lens_t = ctx.input(4);
+    const Tensor* h0 = ctx.input(5);
+    const Tensor* c0 = ctx.input(6);
+    const Tensor* p = ctx.input(7);
+    const Tensor* w_scale = ctx.input(8);
+    const Tensor* w_zero = ctx.input(9);
+    const Tensor* r_scale = ctx.input(10);
+    const Tensor* r_zero = ctx.input(11);
+    const int64_t D = cfg_.dirs;
+    if (!w_scale || !r_scale) return invalid_argument("W_scale and R_scale are required");
+    if (x.rank() != 3) return invalid_argument("X must have rank 3, got ", x.shape().to_string());
+    const int64_t S = x.shape()[0], B = x.shape()[1], I = x.shape()[2];
+    if (r.rank() != 3) return invalid_argument("R must have rank 3, got ", r.shape().to_string());
+    const int64_t H = cfg_.hidden >= 0 ? cfg_.hidden : r.shape()[1];
+    const int64_t N = 4 * H;
+    NXRT_RETURN_IF_ERROR(check_quant_weight("W", w, D, I, N, *w_scale, w_zero));
+    NXRT_RETURN_IF_ERROR(check_quant_weight("R", r, D, H, N, *r_scale, r_zero));
+    auto expect = [](const Tensor& t, const Shape& want, const char* what) -> Status {
+      if (!(t.shape() == want))
+        return invalid_argument(what, " has shape ", t.shape().to_string(), ", expected ",
+                                want.to_string());
+      return Status();
+    };
+    if (bias) NXRT_RETURN_IF_ERROR(expect(*bias, Shape{D, 2 * N}, "B"));
+    const Shape state_shape{D, B, H};
+    if (h0) NXRT_RETURN_IF_ERROR(expect(*h0, state_shape, "initial_h"));
+    if (c0) NXRT_RETURN_IF_ERROR(expect(*c0, state_shape, "initial_c"));
+    if (p) NXRT_RETURN_IF_ERROR(expect(*p, Shape{D, 3 * H}, "P"));
+    SmallVec<int64_t, 16> lens(size_t(B), S);
+    if (lens_t) {
+      NXRT_RETURN_IF_ERROR(expect(*lens_t, Shape{B}, "sequence_lens"));
+      NXRT_RETURN_IF_ERROR(read_int_list(*lens_t, lens, "sequence_lens"));
+      for (int64_t l : lens)
+        if (l < 0 || l > S)
+          return invalid_argument("sequence_lens value ", l, " is outside [0, ", S, "]");
+    }
+    const Shape y_shape{S, D, B, H};
+    if (checked_numel(y_shape.span()) < 0 || checked_numel(Shape{S, B, N}.span()) < 0)
+      return invalid_argument("sizes are too large");
+    QuantOperands op;
+    if (cfg_.want_y) {
+      NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, y_shape));
+      op.y = y->data<float>();
+    }
+    if (cfg_.want_yh) {
+      NXRT_ASSIGN_OR_RETURN(Tensor * yh, ctx.output(1, state_shape));
+      op.yh = yh->data<float>();
+    }
+    if (cfg_.want_yc) {
+      NXRT_ASSIGN_OR_RETURN(Tensor * yc, ctx.output(2, state_shape));
+      op.yc = yc->data<float>();
+    }
+    op.padded = std::any_of(lens.begin(), lens.end(), [&](int64_t l) { return l < S; });
+    if (op.y && op.padded) std::fill_n(op.y, y_shape.numel(), 0.0f);
+    const int64_t T = B > 0 ? *std::max_element(lens.begin(), lens.end()) : 0;
+    if (T == 0) {  // nothing runs: the states are zero
+      if (op.yh) std::fill_n(op.yh, state_shape.numel(), 0.0f);
+      if (op.yc) std::fill_n(op.yc, state_shape.numel(), 0.0f);
+      return Status();
+    }
+
+    // X to uint8 codes, once for both directions.
+    const int64_t x_count = T * B * I;
+    op.x_params = dynamic_quant_params(x.data<float>(), x_count);
+    auto* codes = thread_scratch<uint8_t>(size_t(x_count), 0);
+    vmath::quantize_8bit(x.data<float>(), size_t(x_count), op.x_params.scale,
+                         op.x_params.zero_point, false, codes);
+    op.x_codes = codes;
+
+    // W and R as packed at prepare (constants), else packed now.
+    std::vector<gemm::PackedQuantB> fresh_w, fresh_r;
+    if (w_.empty())
+      for (int64_t d = 0; d < D; ++d) fresh_w.push_back(pack_quant_weight(w, w_zero, d));
+    if (r_.empty())
+      for (int64_t d = 0; d < D; ++d) fresh_r.push_back(pack_quant_weight(r, r_zero, d));
+    op.w = w_.empty() ? fresh_w.data() : w_.data();
+    op.r = r_.empty() ? fresh_r.data() : r_.data();
+
+    op.seq = S;
+    op.batch = B;
+    op.input = I;
+    op.hidden = H;
+    op.steps = T;
+    op.w_scale = w_scale->data<float>();
+    op.r_scale = r_scale->data<float>();
+    op.w_per_column = w_scale->numel() != D;
+    op.r_per_column = r_scale->numel() != D;
+    op.b = bias ? bias->data<float>() : nullptr;
+    op.h0 = h0 ? h0->data<float>() : nullptr;
+    op.c0 = c0 ? c0->data<float>() : nullptr;
+    op.p = p ? p->data<float>() : nullptr;
+    op.lens = lens;
+    // The two directions are independent: one per thread when there are two.
+    const double work = double(T) * double(B) * double(I + H) * double(N);
+    if (D == 2 && parallel_pieces(2 * work, std::max(work, double(1 << 16))) >= 2)
+      parallel_for(2, [&](size_t d) { run_quantized_direction(cfg_, op, int64_t(d)); });
+    else
+      for (int64_t d = 0; d < D; ++d) run_quantized_direction(cfg_, op, d);
+    return Status();
+  }
+
+ private:
+  Config cfg_;
+  std::vector<gemm::PackedQuantB> w_, r_;  // per direction, packed at prepare, or empty
+};
+
+Expected<KernelPtr> create_quantized_lstm(KernelInit& init) {
+  Config cfg;
+  NXRT_RETURN_IF_ERROR(read_config(init, Cell::kLstm, cfg));
+  if (cfg.layout != 0)
+    return init.error(StatusCode::kInvalidGraph, "layout must be 0, got ", cfg.layout);
+  if (init.num_inputs() < 11 || init.num_inputs() > 12)
+    return init.error(StatusCode::kInvalidGraph, "has ", init.num_inputs(),
+                      " inputs, expected 11 or 12");
+  if (init.output_types.size() > 3)
+    return init.error(StatusCode::kInvalidGraph, "has ", init.output_types.size(),
+                      " outputs, at most 3 allowed");
+  if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
+  for (size_t i : {1, 2}) {
+    const DataType t = init.input_type(i);
+    if (t != DataType::kInt8 && t != DataType::kUint8) return init.unsupported_type(i);
+    const size_t zero = i == 1 ? 9 : 11;
+    if (init.has_input(zero) && init.input_type(zero) != t)
+      return init.error(StatusCode::kInvalidGraph, "input ", zero, " (", i == 1 ? "W" : "R",
+                        "'s zero point) has type ", tensor_type_name(init.input_type(zero)),
+                        ", expected ", tensor_type_name(t));
+  }
+  for (size_t i : {3, 5, 6, 7, 8, 10})
+    if (init.has_input(i) && init.input_type(i) != DataType::kFloat)
+      return init.unsupported_type(i);
+  if (!init.has_input(8) || !init.has_input(10))
+    return init.error(StatusCode::kInvalidGraph, "W_scale and R_scale are required");
+  if (init.has_input(4) && init.input_type(4) != DataType::kInt32 &&
+      init.input_type(4) != DataType::kInt64)
+    return init.error(StatusCode::kInvalidGraph, "sequence_lens must be int32, got ",
+                      tensor_type_name(init.input_type(4)));
+  init.set_all_outputs(DataType::kFloat);
+
+  // Constant W and R (with constant zero points) are checked and packed now.
+  const Tensor* r = init.constant_input(2);
+  const int64_t H = cfg.hidden >= 0 ? cfg.hidden : r && r->rank() == 3 ? r->shape()[1] : -1;
+  std::vector<gemm::PackedQuantB> packed[2];
+  for (size_t i : {1, 2}) {
+    const Tensor* q = init.constant_input(i);
+    const size_t zero_at = i == 1 ? 9 : 11;
+    const Tensor* scale = init.constant_input(i == 1 ? 8 : 10);
+    const Tensor* zero = init.has_input(zero_at) ? init.constant_input(zero_at) : nullptr;
+    const char* what = i == 1 ? "W" : "R";
+    if (!q || H < 0) continue;
+    if (scale) {
+      const Status st =
+          check_quant_weight(what, *q, cfg.dirs, i == 2 ? H : -1, 4 * H, *scale, zero);
+      if (!st.ok()) return init.error(StatusCode::kInvalidGraph, st.message());
+    }
+    if (init.has_input(zero_at) && !zero) continue;  // zero point given at run time
+    if (q->rank() != 3 || q->shape()[0] != cfg.dirs || q->shape()[2] != 4 * H) continue;
+    if (zero && zero->numel() != cfg.dirs && zero->numel() != cfg.dirs * 4 * H) continue;
+    for (int64_t d = 0; d < cfg.dirs; ++d) packed[i - 1].push_back(pack_quant_weight(*q, zero, d));
+    init.absorb_constant(i);
+  }
+  return make_kernel<DynamicQuantizeLstmKernel>(std::move(cfg), std::move(packed[0]),
+                                                std::move(packed[1]));
+}
+
 }  // namespace
 
 Expected<KernelPtr> create_rnn(KernelInit& init) { return create_recurrent(init, Cell::kRnn); }
 Expected<KernelPtr> create_gru(KernelInit& init) { return create_recurrent(init, Cell::kGru); }
 Expected<KernelPtr> create_lstm(KernelInit& init) { return create_recurrent(init, Cell::kLstm); }
+Expected<KernelPtr> create_dynamic_quantize_lstm(KernelInit& init) {
+  return create_quantized_lstm(init);
+}
 
 }  // namespace nxrt::cpu
