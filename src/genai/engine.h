@@ -50,7 +50,12 @@ struct Generation {
   std::string text;
   std::vector<int32_t> token_ids;
   std::vector<float> logprobs;  // per token when SamplingOptions::logprobs
-  std::string finish_reason;    // "stop" (EOS, a stop token or string) or "length"
+  // per token, SamplingOptions::top_logprobs (id, log-probability) pairs, likeliest first
+  std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;
+  std::string finish_reason;  // "stop" (EOS, a stop token or string) or "length"
+  // Leading tokens of token_ids whose text the output holds (all but an EOS or stop
+  // token that ended it).
+  size_t text_tokens = 0;
   GenerationStats stats;
 };
 

@@ -15,6 +15,8 @@ Status SamplingOptions::check() const {
   if (!(min_p >= 0.0f && min_p <= 1.0f))
     return invalid_argument("min_p must be in [0, 1], not ", min_p);
   if (top_k < 0) return invalid_argument("top_k must not be negative, not ", top_k);
+  if (top_logprobs < 0 || top_logprobs > 20)
+    return invalid_argument("top_logprobs must be in [0, 20], not ", top_logprobs);
   if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty))
     return invalid_argument("repetition_penalty must be positive, not ", repetition_penalty);
   if (!std::isfinite(frequency_penalty) || !std::isfinite(presence_penalty))
@@ -125,9 +127,31 @@ Sampler::Pick Sampler::pick(std::span<const float> logits, std::span<const int32
     for (float v : logits) m = std::max(m, double(v));
     double sum = 0.0;
     for (float v : logits) sum += std::exp(double(v) - m);
-    logprob = float(double(logits[size_t(token)]) - m - std::log(sum));
+    const double log_sum = std::log(sum);
+    logprob = float(double(logits[size_t(token)]) - m - log_sum);
+    top_.clear();
+    if (options_.top_logprobs > 0) {
+      // A small heap of the best ids (ties by id, as the sort in sample()).
+      const size_t k = std::min(size_t(options_.top_logprobs), logits.size());
+      auto better = [](const std::pair<int32_t, float>& a, const std::pair<int32_t, float>& b) {
+        return a.second > b.second || (a.second == b.second && a.first < b.first);
+      };
+      for (size_t i = 0; i < logits.size(); ++i) {
+        const std::pair<int32_t, float> entry{int32_t(i), logits[i]};
+        if (top_.size() < k) {
+          top_.push_back(entry);
+          std::push_heap(top_.begin(), top_.end(), better);  // the worst kept on top
+        } else if (better(entry, top_.front())) {
+          std::pop_heap(top_.begin(), top_.end(), better);
+          top_.back() = entry;
+          std::push_heap(top_.begin(), top_.end(), better);
+        }
+      }
+      std::sort_heap(top_.begin(), top_.end(), better);
+      for (auto& entry : top_) entry.second = float(double(entry.second) - m - log_sum);
+    }
   }
-  return {token, logprob};
+  return {token, logprob, top_};
 }
 
 }  // namespace nxrt::genai

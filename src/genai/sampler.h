@@ -9,6 +9,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -29,6 +30,7 @@ struct SamplingOptions {
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;  // generate max_tokens whatever comes (benchmarks)
   bool logprobs = false;    // each chosen token's log-probability under the model
+  int top_logprobs = 0;     // with logprobs: also the most likely tokens' (at most 20)
 
   // An error naming the first option out of range.
   Status check() const;
@@ -41,6 +43,9 @@ class Sampler {
   struct Pick {
     int32_t token;
     float logprob;  // 0 unless options.logprobs
+    // options.top_logprobs (id, log-probability) pairs, likeliest first; the span is
+    // valid until the next pick.
+    std::span<const std::pair<int32_t, float>> top;
   };
   // `logits` is one row over the vocabulary; `prompt` and `generated` feed the
   // penalties. Allocates nothing once its buffers have grown to the vocabulary.
@@ -59,6 +64,7 @@ class Sampler {
   std::vector<uint32_t> counts_;  // per id: occurrences in the output
   std::vector<uint8_t> seen_;     // per id: in the prompt or the output
   std::vector<int32_t> touched_;  // ids whose counts_/seen_ entries are set
+  std::vector<std::pair<int32_t, float>> top_;
 };
 
 }  // namespace nxrt::genai

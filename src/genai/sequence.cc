@@ -73,6 +73,7 @@ bool Sequence::emit(std::string_view piece) {
 
 void Sequence::finish(const char* reason) {
   result_.finish_reason = reason;
+  result_.text_tokens = result_.token_ids.size();
   result_.stats.completion_tokens = int(result_.token_ids.size());
   result_.stats.decode_s = seconds(first_, Clock::now());
   finished_ = true;
@@ -86,10 +87,15 @@ Expected<bool> Sequence::advance(std::span<const float> logits, int64_t tokens) 
     result_.stats.time_to_first_token_s = seconds(start_, first_);
   }
   result_.token_ids.push_back(pick.token);
-  if (options_.logprobs) result_.logprobs.push_back(pick.logprob);
+  if (options_.logprobs) {
+    result_.logprobs.push_back(pick.logprob);
+    if (options_.top_logprobs > 0)
+      result_.top_logprobs.emplace_back(pick.top.begin(), pick.top.end());
+  }
   if (std::find(stop_ids_.begin(), stop_ids_.end(), pick.token) != stop_ids_.end()) {
     emit(held_ + decoder_.flush());  // EOS or a stop token: its own text is not output
     finish("stop");
+    result_.text_tokens = result_.token_ids.size() - 1;
     return true;
   }
   NXRT_ASSIGN_OR_RETURN(std::string piece, decoder_.add(pick.token));

@@ -149,6 +149,35 @@ def test_streaming_equals_the_non_streamed_twin(client):
     assert usage.completion_tokens == whole.usage.completion_tokens
 
 
+def test_chat_logprobs_spell_out_the_reply(client):
+    r = client.chat.completions.create(model="smollm2", messages=QUESTION, temperature=0,
+                                       max_tokens=32, logprobs=True, top_logprobs=3)
+    content = r.choices[0].logprobs.content
+    assert "".join(t.token for t in content) == r.choices[0].message.content
+    assert bytes(b for t in content for b in t.bytes).decode() == r.choices[0].message.content
+    assert r.choices[0].finish_reason == "stop"
+    assert len(content) == r.usage.completion_tokens - 1  # the EOS that ended it is not text
+    for t in content:
+        assert t.logprob <= 0.0
+        assert len(t.top_logprobs) == 3
+        tops = [x.logprob for x in t.top_logprobs]
+        assert tops == sorted(tops, reverse=True)
+        # Greedy and no penalties: the chosen token is the likeliest one.
+        assert t.top_logprobs[0].token == t.token
+        assert abs(t.top_logprobs[0].logprob - t.logprob) < 1e-6
+
+
+def test_completion_logprobs_in_the_legacy_form(client):
+    r = client.completions.create(model="smollm2", prompt="The capital of France is",
+                                  temperature=0, max_tokens=6, logprobs=2)
+    lp = r.choices[0].logprobs
+    assert "".join(lp.tokens) == r.choices[0].text
+    assert lp.text_offset == [sum(len(t.encode()) for t in lp.tokens[:i])
+                              for i in range(len(lp.tokens))]
+    assert all(len(top) == 2 and max(top.values()) >= lp.token_logprobs[i] - 1e-6
+               for i, top in enumerate(lp.top_logprobs))
+
+
 def test_streamed_completion_ends_with_done(server):
     status, text = server.request(
         "POST", "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 8,
@@ -190,6 +219,9 @@ def _error(server, method, path, body=None, key=KEY, raw=None):
     ({"messages": QUESTION, "n": 2}, "n"),
     ({"messages": QUESTION, "stop": [1, 2]}, "stop"),
     ({"messages": QUESTION, "response_format": {"type": "json_object"}}, "response_format"),
+    ({"messages": QUESTION, "logprobs": True, "stream": True}, "logprobs"),
+    ({"messages": QUESTION, "top_logprobs": 2}, "top_logprobs"),
+    ({"messages": QUESTION, "logprobs": True, "top_logprobs": 21}, "top_logprobs"),
 ])
 def test_bad_parameters_are_400_naming_them(server, body, param):
     status, error = _error(server, "POST", "/v1/chat/completions", body)

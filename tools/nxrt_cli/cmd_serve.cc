@@ -216,7 +216,7 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
       e.param = chat ? "messages" : "prompt";
       return answer_error(res, e);
     }
-    res.set_content(response_body(id, *result), "application/json");
+    res.set_content(response_body(id, *result, engine_->tokenizer()), "application/json");
     return;
   }
   res.set_header("Cache-Control", "no-cache");

@@ -142,8 +142,29 @@ std::optional<ApiError> parse_request(std::string_view text, bool chat, int64_t 
       r.include_usage = u->get<bool>();
     }
   }
+  // logprobs: a flag with top_logprobs (chat), or the number of top entries (completions).
+  if (auto it = body.find("logprobs"); it != body.end() && !it->is_null()) {
+    if (chat) {
+      if (!it->is_boolean()) return bad("'logprobs' must be true or false", "logprobs");
+      s.logprobs = it->get<bool>();
+      int64_t top = 0;
+      if (auto e = read_integer(body, "top_logprobs", 0, 20, top)) return e;
+      s.top_logprobs = int(top);
+      if (top > 0 && !s.logprobs)
+        return bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+    } else {
+      int64_t top = 0;
+      if (auto e = read_integer(body, "logprobs", 0, 5, top)) return e;
+      s.logprobs = true;
+      s.top_logprobs = int(top);
+    }
+    if (s.logprobs && r.stream)
+      return bad("'logprobs' with 'stream': true is not supported by nxrt serve yet", "logprobs");
+  }
+  if (auto it = body.find("top_logprobs"); it != body.end() && !it->is_null() && !s.logprobs)
+    return bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
   // Not built yet: refused rather than ignored, so no client gets a silently different answer.
-  for (const char* key : {"logprobs", "top_logprobs", "logit_bias", "tools", "tool_choice"}) {
+  for (const char* key : {"logit_bias", "tools", "tool_choice"}) {
     auto it = body.find(key);
     const bool used = it != body.end() && !it->is_null() &&
                       !(it->is_boolean() && !it->get<bool>()) &&
@@ -196,14 +217,77 @@ std::string dump(const OrderedJson& j) {
 
 }  // namespace
 
-std::string response_body(const ResponseId& id, const genai::Generation& result) {
+namespace {
+
+std::string token_text(const genai::Tokenizer& tokenizer, int32_t id) {
+  auto bytes = tokenizer.token_bytes(id);
+  return bytes.ok() ? std::string(*bytes) : std::string();
+}
+
+OrderedJson byte_list(std::string_view text) {
+  OrderedJson list = OrderedJson::array();
+  for (char c : text) list.push_back(int(static_cast<unsigned char>(c)));
+  return list;
+}
+
+// The chat API's form: per token its text, bytes, log-probability and top alternatives.
+OrderedJson chat_logprobs(const genai::Generation& result, const genai::Tokenizer& tokenizer) {
+  OrderedJson content = OrderedJson::array();
+  for (size_t i = 0; i < result.text_tokens && i < result.logprobs.size(); ++i) {
+    const std::string text = token_text(tokenizer, result.token_ids[i]);
+    OrderedJson top = OrderedJson::array();
+    if (i < result.top_logprobs.size())
+      for (const auto& [id, logprob] : result.top_logprobs[i]) {
+        const std::string alt = token_text(tokenizer, id);
+        top.push_back({{"token", alt}, {"logprob", logprob}, {"bytes", byte_list(alt)}});
+      }
+    content.push_back({{"token", text},
+                       {"logprob", result.logprobs[i]},
+                       {"bytes", byte_list(text)},
+                       {"top_logprobs", top}});
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+
+// The completions API's (legacy) form: parallel lists and text offsets.
+OrderedJson completion_logprobs(const genai::Generation& result,
+                                const genai::Tokenizer& tokenizer) {
+  OrderedJson tokens = OrderedJson::array(), logprobs = OrderedJson::array(),
+              tops = OrderedJson::array(), offsets = OrderedJson::array();
+  size_t offset = 0;
+  for (size_t i = 0; i < result.text_tokens && i < result.logprobs.size(); ++i) {
+    const std::string text = token_text(tokenizer, result.token_ids[i]);
+    tokens.push_back(text);
+    logprobs.push_back(result.logprobs[i]);
+    offsets.push_back(offset);
+    offset += text.size();
+    OrderedJson top = OrderedJson::object();
+    if (i < result.top_logprobs.size())
+      for (const auto& [id, logprob] : result.top_logprobs[i])
+        top[token_text(tokenizer, id)] = logprob;
+    tops.push_back(top);
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", logprobs},
+          {"top_logprobs", tops},
+          {"text_offset", offsets}};
+}
+
+}  // namespace
+
+std::string response_body(const ResponseId& id, const genai::Generation& result,
+                          const genai::Tokenizer& tokenizer) {
   OrderedJson body = envelope(id, false);
   OrderedJson choice = {{"index", 0}};
   if (id.chat)
     choice["message"] = {{"role", "assistant"}, {"content", result.text}};
   else
     choice["text"] = result.text;
-  choice["logprobs"] = nullptr;
+  if (result.logprobs.empty())
+    choice["logprobs"] = nullptr;
+  else
+    choice["logprobs"] =
+        id.chat ? chat_logprobs(result, tokenizer) : completion_logprobs(result, tokenizer);
   choice["finish_reason"] = result.finish_reason;
   body["choices"] = OrderedJson::array({choice});
   body["usage"] = usage_json(result.stats);

@@ -51,8 +51,9 @@ struct ResponseId {
 };
 
 OrderedJson usage_json(const genai::GenerationStats& stats);
-// The whole non-streamed response.
-std::string response_body(const ResponseId& id, const genai::Generation& result);
+// The whole non-streamed response; `tokenizer` spells out the tokens of logprobs.
+std::string response_body(const ResponseId& id, const genai::Generation& result,
+                          const genai::Tokenizer& tokenizer);
 // One streamed chunk as an SSE event ("data: {...}\n\n"): a text piece, or with a
 // finish reason the closing chunk; `first` adds the chat role.
 std::string chunk_event(const ResponseId& id, std::string_view piece, const char* finish_reason,

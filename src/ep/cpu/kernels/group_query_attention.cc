@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "ep/cpu/kernels/attention_rows.h"
 #include "ep/cpu/kernels/common.h"
 #include "ops/attrs.h"
 
@@ -35,15 +36,6 @@ struct GqaAttrs {
   int64_t local_window = -1;
   bool rotary = false, rotary_interleaved = false, smooth_softmax = false;
 };
-
-float dot(const float* a, const float* b, int64_t n) {
-  float part[8] = {};
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8)
-    for (int j = 0; j < 8; ++j) part[j] += a[k + j] * b[k + j];
-  for (; k < n; ++k) part[0] += a[k] * b[k];
-  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-}
 
 // Rotates the first 2 * half values of one head in place at `position`.
 void rotate(float* x, int64_t half, bool interleaved, const float* cos_row, const float* sin_row) {
@@ -211,26 +203,15 @@ class GroupQueryAttentionKernel final : public Kernel {
               a_.local_window > 0 ? std::max<int64_t>(0, pos - a_.local_window + 1) : 0;
           float max = -std::numeric_limits<float>::infinity();
           for (int64_t j = first; j <= last; ++j) {
-            float s = dot(q, k_rows + j * D, D) * scale;
+            float s = attention_dot(q, k_rows + j * D, D) * scale;
             if (a_.softcap > 0.0f) s = a_.softcap * std::tanh(s / a_.softcap);
             scores[j] = s;
             max = std::max(max, s);
           }
           // Smooth softmax adds an exp(0) term to the denominator (a virtual sink at 0).
           if (a_.smooth_softmax) max = std::max(max, 0.0f);
-          float sum = a_.smooth_softmax ? std::exp(-max) : 0.0f;
-          for (int64_t j = first; j <= last; ++j) {
-            scores[j] = std::exp(scores[j] - max);
-            sum += scores[j];
-          }
-          float* o = y + (b * S + i) * Hq * D + h * D;
-          std::fill(o, o + D, 0.0f);
-          const float inv = 1.0f / sum;
-          for (int64_t j = first; j <= last; ++j) {
-            const float p = scores[j] * inv;
-            const float* v = v_rows + j * D;
-            for (int64_t d = 0; d < D; ++d) o[d] += p * v[d];
-          }
+          attend_values(scores, first, last, max, a_.smooth_softmax ? std::exp(-max) : 0.0f, v_rows,
+                        D, y + (b * S + i) * Hq * D + h * D);
         }
       }
     });

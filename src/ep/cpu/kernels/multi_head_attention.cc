@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "core/parallel.h"
+#include "ep/cpu/kernels/attention_rows.h"
 #include "ep/cpu/kernels/common.h"
 #include "ops/attrs.h"
 
@@ -28,15 +29,6 @@ struct MhaAttrs {
   float mask_filter_value = -10000.0f;
   bool unidirectional = false;
 };
-
-float dot(const float* a, const float* b, int64_t n) {
-  float part[8] = {};
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8)
-    for (int j = 0; j < 8; ++j) part[j] += a[k + j] * b[k + j];
-  for (; k < n; ++k) part[0] += a[k] * b[k];
-  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-}
 
 // A key or value input as [B, N, L, width] rows: 3-D [B, L, N*width] or 4-D BNSH.
 struct HeadRows {
@@ -215,7 +207,7 @@ class MultiHeadAttentionKernel final : public Kernel {
           const int64_t last = a_.unidirectional ? P + i : T - 1;
           float max = -std::numeric_limits<float>::infinity();
           for (int64_t j = 0; j <= last; ++j) {
-            float s = dot(q, kr + j * D, D) * scale;
+            float s = attention_dot(q, kr + j * D, D) * scale;
             if (mask_data) {
               const bool keep =
                   mask_lengths ? j < mask_data[b] : mask_data[b * mask_b + i * mask_s + j] != 0;
@@ -225,19 +217,7 @@ class MultiHeadAttentionKernel final : public Kernel {
             scores[j] = s;
             max = std::max(max, s);
           }
-          float sum = 0.0f;
-          for (int64_t j = 0; j <= last; ++j) {
-            scores[j] = std::exp(scores[j] - max);
-            sum += scores[j];
-          }
-          float* o = y + (b * S + i) * N * Dv + n * Dv;
-          std::fill(o, o + Dv, 0.0f);
-          const float inv = 1.0f / sum;
-          for (int64_t j = 0; j <= last; ++j) {
-            const float p = scores[j] * inv;
-            const float* vj = vr + j * Dv;
-            for (int64_t d = 0; d < Dv; ++d) o[d] += p * vj[d];
-          }
+          attend_values(scores, 0, last, max, 0.0f, vr, Dv, y + (b * S + i) * N * Dv + n * Dv);
         }
       }
     });
