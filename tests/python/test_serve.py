@@ -322,6 +322,58 @@ def test_busy_queue_answers_429(folder):
         s.stop()
 
 
+LONG = {"prompt": "Count: 1, 2, 3,", "max_tokens": 4000, "temperature": 0, "ignore_eos": True}
+
+
+def test_request_timeout_stops_generation_with_504(folder):
+    """--request-timeout: a generation that outlives it is stopped; the client gets a 504
+    (or, streaming, an error event after the pieces already sent) and the server goes on."""
+    s = _Server(folder, "--request-timeout", 2)
+    try:
+        start = time.time()
+        status, error = _error(s, "POST", "/v1/completions", LONG, key=None)
+        assert time.time() - start < 20  # not after thousands of tokens
+        assert status == 504
+        assert error["code"] == "request_timeout" and "--request-timeout (2 s)" in error["message"]
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+        conn.request("POST", "/v1/completions", json.dumps({**LONG, "stream": True}),
+                     {"Content-Type": "application/json"})
+        events = [line for line in conn.getresponse().read().decode().split("\n\n") if line]
+        conn.close()
+        assert len(events) > 2  # pieces were streamed before the deadline
+        last = json.loads(events[-1][len("data: "):])
+        assert last["error"]["code"] == "request_timeout"
+        assert "data: [DONE]" not in events
+        status, text = s.request("POST", "/v1/completions", {"prompt": "Hi", "max_tokens": 2})
+        assert status == 200
+        metrics = s.request("GET", "/metrics")[1].decode()
+        assert "nxrt_timed_out_requests_total 2" in metrics
+    finally:
+        s.stop()
+
+
+def test_request_timeout_counts_the_wait_for_the_engine(folder):
+    """--batch 1: requests take turns; one still waiting at its deadline is answered 504
+    too, without running."""
+    s = _Server(folder, "--request-timeout", 2, "--batch", 1)
+    try:
+        results = []
+
+        def call():
+            results.append(_error(s, "POST", "/v1/completions", LONG, key=None))
+
+        threads = [threading.Thread(target=call) for _ in range(2)]
+        for t in threads:
+            t.start()
+            time.sleep(0.2)
+        for t in threads:
+            t.join(timeout=60)
+        assert [status for status, _ in results] == [504, 504]
+        assert all(e["code"] == "request_timeout" for _, e in results)
+    finally:
+        s.stop()
+
+
 def test_sigterm_lets_the_request_in_flight_finish(folder):
     s = _Server(folder)
     got = []

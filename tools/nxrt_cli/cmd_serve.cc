@@ -1,7 +1,8 @@
 // `nxrt serve`: an OpenAI-compatible HTTP server for a model folder (cpp-httplib for
 // HTTP, nlohmann-json for JSON). One generation engine: requests take turns on it, with
 // a bounded queue (429 beyond it); streaming answers as server-sent events; a client that
-// disconnects cancels its generation; SIGINT/SIGTERM stop accepting, let in-flight
+// disconnects cancels its generation; one that outlives --request-timeout (waiting
+// included) is stopped and answered 504; SIGINT/SIGTERM stop accepting, let in-flight
 // requests finish and cancel those still running after --shutdown-timeout seconds.
 #include <httplib.h>
 #include <signal.h>
@@ -27,6 +28,10 @@ namespace nxrt::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The finish reason of a generation stopped by --request-timeout (never sent to clients:
+// they get a 504 error instead).
+constexpr const char* kTimedOut = "timed_out";
 
 // Compares in time that depends on the lengths only, not on where the texts differ.
 bool same_secret(std::string_view a, std::string_view b) {
@@ -60,13 +65,17 @@ class Server {
   void answer_error(httplib::Response& res, const ApiError& e);
   void completions(const httplib::Request& req, httplib::Response& res, bool chat);
   // Runs one request on the engine (waiting for its turn); `sink` gets text pieces.
+  // A request past its deadline ends with finish_reason kTimedOut.
   Expected<genai::Generation> generate(const ApiRequest& r, const genai::TextSink& sink);
   Expected<genai::Generation> generate_serial(const std::vector<int32_t>& ids,
                                               const genai::SamplingOptions& options,
-                                              const genai::TextSink& sink);
+                                              const genai::TextSink& sink,
+                                              Clock::time_point deadline);
   Expected<genai::Generation> generate_batched(std::vector<int32_t> ids,
                                                const genai::SamplingOptions& options,
-                                               const genai::TextSink& sink);
+                                               const genai::TextSink& sink,
+                                               Clock::time_point deadline);
+  ApiError timeout_error(const genai::Generation& result) const;
   size_t waiting() const { return batch_ ? batch_->waiting() : size_t(metrics_.queued.load()); }
 
   const ServeArgs& args_;
@@ -75,7 +84,7 @@ class Server {
   std::unique_ptr<genai::BatchDecoder> batch_;  // null: requests take turns on engine_
   Status chat_status_;                          // why there is no chat template, when there is none
   httplib::Server http_;
-  std::mutex engine_mutex_;
+  std::timed_mutex engine_mutex_;  // timed: a request waits for its turn until its deadline
   ServerMetrics metrics_;
   std::atomic<bool> cancel_all_{false};
 };
@@ -98,6 +107,7 @@ bool Server::authorized(const httplib::Request& req, httplib::Response& res) {
 }
 
 Expected<genai::Generation> Server::generate(const ApiRequest& r, const genai::TextSink& sink) {
+  const Clock::time_point start = Clock::now();
   std::string prompt = r.prompt;
   if (r.chat) {
     if (!chat_) return chat_status_;
@@ -109,13 +119,15 @@ Expected<genai::Generation> Server::generate(const ApiRequest& r, const genai::T
   const int64_t limit = batch_ ? batch_->capacity() : engine_->config().context_length;
   const int64_t room = limit - int64_t(ids.size());
   if (room >= 1) options.max_tokens = int(std::min<int64_t>(options.max_tokens, room));
-  auto result = batch_ ? generate_batched(std::move(ids), options, sink)
-                       : generate_serial(ids, options, sink);
+  const Clock::time_point deadline = start + std::chrono::seconds(args_.request_timeout_s);
+  auto result = batch_ ? generate_batched(std::move(ids), options, sink, deadline)
+                       : generate_serial(ids, options, sink, deadline);
+  if (result.ok() && result->finish_reason == kTimedOut) metrics_.timed_out += 1;
   if (result.ok()) {
     const genai::GenerationStats& s = result->stats;
     metrics_.prompt_tokens += uint64_t(s.prompt_tokens);
     metrics_.completion_tokens += uint64_t(s.completion_tokens);
-    metrics_.time_to_first_token.observe(s.time_to_first_token_s);
+    if (s.completion_tokens > 0) metrics_.time_to_first_token.observe(s.time_to_first_token_s);
     if (s.completion_tokens > 1)
       metrics_.time_per_token.observe(s.decode_s / double(s.completion_tokens - 1));
   }
@@ -124,15 +136,25 @@ Expected<genai::Generation> Server::generate(const ApiRequest& r, const genai::T
 
 Expected<genai::Generation> Server::generate_serial(const std::vector<int32_t>& ids,
                                                     const genai::SamplingOptions& options,
-                                                    const genai::TextSink& sink) {
+                                                    const genai::TextSink& sink,
+                                                    Clock::time_point deadline) {
   metrics_.queued += 1;
-  std::unique_lock<std::mutex> lock(engine_mutex_);
+  std::unique_lock<std::timed_mutex> lock(engine_mutex_, deadline);
   metrics_.queued -= 1;
+  if (!lock.owns_lock()) {
+    genai::Generation never_ran;
+    never_ran.finish_reason = kTimedOut;
+    return never_ran;
+  }
   metrics_.active += 1;
-  auto result = engine_->generate(
-      std::span<const int32_t>(ids), options,
-      [&](std::string_view piece) { return !cancel_all_.load() && (!sink || sink(piece)); });
+  bool timed_out = false;
+  auto result =
+      engine_->generate(std::span<const int32_t>(ids), options, [&](std::string_view piece) {
+        if (Clock::now() > deadline) timed_out = true;
+        return !timed_out && !cancel_all_.load() && (!sink || sink(piece));
+      });
   metrics_.active -= 1;
+  if (result.ok() && timed_out) result->finish_reason = kTimedOut;
   return result;
 }
 
@@ -150,7 +172,8 @@ struct Relay {
 
 Expected<genai::Generation> Server::generate_batched(std::vector<int32_t> ids,
                                                      const genai::SamplingOptions& options,
-                                                     const genai::TextSink& sink) {
+                                                     const genai::TextSink& sink,
+                                                     Clock::time_point deadline) {
   auto relay = std::make_shared<Relay>();
   genai::TextSink to_relay = [relay, this](std::string_view piece) {
     if (relay->cancelled.load() || cancel_all_.load()) return false;
@@ -167,6 +190,7 @@ Expected<genai::Generation> Server::generate_batched(std::vector<int32_t> ids,
   NXRT_ASSIGN_OR_RETURN(std::shared_ptr<genai::BatchDecoder::Job> job,
                         batch_->submit(std::move(sequence)));
   std::deque<std::string> got;
+  bool timed_out = false;
   while (true) {
     // Every piece is relayed before the job is marked done, so after seeing it done one
     // more drain delivers the rest.
@@ -181,8 +205,27 @@ Expected<genai::Generation> Server::generate_batched(std::vector<int32_t> ids,
       if (sink && !relay->cancelled.load() && !sink(piece)) relay->cancelled = true;
     got.clear();
     if (finished) break;
+    // Checked here, not in the relay sink, so a job still queued times out too: the
+    // scheduler drops it at its first piece.
+    if (!timed_out && Clock::now() > deadline) {
+      timed_out = true;
+      relay->cancelled = true;
+    }
   }
-  return job->wait();
+  auto result = job->wait();
+  if (result.ok() && timed_out) result->finish_reason = kTimedOut;
+  return result;
+}
+
+ApiError Server::timeout_error(const genai::Generation& result) const {
+  ApiError e;
+  e.status = 504;
+  e.type = "timeout_error";
+  e.code = "request_timeout";
+  e.message = "the request took longer than the server's --request-timeout (" +
+              std::to_string(args_.request_timeout_s) + " s); it was stopped after " +
+              std::to_string(result.stats.completion_tokens) + " generated tokens";
+  return e;
 }
 
 void Server::completions(const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -216,6 +259,7 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
       e.param = chat ? "messages" : "prompt";
       return answer_error(res, e);
     }
+    if (result->finish_reason == kTimedOut) return answer_error(res, timeout_error(*result));
     res.set_content(response_body(id, *result, engine_->tokenizer()), "application/json");
     return;
   }
@@ -233,6 +277,8 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
           ApiError e;
           e.message = result.status().message();
           send("data: " + e.body() + "\n\n");
+        } else if (result->finish_reason == kTimedOut) {
+          send("data: " + timeout_error(*result).body() + "\n\n");
         } else if (result->finish_reason != "cancelled") {
           if (first) send(chunk_event(id, "", nullptr, true));
           send(chunk_event(id, "", result->finish_reason.c_str(), false));

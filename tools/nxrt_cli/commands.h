@@ -80,6 +80,7 @@ struct ServeArgs {
   size_t max_body_bytes = size_t(1) << 20;
   int read_timeout_s = 30;  // a client that sends or reads nothing this long is dropped
   int shutdown_timeout_s = 30;
+  int request_timeout_s = 600;  // waiting + generating; beyond it the generation stops (504)
   int batch = 8;  // sequences decoded together (continuous batching); 1: one at a time
   int64_t max_sequence_length = 2048;  // cache positions per batched sequence
 };

@@ -151,6 +151,10 @@ int main(int argc, char** argv) {
                    "Seconds a client may stay silent while sending or reading")
       ->check(CLI::Range(1, 3600));
   serve_cmd
+      ->add_option("--request-timeout", serve.request_timeout_s,
+                   "Seconds a request may wait and generate before it is stopped (504)")
+      ->check(CLI::Range(1, 86400));
+  serve_cmd
       ->add_option("--batch", serve.batch,
                    "Sequences decoded together (continuous batching; 1: one at a time)")
       ->check(CLI::Range(1, 256));

@@ -53,6 +53,9 @@ std::string ServerMetrics::prometheus_text() const {
         static_cast<long long>(prompt_tokens.load()));
   gauge("nxrt_completion_tokens_total", "counter", "Generated tokens.",
         static_cast<long long>(completion_tokens.load()));
+  gauge("nxrt_timed_out_requests_total", "counter",
+        "Requests stopped by --request-timeout (answered 504).",
+        static_cast<long long>(timed_out.load()));
   gauge("nxrt_queue_depth", "gauge", "Requests waiting for the engine.", queued.load());
   gauge("nxrt_active_sequences", "gauge", "Sequences being generated.", active.load());
   time_to_first_token.write(out, "nxrt_time_to_first_token_seconds",
