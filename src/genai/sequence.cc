@@ -46,8 +46,7 @@ Expected<std::unique_ptr<Sequence>> Sequence::create(const Tokenizer& tokenizer,
 
 Sequence::Sequence(const Tokenizer& tokenizer, const ModelConfig& config,
                    std::vector<int32_t> prompt, const SamplingOptions& options, TextSink sink)
-    : tokenizer_(tokenizer),
-      context_length_(config.context_length),
+    : context_length_(config.context_length),
       prompt_(std::move(prompt)),
       options_(options),
       sink_(std::move(sink)),

@@ -49,7 +49,6 @@ class Sequence {
   bool emit(std::string_view piece);
   void finish(const char* reason);
 
-  const Tokenizer& tokenizer_;
   int64_t context_length_;
   std::vector<int32_t> prompt_;
   SamplingOptions options_;

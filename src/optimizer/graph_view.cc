@@ -2,7 +2,7 @@
 
 namespace nxrt::optimizer {
 
-GraphView::GraphView(const ir::Graph& graph, const PassContext& ctx) : graph_(graph) {
+GraphView::GraphView(const ir::Graph& graph, const PassContext& ctx) {
   std::unordered_set<std::string> overridable;
   for (const ir::ValueInfo& in : graph.inputs) {
     names_.insert(in.name);

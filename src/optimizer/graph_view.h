@@ -38,7 +38,6 @@ class GraphView {
   int sole_consumer(const std::string& value) const;
 
  private:
-  const ir::Graph& graph_;
   std::unordered_map<std::string, int> producer_;
   std::unordered_map<std::string, std::vector<size_t>> consumers_;
   std::unordered_map<std::string, size_t> subgraph_reads_;
