@@ -70,9 +70,9 @@ bool Sequence::emit(std::string_view piece) {
   return !sink_ || piece.empty() || sink_(piece);
 }
 
-void Sequence::finish(const char* reason) {
+void Sequence::finish(const char* reason, bool last_token_is_text) {
   result_.finish_reason = reason;
-  result_.text_tokens = result_.token_ids.size();
+  result_.text_tokens = result_.token_ids.size() - (last_token_is_text ? 0 : 1);
   result_.stats.completion_tokens = int(result_.token_ids.size());
   result_.stats.decode_s = seconds(first_, Clock::now());
   finished_ = true;
@@ -93,8 +93,7 @@ Expected<bool> Sequence::advance(std::span<const float> logits, int64_t tokens) 
   }
   if (std::find(stop_ids_.begin(), stop_ids_.end(), pick.token) != stop_ids_.end()) {
     emit(held_ + decoder_.flush());  // EOS or a stop token: its own text is not output
-    finish("stop");
-    result_.text_tokens = result_.token_ids.size() - 1;
+    finish("stop", false);
     return true;
   }
   NXRT_ASSIGN_OR_RETURN(std::string piece, decoder_.add(pick.token));

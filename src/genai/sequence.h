@@ -47,7 +47,8 @@ class Sequence {
   Sequence(const Tokenizer& tokenizer, const ModelConfig& config, std::vector<int32_t> prompt,
            const SamplingOptions& options, TextSink sink);
   bool emit(std::string_view piece);
-  void finish(const char* reason);
+  // `last_token_is_text` false: the last token (EOS, a stop id) is not in the output.
+  void finish(const char* reason, bool last_token_is_text = true);
 
   int64_t context_length_;
   std::vector<int32_t> prompt_;

@@ -150,8 +150,6 @@ std::optional<ApiError> parse_request(std::string_view text, bool chat, int64_t 
       int64_t top = 0;
       if (auto e = read_integer(body, "top_logprobs", 0, 20, top)) return e;
       s.top_logprobs = int(top);
-      if (top > 0 && !s.logprobs)
-        return bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
     } else {
       int64_t top = 0;
       if (auto e = read_integer(body, "logprobs", 0, 5, top)) return e;
