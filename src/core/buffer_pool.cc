@@ -29,6 +29,13 @@ void* BufferPool::acquire(size_t bytes, size_t* capacity) {
   return data;
 }
 
+void BufferPool::trim() {
+  std::erase_if(blocks_, [](const Block& block) {
+    if (!block.in_use) std::free(block.data);
+    return !block.in_use;
+  });
+}
+
 size_t BufferPool::release(void* data) {
   for (Block& block : blocks_) {
     if (block.data == data) {

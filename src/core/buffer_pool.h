@@ -21,6 +21,9 @@ class BufferPool {
   // Gives a block from acquire() back for reuse; returns its size (0 if unknown).
   size_t release(void* block);
 
+  // Frees every block not in use.
+  void trim();
+
   size_t blocks_allocated() const { return blocks_.size(); }
 
  private:

@@ -56,7 +56,8 @@ RunStateCache& subgraph_cache(const ExecutableGraph& graph) {
 void release_slot(RunState& state, size_t slot) {
   const int r = state.root[slot];
   if (r >= 0 && --state.refs[size_t(r)] == 0) {
-    const size_t bytes = state.pool.release(state.block[size_t(r)]);
+    const size_t bytes =
+        state.memory.release(state.block_id[size_t(r)], state.block[size_t(r)], state.pool);
     if (state.meter) state.meter->credit(int64_t(bytes));
     state.block[size_t(r)] = nullptr;
   }
@@ -128,17 +129,19 @@ class StepContext final : public KernelContext {
       return tensor_bytes(info.dtype, shape, "output '" + info.name + "'", graph_.limits).status();
     const size_t bytes = size.value();
     size_t capacity = 0;
-    void* data = state_.pool.acquire(bytes, &capacity);
+    int id = -1;
+    void* data = state_.memory.acquire(bytes, state_.pool, &id, &capacity);
     if (!data)
       return runtime_error("out of memory allocating ", bytes, " bytes for '", info.name, "'");
     if (state_.meter && !state_.meter->charge(int64_t(capacity))) {
-      state_.pool.release(data);
+      state_.memory.release(id, data, state_.pool);
       return over_memory_limit(info, bytes);
     }
     value = Tensor(info.dtype, shape, data);
     state_.root[slot] = int(slot);
     state_.refs[slot] = 1;
     state_.block[slot] = data;
+    state_.block_id[slot] = id;
     return &value;
   }
 
@@ -306,6 +309,7 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
   state.root.assign(num_slots, -1);
   state.refs.assign(num_slots, 0);
   state.block.assign(num_slots, nullptr);
+  state.block_id.assign(num_slots, -1);
   state.step_inputs.resize(graph.max_step_inputs);
   state.step_sequences.resize(graph.max_step_inputs);
   if (flags.output_sink) state.sunk.assign(graph.output_slots.size(), nullptr);
@@ -329,6 +333,8 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
     else if (feeds[i]->tensor.defined())
       state.values[slot] = view_of(feeds[i]->tensor);
   }
+
+  state.memory.begin_run(feeds, outer);
 
   Status status;
   for (const Step& step : graph.steps) {
@@ -419,6 +425,7 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
     }
   }
   release_all(state);
+  state.memory.end_run(status.ok(), state.pool);
   state.meter = nullptr;
   return status;
 }

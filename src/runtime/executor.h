@@ -12,6 +12,7 @@
 
 #include "core/buffer_pool.h"
 #include "planner/plan.h"
+#include "runtime/memory_plan.h"
 
 namespace nxrt {
 
@@ -63,6 +64,7 @@ struct RunState {
   std::vector<int> root;
   std::vector<int> refs;
   std::vector<void*> block;
+  std::vector<int> block_id;  // by root slot: the MemoryPlan's name for its block
   std::vector<const Tensor*> step_inputs;
   std::vector<const TensorSequence*> step_sequences;
   std::vector<const Tensor*> step_implicit;
@@ -77,6 +79,8 @@ struct RunState {
   // With RunFlags::output_sink: by graph output, the data the sink handed out for it.
   std::vector<const void*> sunk;
   BufferPool pool;
+  // Once the graph proves static for the feed shapes, intermediates come from one arena.
+  MemoryPlan memory;
   MemoryMeter* meter = nullptr;  // the current run's, while it runs
 };
 
@@ -85,6 +89,12 @@ class RunStateCache {
  public:
   std::unique_ptr<RunState> acquire();
   void release(std::unique_ptr<RunState> state);
+  // Calls fn(const RunState&) for each state not in use by a run.
+  template <typename Fn>
+  void for_each_idle(Fn&& fn) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& state : free_) fn(*state);
+  }
 
  private:
   std::mutex mutex_;

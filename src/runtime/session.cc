@@ -1,5 +1,6 @@
 #include "runtime/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #ifdef __GLIBC__
@@ -319,6 +320,15 @@ Status Session::run(std::span<const std::string> input_names, std::span<const Va
         }
   }
   return Status();
+}
+
+Session::MemoryPlanStats Session::memory_plan_stats() const {
+  MemoryPlanStats stats;
+  states_.for_each_idle([&](const RunState& state) {
+    stats.arena_bytes = std::max(stats.arena_bytes, state.memory.arena_bytes());
+    stats.planned_runs += state.memory.planned_runs();
+  });
+  return stats;
 }
 
 }  // namespace nxrt

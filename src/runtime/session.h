@@ -66,6 +66,14 @@ class Session {
   const std::vector<std::string>& optimized_model_nxrt_ops() const { return written_nxrt_ops_; }
   const Limits& limits() const { return limits_; }
 
+  // The static memory plans of the idle run states (runtime/memory_plan.h): the largest
+  // arena in bytes (0 while no state has a plan) and the runs served from plans.
+  struct MemoryPlanStats {
+    size_t arena_bytes = 0;
+    uint64_t planned_runs = 0;
+  };
+  MemoryPlanStats memory_plan_stats() const;
+
   // Profiling (SessionConfig::enable_profiling): every run's per-node times, as a Chrome
   // trace JSON array like onnxruntime's profile files; taking them clears the record.
   std::string take_profile_json();

@@ -191,6 +191,15 @@ Status bench_command(const BenchArgs& args) {
   else
     std::printf("heap allocations per warm run: not counted (sanitizer build)\n");
 
+  const Session::MemoryPlanStats plan = session->memory_plan_stats();
+  if (plan.arena_bytes > 0)
+    std::printf(
+        "static memory plan: intermediates in one %s arena (%llu runs from it, warm-up included)\n",
+        bytes_text(double(plan.arena_bytes)).c_str(),
+        static_cast<unsigned long long>(plan.planned_runs), args.runs);
+  else
+    std::printf("static memory plan: none (shapes vary between runs, or no intermediates)\n");
+
   const int64_t hwm = proc_status_bytes("VmHWM");
   const int64_t budget = 2 * model_bytes + 10 * 1024 * 1024;
   std::printf("peak resident memory (VmHWM): %s\n", bytes_text(double(hwm)).c_str());

@@ -4,10 +4,15 @@
 // element: per resized axis it builds a table of source taps and weights (one row per
 // output coordinate), then nearest mode gathers through the tables in one sweep while
 // linear/cubic run one 1-D pass per resized axis. Identity axes are skipped entirely.
+// The tables depend only on the input shape and the scales/sizes/roi values, so the
+// kernel keeps the last ones it built: warm runs with the same shapes neither plan nor
+// allocate.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <type_traits>
 
 #include "ep/cpu/kernels/common.h"
@@ -53,8 +58,18 @@ struct AxisPlan {
   int64_t taps = 1;
   std::vector<int64_t> index;
   std::vector<double> weight;
+  std::vector<float> weight_f;  // the same weights for float accumulation
   std::vector<uint8_t> extrapolate;
 };
+
+// A plan's weights in the accumulator type.
+template <typename A>
+const A* weights_as(const AxisPlan& p) {
+  if constexpr (std::is_same_v<A, float>)
+    return p.weight_f.data();
+  else
+    return p.weight.data();
+}
 
 double source_coord(const ResizeConfig& cfg, int64_t y, double scale, int64_t in, int64_t out,
                     double roi_start, double roi_end) {
@@ -172,6 +187,7 @@ AxisPlan build_plan(const ResizeConfig& cfg, int64_t in, int64_t out, double sca
     if ((cfg.antialias || cfg.exclude_outside) && sum != 0)
       for (int64_t k = 0; k < taps; ++k) w[k] /= sum;
   }
+  p.weight_f.assign(p.weight.begin(), p.weight.end());
   return p;
 }
 
@@ -213,8 +229,8 @@ template <typename S, typename D, typename A>
 void interpolate_pass(const S* src, D* dst, int64_t outer, int64_t in, int64_t out, int64_t inner,
                       const AxisPlan& p, A extrap) {
   const int64_t taps = p.taps;
-  std::vector<A> row(std::is_same_v<D, A> ? 0 : size_t(inner));
-  std::vector<A> w(p.weight.begin(), p.weight.end());
+  A* row = std::is_same_v<D, A> ? nullptr : thread_scratch<A>(size_t(inner), 2);
+  const A* w = weights_as<A>(p);
   for (int64_t b = 0; b < outer; ++b) {
     const S* sb = src + b * in * inner;
     D* db = dst + b * out * inner;
@@ -236,7 +252,7 @@ void interpolate_pass(const S* src, D* dst, int64_t outer, int64_t in, int64_t o
       if constexpr (std::is_same_v<D, A>)
         acc = d;
       else
-        acc = row.data();
+        acc = row;
       if (ext) {
         std::fill(acc, acc + inner, extrap);
       } else {
@@ -260,33 +276,32 @@ void run_interpolate(const Tensor& x, Tensor& y, const std::vector<AxisPlan>& pl
   using A = typename AccOf<T>::type;
   const Shape& in_shape = x.shape();
   const size_t rank = in_shape.size();
-  std::vector<size_t> active;
+  SmallVec<int64_t> active;
   for (size_t d = 0; d < rank; ++d)
-    if (!plans[d].identity) active.push_back(d);
+    if (!plans[d].identity) active.push_back(int64_t(d));
   if (active.empty()) {
     copy_elements(x.dtype(), x.raw(), y.raw(), x.numel());
     return;
   }
   Shape cur = in_shape;
-  std::vector<A> buf_a, buf_b;
   const A* cur_acc = nullptr;
   for (size_t i = 0; i < active.size(); ++i) {
-    const size_t d = active[i];
+    const size_t d = size_t(active[i]);
     const int64_t outer = cur.product(0, d), in = cur[d], inner = cur.product(d + 1, rank);
     const int64_t out = y.shape()[d];
     const bool first = i == 0, last = i + 1 == active.size();
-    std::vector<A>& next = (i % 2 == 0) ? buf_a : buf_b;
-    if (!last) next.resize(size_t(outer * out * inner));
+    // Intermediate passes alternate between two scratch buffers (slots 0 and 1).
+    A* next = last ? nullptr : thread_scratch<A>(size_t(outer * out * inner), i % 2);
     if (first && last)
       interpolate_pass(x.data<T>(), y.data<T>(), outer, in, out, inner, plans[d], A(extrapolation));
     else if (first)
-      interpolate_pass(x.data<T>(), next.data(), outer, in, out, inner, plans[d], A(extrapolation));
+      interpolate_pass(x.data<T>(), next, outer, in, out, inner, plans[d], A(extrapolation));
     else if (last)
       interpolate_pass(cur_acc, y.data<T>(), outer, in, out, inner, plans[d], A(extrapolation));
     else
-      interpolate_pass(cur_acc, next.data(), outer, in, out, inner, plans[d], A(extrapolation));
+      interpolate_pass(cur_acc, next, outer, in, out, inner, plans[d], A(extrapolation));
     cur[d] = out;
-    cur_acc = next.data();
+    cur_acc = next;
   }
 }
 
@@ -302,7 +317,7 @@ void run_nearest(const Tensor& x, Tensor& y, const std::vector<AxisPlan>& plans,
     dst[0] = src[0];
     return;
   }
-  std::vector<int64_t> in_stride(rank, 1);
+  SmallVec<int64_t> in_stride(rank, 1);
   for (size_t d = rank - 1; d-- > 0;) in_stride[d] = in_stride[d + 1] * in_shape[d + 1];
   auto src_index = [&](size_t d, int64_t o) {
     return plans[d].identity ? o : plans[d].index[size_t(o)];
@@ -310,7 +325,7 @@ void run_nearest(const Tensor& x, Tensor& y, const std::vector<AxisPlan>& plans,
   const int64_t width = out_shape[rank - 1];
   const int64_t rows = y.numel() / std::max<int64_t>(width, 1);
   if (width == 0 || rows == 0) return;
-  std::vector<int64_t> pos(rank, 0);
+  SmallVec<int64_t> pos(rank, 0);
   int64_t prev_base = std::numeric_limits<int64_t>::min();
   const AxisPlan& last = plans[rank - 1];
   for (int64_t r = 0; r < rows; ++r) {
@@ -357,30 +372,105 @@ Status read_float_list(const Tensor& t, std::vector<double>& out, const char* wh
   return Status();
 }
 
+// What one input shape and one set of roi/scales/sizes values make of a Resize: the
+// output shape and each dimension's sampling table.
+struct ResizePlan {
+  Shape in_shape;
+  std::vector<std::byte> params;  // per parameter input: dtype, element count, raw bytes
+  Shape out_shape;
+  std::vector<AxisPlan> axes;  // by dimension
+};
+
+// The key bytes of a parameter input (or of its absence), appended to `key` or compared
+// with `key` at `offset` (advancing it) without allocating.
+void append_param(std::vector<std::byte>& key, const Tensor* t) {
+  const int64_t header[2] = {t ? int64_t(t->dtype()) : -1, t ? t->numel() : -1};
+  const auto* h = reinterpret_cast<const std::byte*>(header);
+  key.insert(key.end(), h, h + sizeof(header));
+  if (t && t->numel() > 0) {
+    const auto* data = static_cast<const std::byte*>(t->raw());
+    key.insert(key.end(), data, data + t->nbytes());
+  }
+}
+bool param_matches(const std::vector<std::byte>& key, size_t& offset, const Tensor* t) {
+  const int64_t header[2] = {t ? int64_t(t->dtype()) : -1, t ? t->numel() : -1};
+  const size_t bytes = sizeof(header) + (t && t->numel() > 0 ? t->nbytes() : 0);
+  if (offset + bytes > key.size() || std::memcmp(key.data() + offset, header, sizeof(header)))
+    return false;
+  if (bytes > sizeof(header) &&
+      std::memcmp(key.data() + offset + sizeof(header), t->raw(), bytes - sizeof(header)))
+    return false;
+  offset += bytes;
+  return true;
+}
+
 class ResizeKernel final : public Kernel {
  public:
   explicit ResizeKernel(ResizeConfig cfg) : cfg_(std::move(cfg)) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
-    const Shape& in_shape = x.shape();
-    const int64_t rank = int64_t(in_shape.size());
+    const Tensor* params[3] = {nullptr, nullptr, nullptr};  // roi, scales, sizes
+    if (cfg_.layout == Layout::kScalesAt1) {
+      params[1] = ctx.input(1);
+      if (!params[1]) return invalid_argument("the scales input is required");
+    } else if (cfg_.layout == Layout::kRoiScalesSizes) {
+      for (size_t i = 0; i < 3; ++i) params[i] = ctx.input(i + 1);
+    }
+    std::shared_ptr<const ResizePlan> plan;
+    {
+      std::lock_guard<std::mutex> lock(cache_mutex_);
+      plan = cache_;
+    }
+    if (!plan || !plan_matches(*plan, x.shape(), params)) {
+      auto fresh = std::make_shared<ResizePlan>();
+      NXRT_RETURN_IF_ERROR(make_plan(x.shape(), params, *fresh));
+      plan = fresh;
+      std::lock_guard<std::mutex> lock(cache_mutex_);
+      cache_ = plan;
+    }
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, plan->out_shape));
+    if (y->numel() == 0) return Status();
+    if (cfg_.mode == Mode::kNearest) {
+      switch (x.dtype()) {
+        NXRT_CASES_NUMERIC(run_nearest<T>(x, *y, plan->axes, store<T>(cfg_.extrapolation));
+                           return Status())
+        NXRT_CASE(kBool, run_nearest<T>(x, *y, plan->axes, cfg_.extrapolation != 0);
+                  return Status())
+        default:
+          break;
+      }
+    } else {
+      switch (x.dtype()) {
+        NXRT_CASES_NUMERIC(run_interpolate<T>(x, *y, plan->axes, cfg_.extrapolation);
+                           return Status())
+        default:
+          break;
+      }
+    }
+    return not_implemented("type ", tensor_type_name(x.dtype()), " is not supported");
+  }
 
+ private:
+  static bool plan_matches(const ResizePlan& plan, const Shape& in_shape,
+                           const Tensor* const (&params)[3]) {
+    if (!(plan.in_shape == in_shape)) return false;
+    size_t offset = 0;
+    for (const Tensor* t : params)
+      if (!param_matches(plan.params, offset, t)) return false;
+    return offset == plan.params.size();
+  }
+
+  Status make_plan(const Shape& in_shape, const Tensor* const (&params)[3],
+                   ResizePlan& plan) const {
+    const int64_t rank = int64_t(in_shape.size());
     std::vector<double> scales, roi;
     std::vector<int64_t> sizes;
-    const Tensor* roi_t = nullptr;
-    const Tensor* scales_t = nullptr;
-    const Tensor* sizes_t = nullptr;
-    if (cfg_.layout == Layout::kUpsampleAttr) {
+    const Tensor* roi_t = params[0];
+    const Tensor* scales_t = params[1];
+    const Tensor* sizes_t = params[2];
+    if (cfg_.layout == Layout::kUpsampleAttr)
       scales.assign(cfg_.attr_scales.begin(), cfg_.attr_scales.end());
-    } else if (cfg_.layout == Layout::kScalesAt1) {
-      scales_t = ctx.input(1);
-      if (!scales_t) return invalid_argument("the scales input is required");
-    } else {
-      roi_t = ctx.input(1);
-      scales_t = ctx.input(2);
-      sizes_t = ctx.input(3);
-    }
     if (scales_t && scales_t->numel() > 0)
       NXRT_RETURN_IF_ERROR(read_float_list(*scales_t, scales, "scales"));
     if (sizes_t && sizes_t->numel() > 0)
@@ -451,34 +541,21 @@ class ResizeKernel final : public Kernel {
     if (checked_numel(out_shape.span()) < 0)
       return invalid_argument("output shape ", out_shape.to_string(), " is too large");
 
-    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, out_shape));
-    if (y->numel() == 0) return Status();
-    std::vector<AxisPlan> plans;
-    plans.resize(size_t(rank));
+    plan.in_shape = in_shape;
+    plan.params.clear();
+    for (const Tensor* t : params) append_param(plan.params, t);
+    plan.out_shape = out_shape;
+    plan.axes.resize(size_t(rank));
     for (int64_t d = 0; d < rank; ++d)
-      plans[size_t(d)] = build_plan(cfg_, in_shape[size_t(d)], out_shape[size_t(d)],
-                                    scale[size_t(d)], roi_start[size_t(d)], roi_end[size_t(d)]);
-
-    if (cfg_.mode == Mode::kNearest) {
-      switch (x.dtype()) {
-        NXRT_CASES_NUMERIC(run_nearest<T>(x, *y, plans, store<T>(cfg_.extrapolation));
-                           return Status())
-        NXRT_CASE(kBool, run_nearest<T>(x, *y, plans, cfg_.extrapolation != 0); return Status())
-        default:
-          break;
-      }
-    } else {
-      switch (x.dtype()) {
-        NXRT_CASES_NUMERIC(run_interpolate<T>(x, *y, plans, cfg_.extrapolation); return Status())
-        default:
-          break;
-      }
-    }
-    return not_implemented("type ", tensor_type_name(x.dtype()), " is not supported");
+      plan.axes[size_t(d)] = build_plan(cfg_, in_shape[size_t(d)], out_shape[size_t(d)],
+                                        scale[size_t(d)], roi_start[size_t(d)], roi_end[size_t(d)]);
+    return Status();
   }
 
- private:
   ResizeConfig cfg_;
+  // The last plan built; runs with other shapes or values build their own and replace it.
+  mutable std::mutex cache_mutex_;
+  mutable std::shared_ptr<const ResizePlan> cache_;
 };
 
 Status parse_mode(AttrReader& attrs, ResizeConfig& cfg, bool allow_cubic) {
