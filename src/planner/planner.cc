@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "ep/cpu/registry.h"
+#include "ops/op_schema.h"
 #include "planner/plan.h"
 
 namespace nxrt {
@@ -57,23 +58,6 @@ class FoldContext final : public KernelContext {
   const Limits& limits_;
   std::vector<Tensor> results_;
 };
-
-// Inputs and outputs the op's ONNX schema requires, checked before a kernel sees the node.
-Status check_arity(const ir::Node& node, int64_t opset, const std::string& context) {
-  const cpu::OpArity* arity = cpu::find_arity(node.domain, node.op_type, opset);
-  if (!arity) return Status();
-  if (node.inputs.size() < size_t(arity->min_inputs))
-    return invalid_graph(context, "has ", node.inputs.size(), " inputs; opset ", opset, " of ",
-                         node.op_type, " needs at least ", arity->min_inputs);
-  if (node.outputs.size() < size_t(arity->min_outputs))
-    return invalid_graph(context, "has ", node.outputs.size(), " outputs; opset ", opset, " of ",
-                         node.op_type, " needs at least ", arity->min_outputs);
-  for (size_t i = 0; i < node.inputs.size() && i < 64; ++i)
-    if ((arity->required_inputs >> i & 1) && node.inputs[i].empty())
-      return invalid_graph(context, "input ", i, " is required by ", node.op_type,
-                           " but left empty");
-  return Status();
-}
 
 class Planner : public SubgraphCompiler {
  public:
@@ -404,7 +388,7 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
 
     NXRT_ASSIGN_OR_RETURN(step.provider,
                           choose_provider(node, init.opset, init.input_types, step.context));
-    NXRT_RETURN_IF_ERROR(check_arity(node, init.opset, step.context));
+    NXRT_RETURN_IF_ERROR(ops::check_node(node, init.opset, step.context));
     // Inputs on another device come through copy steps (placed before this one); the
     // kernel then sees them as run-time values, not constants.
     const std::string device(step.provider->device());
@@ -547,7 +531,7 @@ Expected<std::vector<Tensor>> fold_node(const ir::Node& node, int64_t opset,
     return invalid_argument(context, "is not a foldable node");
   const cpu::KernelEntry* entry = cpu::find_kernel(node.domain, node.op_type, opset);
   if (!entry) return not_implemented(context, "has no kernel for opset ", opset);
-  NXRT_RETURN_IF_ERROR(check_arity(node, opset, context));
+  NXRT_RETURN_IF_ERROR(ops::check_node(node, opset, context));
   KernelInit init(node);
   init.opset = opset;
   for (const Tensor* t : inputs) {

@@ -109,7 +109,7 @@ def test_attribute_errors():
         eager.dispatch("Constant", [], {"x": [{}]})
     with pytest.raises(TypeError, match="attribute names must be str"):
         eager.dispatch("Softmax", [A], {1: 2})
-    with pytest.raises(nxrt.InvalidArgument, match=r"\[Cast\] node 'eager': .*required attribute 'to'") as e:
+    with pytest.raises(nxrt.InvalidArgument, match=r"\[Cast\] node 'eager': attribute 'to' \(INT\) is required by opset \d+ of Cast") as e:
         eager.dispatch("Cast", [A])
     assert isinstance(e.value, ValueError)
 
@@ -128,7 +128,7 @@ def test_call_errors():
         eager.dispatch("Add", [A, B], domain="com.example")
     with pytest.raises(nxrt.InvalidArgument, match=r"\[Add\] node 'eager': inputs have different types tensor\(float\) and tensor\(int64\)"):
         eager.dispatch("Add", [A, np.arange(4)])
-    with pytest.raises(nxrt.InvalidArgument, match=r"\[TopK\] asked for 3 outputs, more than the op produces"):
+    with pytest.raises(nxrt.InvalidArgument, match=r"\[TopK\] node 'eager': has 3 outputs; opset \d+ of TopK produces at most 2"):
         eager.dispatch("TopK", [A, np.array([2])], num_outputs=3)
     with pytest.raises(TypeError, match="num_outputs must be at least 1"):
         eager.dispatch("Add", [A, B], num_outputs=-1)

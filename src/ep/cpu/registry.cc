@@ -13,12 +13,6 @@ constexpr KernelEntry kTable[] = {
 #include "ep/cpu/kernels.inc"
 #undef NXRT_KERNEL
 };
-constexpr OpArity kArity[] = {
-#define NXRT_ARITY(domain, op, since, min_in, min_out, required) \
-  {domain, op, since, min_in, min_out, required},
-#include "ep/cpu/op_arity.inc"
-#undef NXRT_ARITY
-};
 }  // namespace
 
 std::span<const KernelEntry> kernel_table() { return kTable; }
@@ -29,14 +23,6 @@ const KernelEntry* find_kernel(std::string_view domain, std::string_view op_type
         opset <= e.until_version)
       return &e;
   return nullptr;
-}
-
-const OpArity* find_arity(std::string_view domain, std::string_view op_type, int64_t opset) {
-  // Rows are sorted by (domain, op, since_version): the last match not after `opset`.
-  const OpArity* found = nullptr;
-  for (const OpArity& a : kArity)
-    if (op_type == a.op_type && domain == a.domain && a.since_version <= opset) found = &a;
-  return found;
 }
 
 bool has_op(std::string_view domain, std::string_view op_type) {

@@ -24,19 +24,4 @@ const KernelEntry* find_kernel(std::string_view domain, std::string_view op_type
 // True when some opset of (domain, op_type) has a kernel.
 bool has_op(std::string_view domain, std::string_view op_type);
 
-// What the ONNX schema of an op version demands of a node (op_arity.inc, generated from
-// onnx.defs): at least min_inputs inputs and min_outputs outputs, and a non-empty name at
-// every input position whose bit is set in required_inputs (formal inputs that are
-// neither optional nor variadic).
-struct OpArity {
-  const char* domain;
-  const char* op_type;
-  int since_version;
-  int min_inputs;
-  int min_outputs;
-  uint64_t required_inputs;
-};
-// The schema version in force at `opset`; nullptr for ops outside ai.onnx / ai.onnx.ml.
-const OpArity* find_arity(std::string_view domain, std::string_view op_type, int64_t opset);
-
 }  // namespace nxrt::cpu

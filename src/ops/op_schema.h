@@ -1,0 +1,54 @@
+// What the ONNX spec says of each operator version in the ai.onnx and ai.onnx.ml domains
+// (op_schema.inc, generated from onnx's schemas by tools/gen_op_schema.py): how many
+// inputs and outputs a node may have, which inputs it must give, and its attributes'
+// names, types and whether they are required. The planner checks every node against it
+// before a kernel sees the node, so kernels never meet a malformed node of a known op.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "ir/graph.h"
+
+namespace nxrt::ops {
+
+using AttrType = ir::Attribute::Type;  // onnx's AttributeProto numbering
+
+struct AttrSpec {
+  const char* name;
+  AttrType type;
+  bool required;
+};
+
+struct OpSchema {
+  const char* domain;  // "" for ai.onnx
+  const char* op_type;
+  int since_version;
+  int min_inputs;
+  int max_inputs;  // -1: no limit (variadic)
+  int min_outputs;
+  int max_outputs;  // -1: no limit
+  // Bit i set: input position i is a single formal input (neither optional nor variadic).
+  uint64_t required_inputs;
+  std::span<const AttrSpec> attributes;
+
+  const AttrSpec* attribute(std::string_view name) const;
+};
+
+// The schema version in force at `opset` (the newest not after it); nullptr for ops outside
+// ai.onnx / ai.onnx.ml or older than their first version.
+const OpSchema* find_schema(std::string_view domain, std::string_view op_type, int64_t opset);
+std::span<const OpSchema> all_schemas();
+
+// ONNX's name of an attribute type ("INT", "FLOATS", ...).
+const char* attr_type_name(AttrType type);
+
+// Checks a node against its schema: input and output counts, required inputs present,
+// required attributes given and every known attribute of the declared type. `context`
+// names the node ("[Op] node 'n': ") and prefixes every message. OK for ops with no schema.
+Status check_node(const ir::Node& node, int64_t opset, const std::string& context);
+
+}  // namespace nxrt::ops
