@@ -24,8 +24,9 @@ constexpr AttrSpec kAttributes[] = {
 
 constexpr OpSchema kSchemas[] = {
 #define NXRT_SCHEMA(domain, op, since, min_in, max_in, min_out, max_out, required, first, count) \
-  {domain,   op,       since, min_in, max_in, min_out, max_out,                                  \
-   required, std::span<const AttrSpec>(kAttributes + (first), (count))},
+  {domain,  op,       since,                                                                     \
+   min_in,  max_in,   min_out,                                                                   \
+   max_out, required, std::span<const AttrSpec>(kAttributes + (first), (count))},
 #define NXRT_ATTR(name, type, required)
 #include "ops/op_schema.inc"
 #undef NXRT_ATTR
@@ -53,8 +54,8 @@ std::span<const OpSchema> all_schemas() { return kSchemas; }
 
 const char* attr_type_name(AttrType type) {
   static constexpr std::array<const char*, 15> kNames = {
-      "UNDEFINED", "FLOAT",   "INT",    "STRING",        "TENSOR",         "GRAPH",
-      "FLOATS",    "INTS",    "STRINGS", "TENSORS",      "GRAPHS",         "SPARSE_TENSOR",
+      "UNDEFINED",      "FLOAT",      "INT",        "STRING",  "TENSOR", "GRAPH",
+      "FLOATS",         "INTS",       "STRINGS",    "TENSORS", "GRAPHS", "SPARSE_TENSOR",
       "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
   const size_t i = size_t(type);
   return i < kNames.size() ? kNames[i] : "UNKNOWN";
@@ -65,17 +66,17 @@ Status check_node(const ir::Node& node, int64_t opset, const std::string& contex
   if (!schema) return Status();
   const size_t inputs = node.inputs.size(), outputs = node.outputs.size();
   if (inputs < size_t(schema->min_inputs))
-    return invalid_graph(context, "has ", inputs, " inputs; opset ", opset, " of ",
-                         node.op_type, " needs at least ", schema->min_inputs);
+    return invalid_graph(context, "has ", inputs, " inputs; opset ", opset, " of ", node.op_type,
+                         " needs at least ", schema->min_inputs);
   if (schema->max_inputs >= 0 && inputs > size_t(schema->max_inputs))
-    return invalid_graph(context, "has ", inputs, " inputs; opset ", opset, " of ",
-                         node.op_type, " takes at most ", schema->max_inputs);
+    return invalid_graph(context, "has ", inputs, " inputs; opset ", opset, " of ", node.op_type,
+                         " takes at most ", schema->max_inputs);
   if (outputs < size_t(schema->min_outputs))
-    return invalid_graph(context, "has ", outputs, " outputs; opset ", opset, " of ",
-                         node.op_type, " needs at least ", schema->min_outputs);
+    return invalid_graph(context, "has ", outputs, " outputs; opset ", opset, " of ", node.op_type,
+                         " needs at least ", schema->min_outputs);
   if (schema->max_outputs >= 0 && outputs > size_t(schema->max_outputs))
-    return invalid_graph(context, "has ", outputs, " outputs; opset ", opset, " of ",
-                         node.op_type, " produces at most ", schema->max_outputs);
+    return invalid_graph(context, "has ", outputs, " outputs; opset ", opset, " of ", node.op_type,
+                         " produces at most ", schema->max_outputs);
   for (size_t i = 0; i < inputs && i < 64; ++i)
     if ((schema->required_inputs >> i & 1) && node.inputs[i].empty())
       return invalid_graph(context, "input ", i, " is required by ", node.op_type,

@@ -145,8 +145,10 @@ void MemoryPlan::build_plan(BufferPool& pool) {
     const size_t size = plan_.sizes[size_t(k)];
     taken_.clear();
     for (int32_t p : placed_) {
-      const bool overlap = starts_[size_t(p)] < ends_[size_t(k)] && starts_[size_t(k)] < ends_[size_t(p)];
-      if (overlap) taken_.push_back({offsets_[size_t(p)], offsets_[size_t(p)] + plan_.sizes[size_t(p)]});
+      const bool overlap =
+          starts_[size_t(p)] < ends_[size_t(k)] && starts_[size_t(k)] < ends_[size_t(p)];
+      if (overlap)
+        taken_.push_back({offsets_[size_t(p)], offsets_[size_t(p)] + plan_.sizes[size_t(p)]});
     }
     std::sort(taken_.begin(), taken_.end());
     size_t offset = 0;
