@@ -17,6 +17,7 @@
 #include "core/parallel.h"
 #include "eager/eager.h"
 #include "ep/cpu/gemm/gemm.h"
+#include "ep/cpu/gemm/nbits_gemv.h"
 #include "ep/cpu/gemm/qgemm.h"
 #include "ep/cpu/vmath/nchwc.h"
 
@@ -241,6 +242,51 @@ void BM_Qgemm(benchmark::State& state) {
                                                benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_Qgemm)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+// The 4-bit block-quantized product of a decode step (MatMulNBits, block 32) on
+// SmolLM2-135M's feed-forward shape, K = 576, N = 1536, per kernel (arg 0: 1 AVX2,
+// 2 AVX-512; 0 the float GEMM on a dequantized, packed copy, what MatMulNBits does for
+// more rows) and rows (arg 1). The weights (442 KiB of codes) stay in L2, so this
+// measures the unpacking, not memory.
+void BM_NBitsRows(benchmark::State& state) {
+  const auto kernel =
+      state.range(0) == 1 ? nxrt::gemm::MicroKernel::kAvx2 : nxrt::gemm::MicroKernel::kAvx512;
+  const int64_t K = 576, N = 1536, block = 32, rows = state.range(1);
+  if (state.range(0) == 0) {
+    const auto weights = random_floats(size_t(N * K), 9);
+    const auto a = random_floats(size_t(rows * K), 10);
+    std::vector<float> out(size_t(rows * N));
+    const auto packed = PackedMatrix::pack_right(true, K, N, weights.data(), K);
+    for (auto _ : state) {
+      nxrt::gemm::sgemm_packed_right(false, rows, 1.0f, a.data(), K, packed, 0.0f, out.data(), N);
+      benchmark::DoNotOptimize(out.data());
+    }
+    return;
+  }
+  if (!nxrt::gemm::kernel_available(kernel) || rows > nxrt::gemm::kNBitsRowsAtOnce) {
+    state.SkipWithError("kernel not available on this CPU, or too many rows for it");
+    return;
+  }
+  std::mt19937 rng(5);
+  std::vector<uint8_t> codes(size_t(N * K / 2));
+  for (auto& c : codes) c = uint8_t(rng());
+  const auto scale = random_floats(size_t(N * K / block), 6);
+  const auto neg_zp_scale = random_floats(size_t(N * K / block), 7);
+  const auto x = random_floats(size_t(K * rows), 8);
+  const int64_t stride = nxrt::gemm::nbits_prepared_floats(K, block);
+  std::vector<float> prepared(size_t(stride * rows)), y(size_t(N * rows));
+  for (int64_t r = 0; r < rows; ++r)
+    nxrt::gemm::nbits_prepare_row(x.data() + r * K, K, block, 4, prepared.data() + r * stride);
+  const nxrt::gemm::NBitsWeights w{N, K, block, 4, codes.data(), scale.data(), neg_zp_scale.data()};
+  for (auto _ : state) {
+    nxrt::gemm::nbits_gemm_rows(w, prepared.data(), stride, rows, 0, N, y.data(), N, kernel);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["codes GB/s"] =
+      benchmark::Counter(double(codes.size()), benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_NBitsRows)->ArgsProduct({{0, 1, 2}, {1, 2, 4, 8}})->Unit(benchmark::kMicrosecond);
 
 // One ONNX op on float tensors of 1M elements through nxrt's eager path (the kernel a
 // session runs, planned once and cached). Binary ops take two same-shape inputs.

@@ -270,7 +270,9 @@ TEST(Gemm, RowPointerProductMatchesReference) {
 // against the dequantized weights in double, on a row range that starts inside.
 namespace {
 
-void check_nbits_gemv(int64_t bits, int64_t K, int64_t N, int64_t block_size) {
+// `rows` rows of x at once (nbits_gemm_rows), or one through nbits_gemv when rows is 0.
+void check_nbits_gemv(nxrt::gemm::MicroKernel kernel, int64_t bits, int64_t K, int64_t N,
+                      int64_t block_size, int64_t rows = 0) {
   std::mt19937 rng(uint32_t(bits * 1000 + K + block_size));
   const int64_t blocks = K / block_size, row_bytes = K * bits / 8;
   std::vector<uint8_t> codes(size_t(N * row_bytes));
@@ -281,39 +283,55 @@ void check_nbits_gemv(int64_t bits, int64_t K, int64_t N, int64_t block_size) {
     zero[i] = float(rng() % (1u << bits));
     neg_zp_scale[i] = -zero[i] * scale[i];
   }
-  const auto x = random_vec(size_t(K), 8);
-  std::vector<float> prepared(size_t(nxrt::gemm::nbits_prepared_floats(K, block_size)));
-  nxrt::gemm::nbits_prepare_row(x.data(), K, block_size, bits, prepared.data());
+  const int64_t m_count = std::max<int64_t>(rows, 1);
+  const auto x = random_vec(size_t(K * m_count), 8);
+  const int64_t stride = nxrt::gemm::nbits_prepared_floats(K, block_size);
+  std::vector<float> prepared(size_t(stride * m_count));
+  for (int64_t m = 0; m < m_count; ++m)
+    nxrt::gemm::nbits_prepare_row(x.data() + m * K, K, block_size, bits,
+                                  prepared.data() + m * stride);
   const nxrt::gemm::NBitsWeights w{
       N, K, block_size, bits, codes.data(), scale.data(), neg_zp_scale.data()};
-  std::vector<float> y(size_t(N), -7.0f);
+  std::vector<float> y(size_t(N * m_count), -7.0f);
   const int64_t n0 = 3, n1 = N - 2;
-  nxrt::gemm::nbits_gemv(w, prepared.data(), n0, n1, y.data());
-  for (int64_t n = 0; n < N; ++n) {
-    if (n < n0 || n >= n1) {
-      EXPECT_EQ(y[size_t(n)], -7.0f) << "row " << n << " is outside the range";
-      continue;
+  if (rows == 0)
+    nxrt::gemm::nbits_gemv(w, prepared.data(), n0, n1, y.data(), kernel);
+  else
+    nxrt::gemm::nbits_gemm_rows(w, prepared.data(), stride, rows, n0, n1, y.data(), N, kernel);
+  for (int64_t m = 0; m < m_count; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      const float got = y[size_t(m * N + n)];
+      if (n < n0 || n >= n1) {
+        EXPECT_EQ(got, -7.0f) << "row " << n << " is outside the range";
+        continue;
+      }
+      double want = 0.0, magnitude = 0.0;
+      for (int64_t k = 0; k < K; ++k) {
+        const uint8_t byte = codes[size_t(n * row_bytes + k * bits / 8)];
+        const int code = bits == 8 ? byte : (k % 2 ? byte >> 4 : byte & 15);
+        const size_t b = size_t(n * blocks + k / block_size);
+        const double term = double(x[size_t(m * K + k)]) * (code - zero[b]) * scale[b];
+        want += term;
+        magnitude += std::abs(term);
+      }
+      EXPECT_NEAR(got, want, 1e-5 * magnitude + 1e-6)
+          << "kernel " << int(kernel) << " bits " << bits << " K " << K << " block " << block_size
+          << " rows " << rows << " x row " << m << " output " << n;
     }
-    double want = 0.0, magnitude = 0.0;
-    for (int64_t k = 0; k < K; ++k) {
-      const uint8_t byte = codes[size_t(n * row_bytes + k * bits / 8)];
-      const int code = bits == 8 ? byte : (k % 2 ? byte >> 4 : byte & 15);
-      const size_t b = size_t(n * blocks + k / block_size);
-      const double term = double(x[size_t(k)]) * (code - zero[b]) * scale[b];
-      want += term;
-      magnitude += std::abs(term);
-    }
-    EXPECT_NEAR(y[size_t(n)], want, 1e-5 * magnitude + 1e-6)
-        << "bits " << bits << " K " << K << " block " << block_size << " row " << n;
-  }
 }
 
 }  // namespace
 
+// Every kernel this CPU runs, one row and each row count it takes at once.
 TEST(Gemm, BlockQuantizedRowProductMatchesDequantized) {
-  for (int64_t bits : {4, 8}) {
-    check_nbits_gemv(bits, 96, 37, 32);
-    check_nbits_gemv(bits, 256, 21, 64);
-    check_nbits_gemv(bits, 128, 9, 128);
+  using nxrt::gemm::MicroKernel;
+  for (MicroKernel kernel : {MicroKernel::kPortable, MicroKernel::kAvx2, MicroKernel::kAvx512}) {
+    if (!nxrt::gemm::kernel_available(kernel)) continue;
+    for (int64_t bits : {4, 8})
+      for (int64_t rows = 0; rows <= nxrt::gemm::kNBitsRowsAtOnce; ++rows) {
+        check_nbits_gemv(kernel, bits, 96, 37, 32, rows);
+        check_nbits_gemv(kernel, bits, 256, 21, 64, rows);
+        check_nbits_gemv(kernel, bits, 128, 9, 128, rows);
+      }
   }
 }

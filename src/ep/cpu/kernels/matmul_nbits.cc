@@ -146,8 +146,9 @@ class MatMulNBitsKernel final : public Kernel {
  private:
   // Up to this many rows the product reads the 4- or 8-bit codes, decoding each chunk once
   // for all of them; more rows (a prompt, a batch of decode steps) take the packed float
-  // GEMM. Measured on 576 x 1536 4-bit weights, 1 thread: 1 row 64 us, 4 rows 140 us
-  // (277 us decoding per row), 8 rows 280 us here against 168 us through the float GEMM.
+  // GEMM. Measured on 576 x 1536 4-bit weights in L2, 1 thread (BM_NBitsRows): AVX-512
+  // 1 row 50 us, 4 rows 112 us, 8 rows 200 us, against 115-124 us for 1 to 8 rows through
+  // the float GEMM (AVX2: 71 and 178 us for 1 and 4 rows).
   static constexpr int64_t kGemvRows = 4;
   // Output columns per thread at least: below that a hand-off costs more than it saves.
   static constexpr double kMinMacsPerPiece = double(1 << 18);
