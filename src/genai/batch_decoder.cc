@@ -20,7 +20,11 @@ Expected<std::unique_ptr<BatchDecoder>> BatchDecoder::create(Engine& engine, int
 
 BatchDecoder::BatchDecoder(Engine& engine, std::unique_ptr<Engine::Feeds> feeds, int slots,
                            int64_t capacity)
-    : engine_(engine), feeds_(std::move(feeds)), capacity_(capacity), slots_(size_t(slots)) {
+    : engine_(engine),
+      feeds_(std::move(feeds)),
+      capacity_(capacity),
+      slots_(size_t(slots)),
+      cached_(size_t(slots)) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -75,13 +79,21 @@ void BatchDecoder::finish(std::shared_ptr<Job>& job, Status status) {
 Status BatchDecoder::prefill(int64_t slot) {
   Sequence& seq = *slots_[size_t(slot)]->sequence;
   seq.begin();
-  const int64_t empty = 0;
-  NXRT_RETURN_IF_ERROR(
-      engine_.run(*feeds_, seq.prompt(), 1, slot, std::span<const int64_t>(&empty, 1)));
-  NXRT_ASSIGN_OR_RETURN(bool done,
-                        seq.advance(engine_.logits(*feeds_, 0), int64_t(seq.prompt().size())));
-  if (done) finish(slots_[size_t(slot)], Status());
+  const std::span<const int32_t> prompt(seq.prompt());
+  // The slot's cache already holds this many of the prompt's tokens: run only the rest.
+  const int64_t reuse = Engine::reusable_prefix(cached_[size_t(slot)], prompt);
+  seq.result().stats.cached_prompt_tokens = int(reuse);
+  cached_[size_t(slot)].clear();  // known again when the sequence ends
+  NXRT_RETURN_IF_ERROR(engine_.run(*feeds_, prompt.subspan(size_t(reuse)), 1, slot,
+                                   std::span<const int64_t>(&reuse, 1)));
+  NXRT_ASSIGN_OR_RETURN(bool done, seq.advance(engine_.logits(*feeds_, 0), int64_t(prompt.size())));
+  if (done) finish_slot(size_t(slot));
   return Status();
+}
+
+void BatchDecoder::finish_slot(size_t slot) {
+  slots_[slot]->sequence->cached_tokens(cached_[slot]);
+  finish(slots_[slot], Status());
 }
 
 Status BatchDecoder::decode_step() {
@@ -91,17 +103,23 @@ Status BatchDecoder::decode_step() {
   if (batch == 0) return Status();
   step_ids_.assign(size_t(batch), 0);
   step_lengths_.assign(size_t(batch), 0);
-  for (int64_t b = 0; b < batch; ++b)
+  for (int64_t b = 0; b < batch; ++b) {
     if (slots_[size_t(b)]) {
       step_ids_[size_t(b)] = slots_[size_t(b)]->sequence->next_token();
       step_lengths_[size_t(b)] = slots_[size_t(b)]->sequence->position();
+    } else {
+      // A free slot's dummy token goes right after the tokens its cache keeps for reuse.
+      std::vector<int32_t>& kept = cached_[size_t(b)];
+      if (int64_t(kept.size()) >= capacity_) kept.resize(size_t(capacity_ - 1));
+      step_lengths_[size_t(b)] = int64_t(kept.size());
     }
+  }
   NXRT_RETURN_IF_ERROR(engine_.run(*feeds_, step_ids_, batch, 0, step_lengths_));
   for (int64_t b = 0; b < batch; ++b) {
     if (!slots_[size_t(b)]) continue;
     NXRT_ASSIGN_OR_RETURN(bool done,
                           slots_[size_t(b)]->sequence->advance(engine_.logits(*feeds_, b), 1));
-    if (done) finish(slots_[size_t(b)], Status());
+    if (done) finish_slot(size_t(b));
   }
   return Status();
 }
@@ -113,21 +131,32 @@ void BatchDecoder::loop() {
       std::unique_lock<std::mutex> lock(mutex_);
       cv_.wait(lock, [&] { return stop_ || !pending_.empty() || active_ > 0; });
       if (stop_) break;
-      for (size_t s = 0; s < slots_.size() && !pending_.empty(); ++s)
-        if (!slots_[s]) {
-          slots_[s] = std::move(pending_.front());
-          pending_.pop_front();
-          ++active_;
-          admitted.push_back(int64_t(s));
+      // Each waiting sequence, oldest first, takes the free slot whose cache shares the
+      // longest prefix with its prompt (the lowest such slot, keeping batches narrow).
+      while (!pending_.empty()) {
+        int64_t best = -1, best_reuse = -1;
+        for (size_t s = 0; s < slots_.size(); ++s) {
+          if (slots_[s]) continue;
+          const int64_t reuse =
+              Engine::reusable_prefix(cached_[s], pending_.front()->sequence->prompt());
+          if (reuse > best_reuse) best = int64_t(s), best_reuse = reuse;
         }
+        if (best < 0) break;
+        slots_[size_t(best)] = std::move(pending_.front());
+        pending_.pop_front();
+        ++active_;
+        admitted.push_back(best);
+      }
     }
     Status status;
     for (int64_t slot : admitted)
       if (status.ok()) status = prefill(slot);
     if (status.ok()) status = decode_step();
-    if (!status.ok())  // a failed run ends every sequence in flight with its error
+    if (!status.ok()) {  // a failed run ends every sequence in flight with its error
       for (auto& job : slots_)
         if (job) finish(job, status);
+      for (auto& tokens : cached_) tokens.clear();  // what the caches hold is unknown
+    }
   }
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto* jobs : {&pending_}) {

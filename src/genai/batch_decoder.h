@@ -2,7 +2,9 @@
 // owns one Engine::Feeds with `slots` cache slots; a new sequence's prompt runs alone on
 // its slot (batch 1) between steps, then joins the next decode step, which runs every
 // active sequence's next token in one batch (the weights are read once per step for all
-// of them, which is where the throughput comes from on a memory-bound decode).
+// of them, which is where the throughput comes from on a memory-bound decode). A finished
+// sequence's cache stays in its slot: a later prompt that starts with the same tokens (the
+// next chat turn, a shared system prompt) goes to that slot and runs only the rest.
 #pragma once
 
 #include <condition_variable>
@@ -54,6 +56,8 @@ class BatchDecoder {
   BatchDecoder(Engine& engine, std::unique_ptr<Engine::Feeds> feeds, int slots, int64_t capacity);
   void loop();
   void finish(std::shared_ptr<Job>& job, Status status);
+  // Ends the sequence in `slot`, which finished: its cache's tokens stay for reuse.
+  void finish_slot(size_t slot);
   Status prefill(int64_t slot);
   Status decode_step();
 
@@ -64,7 +68,10 @@ class BatchDecoder {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> pending_;
   std::vector<std::shared_ptr<Job>> slots_;  // null: free (scheduler thread only)
-  size_t active_ = 0;                        // guarded by mutex_
+  // By slot: the tokens whose keys and values its cache holds (scheduler thread only).
+  // A new prompt takes the free slot sharing the longest prefix and skips those tokens.
+  std::vector<std::vector<int32_t>> cached_;
+  size_t active_ = 0;  // guarded by mutex_
   bool stop_ = false;
   std::vector<int32_t> step_ids_;
   std::vector<int64_t> step_lengths_;

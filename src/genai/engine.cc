@@ -87,12 +87,28 @@ Expected<std::unique_ptr<Engine::Feeds>> Engine::make_feeds(int64_t slots) const
 
 Status Engine::reserve(Feeds& f, int64_t capacity) const {
   if (!cache_in_place() || f.capacity >= capacity) return Status();
-  const size_t floats =
-      size_t(f.slots) * size_t(config_.kv_heads) * size_t(capacity) * size_t(config_.head_size);
-  f.cache.assign(present_out_.size(), {});
-  for (auto& buffer : f.cache) buffer.resize(floats);
+  // Doubling keeps a growing conversation from re-laying the cache out every turn.
+  capacity = std::max(capacity, std::min(2 * f.capacity, config_.context_length));
+  const int64_t rows = f.slots * int64_t(config_.kv_heads), D = config_.head_size;
+  const size_t floats = size_t(rows * capacity * D);
+  if (f.cache.size() != present_out_.size()) f.cache.assign(present_out_.size(), {});
+  for (auto& buffer : f.cache) {
+    // Each (slot, head) row keeps its positions at the new row length.
+    std::vector<float> grown(floats);
+    for (int64_t r = 0; r < rows && f.capacity > 0; ++r)
+      std::memcpy(grown.data() + r * capacity * D, buffer.data() + r * f.capacity * D,
+                  size_t(f.capacity * D) * sizeof(float));
+    buffer = std::move(grown);
+  }
   f.capacity = capacity;
   return Status();
+}
+
+int64_t Engine::reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt) {
+  const size_t limit = std::min(cached.size(), prompt.empty() ? 0 : prompt.size() - 1);
+  size_t n = 0;
+  while (n < limit && cached[n] == prompt[n]) ++n;
+  return int64_t(n);
 }
 
 Status Engine::run(Feeds& f, std::span<const int32_t> ids, int64_t batch, int64_t first_slot,
@@ -178,10 +194,17 @@ Expected<Generation> Engine::generate(std::span<const int32_t> prompt_ids,
                        std::vector<int32_t>(prompt_ids.begin(), prompt_ids.end()), options, sink));
   Feeds& f = *single_;
   NXRT_RETURN_IF_ERROR(reserve(f, seq->capacity()));
+  // Whatever happens below changes the cache; it is known again once the sequence ends.
+  std::vector<int32_t> cached;
+  cached.swap(single_cached_);
+  if (!cache_in_place()) cached.clear();  // a grown cache starts empty every time
   seq->begin();
-  int64_t length = 0;
-  NXRT_RETURN_IF_ERROR(run(f, seq->prompt(), 1, 0, std::span<const int64_t>(&length, 1)));
-  int64_t ran = int64_t(seq->prompt().size());
+  const std::span<const int32_t> prompt(seq->prompt());
+  int64_t length = reusable_prefix(cached, prompt);
+  seq->result().stats.cached_prompt_tokens = int(length);
+  NXRT_RETURN_IF_ERROR(
+      run(f, prompt.subspan(size_t(length)), 1, 0, std::span<const int64_t>(&length, 1)));
+  int64_t ran = int64_t(prompt.size());
   while (true) {
     NXRT_ASSIGN_OR_RETURN(bool done, seq->advance(logits(f, 0), ran));
     if (done) break;
@@ -191,6 +214,7 @@ Expected<Generation> Engine::generate(std::span<const int32_t> prompt_ids,
         run(f, std::span<const int32_t>(&token, 1), 1, 0, std::span<const int64_t>(&length, 1)));
     ran = 1;
   }
+  if (cache_in_place()) seq->cached_tokens(single_cached_);
   return std::move(seq->result());
 }
 

@@ -37,6 +37,9 @@ struct EngineOptions {
 
 struct GenerationStats {
   int prompt_tokens = 0;
+  // Leading prompt tokens whose keys and values were still in the cache from an earlier
+  // sequence (the previous chat turn, a shared system prompt): the prompt's run skipped them.
+  int cached_prompt_tokens = 0;
   int completion_tokens = 0;
   double time_to_first_token_s = 0.0;  // the prompt's run and the first pick
   double decode_s = 0.0;               // from the first token to the last
@@ -101,8 +104,13 @@ class Engine {
     int64_t vocab = 0;
   };
   Expected<std::unique_ptr<Feeds>> make_feeds(int64_t slots) const;
-  // Reserves cache positions in every slot (grows only; contents are not kept).
+  // Reserves cache positions in every slot (grows only, at least doubling, within the
+  // context; the cached positions are kept).
   Status reserve(Feeds& f, int64_t capacity) const;
+  // How many leading tokens of `prompt` a cache holding `cached` (tokens whose keys and
+  // values it has, in order) can skip: their common prefix, leaving at least one token
+  // to run for the logits.
+  static int64_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt);
   // Runs `batch` sequences of `ids.size() / batch` new tokens each on the cache slots
   // [first_slot, first_slot + batch); sequence b has lengths[b] tokens in its cache
   // already. Leaves each sequence's last logits row in logits(f, b). Thread-safe across
@@ -118,7 +126,8 @@ class Engine {
   ModelConfig config_;
   std::unique_ptr<Session> session_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<Feeds> single_;  // generate()'s, one slot
+  std::unique_ptr<Feeds> single_;       // generate()'s, one slot
+  std::vector<int32_t> single_cached_;  // the tokens single_'s cache holds, in order
   // Graph input/output positions, found once at load.
   std::vector<std::string> input_names_;
   size_t positions_at_ = SIZE_MAX, past_at_ = 0, logits_out_ = 0;

@@ -41,6 +41,13 @@ class Sequence {
   // Lowers the context the sequence may fill (a batch slot's capacity).
   void limit_context(int64_t positions) { context_length_ = std::min(context_length_, positions); }
   Generation& result() { return result_; }
+  // The tokens whose keys and values the sequence's runs left in its cache, in order: the
+  // prompt and every picked token but the last (picked, never run).
+  void cached_tokens(std::vector<int32_t>& out) const {
+    out.assign(prompt_.begin(), prompt_.end());
+    if (!result_.token_ids.empty())
+      out.insert(out.end(), result_.token_ids.begin(), result_.token_ids.end() - 1);
+  }
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -87,7 +87,7 @@ def test_answers_the_question(folders):
     text, ids = text_and_ids(proc)
     assert text == "The capital of France is Paris."
     assert ids[-1] == 2  # EOS ends it, its text not printed
-    assert re.search(r"prompt 16 tokens, time to first token [\d.]+ ms; 8 tokens, "
+    assert re.search(r"prompt 16 tokens \(0 cached\), time to first token [\d.]+ ms; 8 tokens, "
                      r"[\d.]+ tokens/s; finish: stop", stats(proc)), stats(proc)
 
 

@@ -122,6 +122,40 @@ def test_chat_completion_renders_the_models_template(client, folder):
     assert r.choices[0].message.content
 
 
+def test_next_chat_turn_runs_only_its_new_tokens(client, folder):
+    """A finished sequence's keys and values stay in its cache slot: the next turn of the
+    conversation goes to that slot and runs only the tokens after the shared prefix
+    (usage.prompt_tokens_details.cached_tokens), answering as a fresh server does, on the
+    batched and on the serial path."""
+    openai = pytest.importorskip("openai")
+    first = client.chat.completions.create(model="smollm2", messages=QUESTION, temperature=0,
+                                           max_tokens=16)
+    turn2 = QUESTION + [{"role": "assistant", "content": first.choices[0].message.content},
+                        {"role": "user", "content": "And the capital of Italy?"}]
+    second = client.chat.completions.create(model="smollm2", messages=turn2, temperature=0,
+                                            max_tokens=16)
+    cached = second.usage.prompt_tokens_details.cached_tokens
+    assert first.usage.prompt_tokens <= cached < second.usage.prompt_tokens
+    for args in ((), ("--batch", "1")):
+        fresh = _Server(folder, *args)
+        try:
+            c = openai.OpenAI(base_url=f"http://127.0.0.1:{fresh.port}/v1", api_key="none",
+                              max_retries=0)
+            alone = c.chat.completions.create(model="smollm2", messages=turn2, temperature=0,
+                                              max_tokens=16)
+            assert alone.usage.prompt_tokens_details.cached_tokens == 0, args
+            assert alone.choices[0].message.content == second.choices[0].message.content, args
+            again = c.chat.completions.create(model="smollm2", messages=turn2, temperature=0,
+                                              max_tokens=16)
+            # The same prompt again: everything but its last token comes from the cache.
+            assert again.usage.prompt_tokens_details.cached_tokens == alone.usage.prompt_tokens - 1
+            assert again.choices[0].message.content == alone.choices[0].message.content, args
+            status, text = fresh.request("GET", "/metrics")
+            assert f"nxrt_cached_prompt_tokens_total {alone.usage.prompt_tokens - 1}" in text.decode()
+        finally:
+            fresh.stop()
+
+
 def test_completion_matches_nxrt_generate(client, folder):
     prompt = ("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
               "<|im_start|>assistant\n")
@@ -165,6 +199,28 @@ def test_chat_logprobs_spell_out_the_reply(client):
         # Greedy and no penalties: the chosen token is the likeliest one.
         assert t.top_logprobs[0].token == t.token
         assert abs(t.top_logprobs[0].logprob - t.logprob) < 1e-6
+
+
+def test_n_choices_each_a_generation(client):
+    """n choices: each its own generation, seeded seed + i, so a seeded request gives the
+    same choices again; greedy choices are all the same text; usage counts the prompt
+    once and every choice's tokens."""
+    kw = dict(model="smollm2", messages=QUESTION, max_tokens=12)
+    r = client.chat.completions.create(n=3, temperature=1.0, seed=11, **kw)
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    texts = [c.message.content for c in r.choices]
+    assert len(set(texts)) > 1
+    again = client.chat.completions.create(n=3, temperature=1.0, seed=11, **kw)
+    assert [c.message.content for c in again.choices] == texts
+    # Choice i is what a single request with seed 11 + i gives.
+    single = client.chat.completions.create(temperature=1.0, seed=12, **kw)
+    assert single.choices[0].message.content == texts[1]
+    assert r.usage.prompt_tokens == single.usage.prompt_tokens
+    greedy = client.chat.completions.create(n=2, temperature=0, **kw)
+    one = client.chat.completions.create(temperature=0, **kw)
+    assert [c.message.content for c in greedy.choices] == [one.choices[0].message.content] * 2
+    assert greedy.usage.completion_tokens == 2 * one.usage.completion_tokens
+    assert greedy.usage.prompt_tokens == one.usage.prompt_tokens
 
 
 def test_completion_logprobs_in_the_legacy_form(client):
@@ -216,7 +272,9 @@ def _error(server, method, path, body=None, key=KEY, raw=None):
     ({"messages": [{"content": "no role"}]}, "messages[0]"),
     ({"messages": QUESTION, "temperature": "hot"}, "temperature"),
     ({"messages": QUESTION, "max_tokens": 0}, "max_tokens"),
-    ({"messages": QUESTION, "n": 2}, "n"),
+    ({"messages": QUESTION, "n": 0}, "n"),
+    ({"messages": QUESTION, "n": 17}, "n"),
+    ({"messages": QUESTION, "n": 2, "stream": True}, "n"),
     ({"messages": QUESTION, "stop": [1, 2]}, "stop"),
     ({"messages": QUESTION, "response_format": {"type": "json_object"}}, "response_format"),
     ({"messages": QUESTION, "logprobs": True, "stream": True}, "logprobs"),

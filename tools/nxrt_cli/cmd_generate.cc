@@ -67,10 +67,10 @@ bool print_piece(std::string_view piece) {
 void print_stats(const genai::Generation& result, const genai::Engine& engine) {
   const genai::GenerationStats& s = result.stats;
   std::fprintf(stderr,
-               "prompt %d tokens, time to first token %.1f ms; %d tokens, %.1f tokens/s; "
-               "finish: %s; cache %s\n",
-               s.prompt_tokens, s.time_to_first_token_s * 1e3, s.completion_tokens,
-               s.tokens_per_second(), result.finish_reason.c_str(),
+               "prompt %d tokens (%d cached), time to first token %.1f ms; %d tokens, %.1f "
+               "tokens/s; finish: %s; cache %s\n",
+               s.prompt_tokens, s.cached_prompt_tokens, s.time_to_first_token_s * 1e3,
+               s.completion_tokens, s.tokens_per_second(), result.finish_reason.c_str(),
                engine.cache_in_place() ? "in place" : "grown per step");
 }
 

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "commands.h"
@@ -67,6 +68,9 @@ class Server {
   // Runs one request on the engine (waiting for its turn); `sink` gets text pieces.
   // A request past its deadline ends with finish_reason kTimedOut.
   Expected<genai::Generation> generate(const ApiRequest& r, const genai::TextSink& sink);
+  // The request's n choices, generated at once (each joins the batch; on the serial path
+  // they take turns, the later ones reusing the first one's prompt in the cache).
+  Expected<std::vector<genai::Generation>> generate_choices(const ApiRequest& r);
   Expected<genai::Generation> generate_serial(const std::vector<int32_t>& ids,
                                               const genai::SamplingOptions& options,
                                               const genai::TextSink& sink,
@@ -126,12 +130,37 @@ Expected<genai::Generation> Server::generate(const ApiRequest& r, const genai::T
   if (result.ok()) {
     const genai::GenerationStats& s = result->stats;
     metrics_.prompt_tokens += uint64_t(s.prompt_tokens);
+    metrics_.cached_prompt_tokens += uint64_t(s.cached_prompt_tokens);
     metrics_.completion_tokens += uint64_t(s.completion_tokens);
     if (s.completion_tokens > 0) metrics_.time_to_first_token.observe(s.time_to_first_token_s);
     if (s.completion_tokens > 1)
       metrics_.time_per_token.observe(s.decode_s / double(s.completion_tokens - 1));
   }
   return result;
+}
+
+Expected<std::vector<genai::Generation>> Server::generate_choices(const ApiRequest& r) {
+  if (r.n == 1) {
+    NXRT_ASSIGN_OR_RETURN(genai::Generation only, generate(r, {}));
+    std::vector<genai::Generation> one;
+    one.push_back(std::move(only));
+    return one;
+  }
+  std::vector<std::optional<Expected<genai::Generation>>> got(size_t(r.n));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < r.n; ++i)
+    threads.emplace_back([this, &r, &got, i] {
+      ApiRequest choice = r;
+      if (choice.sampling.seed) *choice.sampling.seed += uint64_t(i);  // distinct, reproducible
+      got[size_t(i)] = generate(choice, {});
+    });
+  for (std::thread& t : threads) t.join();
+  std::vector<genai::Generation> results;
+  for (auto& g : got) {
+    if (!g->ok()) return g->status();
+    results.push_back(std::move(g->value()));
+  }
+  return results;
 }
 
 Expected<genai::Generation> Server::generate_serial(const std::vector<int32_t>& ids,
@@ -252,15 +281,16 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
   }
   const ResponseId id = ResponseId::make(chat, args_.model_name);
   if (!r->stream) {
-    auto result = generate(*r, {});
-    if (!result) {
+    auto results = generate_choices(*r);
+    if (!results) {
       ApiError e;
-      e.message = result.status().message();
+      e.message = results.status().message();
       e.param = chat ? "messages" : "prompt";
       return answer_error(res, e);
     }
-    if (result->finish_reason == kTimedOut) return answer_error(res, timeout_error(*result));
-    res.set_content(response_body(id, *result, engine_->tokenizer()), "application/json");
+    for (const genai::Generation& result : *results)
+      if (result.finish_reason == kTimedOut) return answer_error(res, timeout_error(result));
+    res.set_content(response_body(id, *results, engine_->tokenizer()), "application/json");
     return;
   }
   res.set_header("Cache-Control", "no-cache");

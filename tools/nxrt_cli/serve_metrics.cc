@@ -51,6 +51,9 @@ std::string ServerMetrics::prometheus_text() const {
   };
   gauge("nxrt_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
         static_cast<long long>(prompt_tokens.load()));
+  gauge("nxrt_cached_prompt_tokens_total", "counter",
+        "Prompt tokens whose keys and values a slot's cache still held (not run again).",
+        static_cast<long long>(cached_prompt_tokens.load()));
   gauge("nxrt_completion_tokens_total", "counter", "Generated tokens.",
         static_cast<long long>(completion_tokens.load()));
   gauge("nxrt_timed_out_requests_total", "counter",

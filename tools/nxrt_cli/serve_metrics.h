@@ -29,7 +29,8 @@ class Histogram {
 class ServerMetrics {
  public:
   void count_request(const std::string& route, int status);
-  std::atomic<uint64_t> prompt_tokens{0}, completion_tokens{0}, timed_out{0};
+  std::atomic<uint64_t> prompt_tokens{0}, cached_prompt_tokens{0}, completion_tokens{0},
+      timed_out{0};
   std::atomic<int64_t> queued{0}, active{0};
   Histogram time_to_first_token, time_per_token;
   std::string prometheus_text() const;

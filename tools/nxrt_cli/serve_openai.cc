@@ -127,8 +127,8 @@ std::optional<ApiError> parse_request(std::string_view text, bool chat, int64_t 
     if (auto e = read_integer(body, "seed", INT64_MIN, INT64_MAX, seed)) return e;
     s.seed = uint64_t(seed);
   }
-  if (auto e = read_integer(body, "n", 1, 1, n))
-    return bad("'n' must be 1 (nxrt serve returns one choice per request)", "n");
+  if (auto e = read_integer(body, "n", 1, kMaxChoices, n)) return e;
+  r.n = int(n);
   if (auto e = read_stop(body, s.stop)) return e;
   if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {
     if (!it->is_boolean()) return bad("'stream' must be true or false", "stream");
@@ -159,6 +159,8 @@ std::optional<ApiError> parse_request(std::string_view text, bool chat, int64_t 
     if (s.logprobs && r.stream)
       return bad("'logprobs' with 'stream': true is not supported by nxrt serve yet", "logprobs");
   }
+  if (r.n > 1 && r.stream)
+    return bad("'n' above 1 with 'stream': true is not supported by nxrt serve yet", "n");
   if (auto it = body.find("top_logprobs"); it != body.end() && !it->is_null() && !s.logprobs)
     return bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
   // Not built yet: refused rather than ignored, so no client gets a silently different answer.
@@ -197,7 +199,8 @@ ResponseId ResponseId::make(bool chat, const std::string& model) {
 OrderedJson usage_json(const genai::GenerationStats& stats) {
   return {{"prompt_tokens", stats.prompt_tokens},
           {"completion_tokens", stats.completion_tokens},
-          {"total_tokens", stats.prompt_tokens + stats.completion_tokens}};
+          {"total_tokens", stats.prompt_tokens + stats.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", stats.cached_prompt_tokens}}}};
 }
 
 namespace {
@@ -273,22 +276,33 @@ OrderedJson completion_logprobs(const genai::Generation& result,
 
 }  // namespace
 
-std::string response_body(const ResponseId& id, const genai::Generation& result,
+std::string response_body(const ResponseId& id, std::span<const genai::Generation> results,
                           const genai::Tokenizer& tokenizer) {
   OrderedJson body = envelope(id, false);
-  OrderedJson choice = {{"index", 0}};
-  if (id.chat)
-    choice["message"] = {{"role", "assistant"}, {"content", result.text}};
-  else
-    choice["text"] = result.text;
-  if (result.logprobs.empty())
-    choice["logprobs"] = nullptr;
-  else
-    choice["logprobs"] =
-        id.chat ? chat_logprobs(result, tokenizer) : completion_logprobs(result, tokenizer);
-  choice["finish_reason"] = result.finish_reason;
-  body["choices"] = OrderedJson::array({choice});
-  body["usage"] = usage_json(result.stats);
+  body["choices"] = OrderedJson::array();
+  // The prompt ran once per choice but is counted once, as OpenAI counts it.
+  genai::GenerationStats usage;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const genai::Generation& result = results[i];
+    OrderedJson choice = {{"index", i}};
+    if (id.chat)
+      choice["message"] = {{"role", "assistant"}, {"content", result.text}};
+    else
+      choice["text"] = result.text;
+    if (result.logprobs.empty())
+      choice["logprobs"] = nullptr;
+    else
+      choice["logprobs"] =
+          id.chat ? chat_logprobs(result, tokenizer) : completion_logprobs(result, tokenizer);
+    choice["finish_reason"] = result.finish_reason;
+    body["choices"].push_back(std::move(choice));
+    if (i == 0) {
+      usage.prompt_tokens = result.stats.prompt_tokens;
+      usage.cached_prompt_tokens = result.stats.cached_prompt_tokens;
+    }
+    usage.completion_tokens += result.stats.completion_tokens;
+  }
+  body["usage"] = usage_json(usage);
   return dump(body);
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,7 @@ struct ApiRequest {
   OrderedJson variables;  // chat: tools and other template variables
   bool stream = false;
   bool include_usage = false;
+  int n = 1;  // choices: each its own generation (seed + i when a seed is given)
   genai::SamplingOptions sampling;
 };
 
@@ -51,8 +53,12 @@ struct ResponseId {
 };
 
 OrderedJson usage_json(const genai::GenerationStats& stats);
-// The whole non-streamed response; `tokenizer` spells out the tokens of logprobs.
-std::string response_body(const ResponseId& id, const genai::Generation& result,
+// Choices a request may ask for (its `n`).
+constexpr int64_t kMaxChoices = 16;
+
+// The whole non-streamed response, one choice per result; `tokenizer` spells out the
+// tokens of logprobs.
+std::string response_body(const ResponseId& id, std::span<const genai::Generation> results,
                           const genai::Tokenizer& tokenizer);
 // One streamed chunk as an SSE event ("data: {...}\n\n"): a text piece, or with a
 // finish reason the closing chunk; `first` adds the chat role.
