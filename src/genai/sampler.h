@@ -31,6 +31,9 @@ struct SamplingOptions {
   bool ignore_eos = false;  // generate max_tokens whatever comes (benchmarks)
   bool logprobs = false;    // each chosen token's log-probability under the model
   int top_logprobs = 0;     // with logprobs: also the most likely tokens' (at most 20)
+  // The output is one JSON object (response_format json_object): tokens that cannot
+  // continue one are never picked, and the sequence ends when the object closes.
+  bool json_object = false;
 
   // An error naming the first option out of range.
   Status check() const;

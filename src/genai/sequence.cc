@@ -57,6 +57,7 @@ Sequence::Sequence(const Tokenizer& tokenizer, const ModelConfig& config,
     stop_ids_.insert(stop_ids_.end(), config.eos_token_ids.begin(), config.eos_token_ids.end());
   for (const std::string& s : options.stop)
     if (!s.empty()) stops_.push_back(s);
+  if (options.json_object) json_constraint_.emplace(tokenizer);
   result_.stats.prompt_tokens = int(prompt_.size());
   start_ = Clock::now();
 }
@@ -80,6 +81,12 @@ void Sequence::finish(const char* reason, bool last_token_is_text) {
 
 Expected<bool> Sequence::advance(std::span<const float> logits, int64_t tokens) {
   position_ += tokens;
+  if (json_constraint_) {
+    masked_.assign(logits.begin(), logits.end());
+    if (json_constraint_->mask(json_, masked_) == 0)
+      return runtime_error("no token of the vocabulary continues the JSON output");
+    logits = masked_;
+  }
   const Sampler::Pick pick = sampler_.pick(logits, prompt_, result_.token_ids);
   if (result_.token_ids.empty()) {
     first_ = Clock::now();
@@ -98,6 +105,11 @@ Expected<bool> Sequence::advance(std::span<const float> logits, int64_t tokens) 
   }
   NXRT_ASSIGN_OR_RETURN(std::string piece, decoder_.add(pick.token));
   held_ += piece;
+  if (json_constraint_ && json_.feed(json_constraint_->bytes(pick.token)) && json_.complete()) {
+    emit(held_ + decoder_.flush());  // the object is closed: nothing may follow it
+    finish("stop");
+    return true;
+  }
   size_t at = std::string::npos;
   for (const std::string& s : stops_) at = std::min(at, held_.find(s));
   if (at != std::string::npos) {

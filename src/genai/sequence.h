@@ -8,12 +8,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "genai/engine.h"
+#include "genai/json_constraint.h"
 
 namespace nxrt::genai {
 
@@ -70,6 +72,11 @@ class Sequence {
   int64_t position_ = 0;
   bool finished_ = false;
   Clock::time_point start_{}, first_{};
+  // With options.json_object: the JSON read so far, and the logits with the tokens that
+  // cannot continue it masked.
+  std::optional<JsonConstraint> json_constraint_;
+  JsonPrefix json_;
+  std::vector<float> masked_;
 };
 
 }  // namespace nxrt::genai

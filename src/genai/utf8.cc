@@ -15,23 +15,10 @@ struct Sequence {
 Sequence scan_sequence(std::string_view bytes, size_t i) {
   const auto lead = static_cast<unsigned char>(bytes[i]);
   if (lead < 0x80) return {SequenceKind::kValid, 1};
-  // Lead bytes and the ranges of the byte after them that exclude overlong forms,
-  // surrogates and code points above U+10FFFF.
-  size_t need = 0;
-  unsigned char low = 0x80, high = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    need = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    need = 3;
-    if (lead == 0xE0) low = 0xA0;
-    if (lead == 0xED) high = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    need = 4;
-    if (lead == 0xF0) low = 0x90;
-    if (lead == 0xF4) high = 0x8F;
-  } else {
-    return {SequenceKind::kInvalid, 1};
-  }
+  const Utf8Lead l = utf8_lead(lead);
+  if (l.length == 0) return {SequenceKind::kInvalid, 1};
+  const size_t need = l.length;
+  unsigned char low = l.low, high = l.high;
   for (size_t k = 1; k < need; ++k) {
     if (i + k >= bytes.size()) return {SequenceKind::kTruncated, k};
     const auto c = static_cast<unsigned char>(bytes[i + k]);
@@ -53,6 +40,22 @@ char32_t code_point(std::string_view bytes, size_t i, size_t length) {
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
 }  // namespace
+
+Utf8Lead utf8_lead(unsigned char lead) {
+  Utf8Lead l;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    l.length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    l.length = 3;
+    if (lead == 0xE0) l.low = 0xA0;
+    if (lead == 0xED) l.high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    l.length = 4;
+    if (lead == 0xF0) l.low = 0x90;
+    if (lead == 0xF4) l.high = 0x8F;
+  }
+  return l;
+}
 
 void decode_utf8_lenient(std::string_view text, DecodedText& out) {
   out.chars.clear();

@@ -22,6 +22,15 @@ struct DecodedText {
   std::vector<uint32_t> offsets;
 };
 
+// What a lead byte >= 0x80 says of its sequence: its length in bytes (0: no lead byte)
+// and the range of the byte after it, which excludes overlong forms, surrogates and code
+// points above U+10FFFF (the bytes after that one are 0x80-0xBF).
+struct Utf8Lead {
+  uint8_t length = 0;
+  uint8_t low = 0x80, high = 0xBF;
+};
+Utf8Lead utf8_lead(unsigned char lead);
+
 // Decodes `text`; every byte that is not part of a valid sequence becomes a raw-byte char.
 void decode_utf8_lenient(std::string_view text, DecodedText& out);
 // Appends the UTF-8 of `c` (a raw-byte char appends its byte).

@@ -172,11 +172,15 @@ std::optional<ApiError> parse_request(std::string_view text, bool chat, int64_t 
     if (used) return bad(std::string("'") + key + "' is not supported by nxrt serve yet", key);
   }
   if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
-    if (!it->is_object() || it->value("type", "") != "text")
-      return bad(
-          "'response_format' other than {\"type\": \"text\"} is not supported by nxrt "
-          "serve yet",
-          "response_format");
+    const auto type = it->is_object() ? it->find("type") : it->end();
+    if (type == it->end() || !type->is_string())
+      return bad("'response_format' must be an object with a string 'type'", "response_format");
+    if (*type == "json_object")
+      s.json_object = true;  // constrained decoding: the output is one JSON object
+    else if (*type != "text")
+      return bad("'response_format' type '" + type->get<std::string>() +
+                     "' is not supported by nxrt serve yet (text and json_object are)",
+                 "response_format");
   }
   return std::nullopt;
 }
