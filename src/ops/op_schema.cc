@@ -64,19 +64,23 @@ const char* attr_type_name(AttrType type) {
 Status check_node(const ir::Node& node, int64_t opset, const std::string& context) {
   const OpSchema* schema = find_schema(node.domain, node.op_type, opset);
   if (!schema) return Status();
-  const size_t inputs = node.inputs.size(), outputs = node.outputs.size();
-  if (inputs < size_t(schema->min_inputs))
-    return invalid_graph(context, "has ", inputs, " inputs; opset ", opset, " of ", node.op_type,
-                         " needs at least ", schema->min_inputs);
-  if (schema->max_inputs >= 0 && inputs > size_t(schema->max_inputs))
-    return invalid_graph(context, "has ", inputs, " inputs; opset ", opset, " of ", node.op_type,
-                         " takes at most ", schema->max_inputs);
-  if (outputs < size_t(schema->min_outputs))
-    return invalid_graph(context, "has ", outputs, " outputs; opset ", opset, " of ", node.op_type,
-                         " needs at least ", schema->min_outputs);
-  if (schema->max_outputs >= 0 && outputs > size_t(schema->max_outputs))
-    return invalid_graph(context, "has ", outputs, " outputs; opset ", opset, " of ", node.op_type,
-                         " produces at most ", schema->max_outputs);
+  // A count outside [min, max] (max < 0: no limit), as "has 3 inputs; opset 17 of Relu
+  // takes at most 1".
+  auto check_count = [&](size_t count, int min, int max, const char* what,
+                         const char* most) -> Status {
+    if (count < size_t(min))
+      return invalid_graph(context, "has ", count, " ", what, "; opset ", opset, " of ",
+                           node.op_type, " needs at least ", min);
+    if (max >= 0 && count > size_t(max))
+      return invalid_graph(context, "has ", count, " ", what, "; opset ", opset, " of ",
+                           node.op_type, " ", most, " at most ", max);
+    return Status();
+  };
+  const size_t inputs = node.inputs.size();
+  NXRT_RETURN_IF_ERROR(
+      check_count(inputs, schema->min_inputs, schema->max_inputs, "inputs", "takes"));
+  NXRT_RETURN_IF_ERROR(check_count(node.outputs.size(), schema->min_outputs, schema->max_outputs,
+                                   "outputs", "produces"));
   for (size_t i = 0; i < inputs && i < 64; ++i)
     if ((schema->required_inputs >> i & 1) && node.inputs[i].empty())
       return invalid_graph(context, "input ", i, " is required by ", node.op_type,

@@ -1,12 +1,56 @@
-// The pieces of one query row of attention that GroupQueryAttention and
-// MultiHeadAttention share: the q.k dot product and the softmax-weighted sum of values.
+// The pieces of attention that GroupQueryAttention, MultiHeadAttention and the packed-QKV
+// Attention share: the q.k dot product, the softmax-weighted sum of values, the
+// attention_bias input and the split of (batch, head) pairs across threads.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "core/parallel.h"
+#include "core/scratch.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
 namespace nxrt::cpu {
+
+// An attention_bias input, [B or 1, N or 1, S, T] float (broadcast over batch and heads),
+// read one score at a time; adds nothing when absent.
+struct AttentionBias {
+  const float* data = nullptr;
+  int64_t per_batch = 0, per_head = 0, T = 0;
+  float at(int64_t b, int64_t n, int64_t i, int64_t j) const {
+    return data ? data[b * per_batch + n * per_head + i * T + j] : 0.0f;
+  }
+};
+
+inline Status read_attention_bias(const Tensor* t, int64_t B, int64_t N, int64_t S, int64_t T,
+                                  AttentionBias& out) {
+  if (!t) return Status();
+  const Shape& s = t->shape();
+  if (t->dtype() != DataType::kFloat || s.size() != 4 || (s[0] != 1 && s[0] != B) ||
+      (s[1] != 1 && s[1] != N) || s[2] != S || s[3] != T)
+    return invalid_argument("attention_bias shape ", s.to_string(), " must be [", B, " or 1, ", N,
+                            " or 1, ", S, ", ", T, "] float");
+  out.data = t->data<float>();
+  out.per_head = s[1] == 1 ? 0 : S * T;
+  out.per_batch = s[0] == 1 ? 0 : s[1] * S * T;
+  out.T = T;
+  return Status();
+}
+
+// Runs fn(b, n, scores) for every (batch, head) pair, split across the intra-op threads
+// when `work` (multiply-adds) is worth it; `scores` is per-thread scratch of `row` floats.
+template <typename Fn>
+void for_each_head(int64_t B, int64_t N, double work, size_t row, Fn&& fn) {
+  const size_t pieces = parallel_pieces(work, double(1 << 17));
+  const size_t tasks = size_t(B * N), per_piece = (tasks + pieces - 1) / pieces;
+  parallel_for(pieces, [&](size_t piece) {
+    float* scores = scratch<float>(ScratchSlot::kKernel2, row);
+    for (size_t task = piece * per_piece; task < std::min(tasks, (piece + 1) * per_piece); ++task)
+      fn(int64_t(task) / N, int64_t(task) % N, scores);
+  });
+}
 
 // Eight independent partial sums, so the compiler vectorizes without reassociating.
 inline float attention_dot(const float* a, const float* b, int64_t n) {

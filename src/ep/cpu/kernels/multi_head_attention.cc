@@ -136,16 +136,8 @@ class MultiHeadAttentionKernel final : public Kernel {
                                "])");
       }
     }
-    int64_t bias_b = 0, bias_n = 0;
-    if (attn_bias) {
-      const Shape& s = attn_bias->shape();
-      if (attn_bias->dtype() != DataType::kFloat || s.size() != 4 || (s[0] != 1 && s[0] != B) ||
-          (s[1] != 1 && s[1] != N) || s[2] != S || s[3] != T)
-        return invalid_argument("attention_bias shape ", s.to_string(), " must be [", B, " or 1, ",
-                                N, " or 1, ", S, ", ", T, "] float");
-      bias_n = s[1] == 1 ? 0 : S * T;
-      bias_b = s[0] == 1 ? 0 : s[1] * S * T;
-    }
+    AttentionBias extra;
+    NXRT_RETURN_IF_ERROR(read_attention_bias(attn_bias, B, N, S, T, extra));
 
     NXRT_ASSIGN_OR_RETURN(Tensor * out, ctx.output(0, Shape{B, S, N * Dv}));
     // Keys and values of every (batch, head) as contiguous [T, width] rows: the past,
@@ -191,34 +183,26 @@ class MultiHeadAttentionKernel final : public Kernel {
     const float* qp = query.data<float>();
     float* y = out->data<float>();
     const double work = double(B * N) * double(S) * double(T) * double(D + Dv);
-    const size_t pieces = parallel_pieces(work, double(1 << 17));
-    const size_t tasks = size_t(B * N), per_piece = (tasks + pieces - 1) / pieces;
-    parallel_for(pieces, [&](size_t piece) {
-      float* scores = thread_scratch<float>(size_t(T + D), 2);
+    for_each_head(B, N, work, size_t(T + D), [&](int64_t b, int64_t n, float* scores) {
       float* q = scores + T;
-      for (size_t task = piece * per_piece; task < std::min(tasks, (piece + 1) * per_piece);
-           ++task) {
-        const int64_t b = int64_t(task) / N, n = int64_t(task) % N;
-        const float* kr = pk + (b * N + n) * T * D;
-        const float* vr = pv + (b * N + n) * T * Dv;
-        for (int64_t i = 0; i < S; ++i) {
-          const float* qs = qp + (b * S + i) * N * D + n * D;
-          for (int64_t d = 0; d < D; ++d) q[d] = qs[d] + (bq ? bq[n * D + d] : 0.0f);
-          const int64_t last = a_.unidirectional ? P + i : T - 1;
-          float max = -std::numeric_limits<float>::infinity();
-          for (int64_t j = 0; j <= last; ++j) {
-            float s = attention_dot(q, kr + j * D, D) * scale;
-            if (mask_data) {
-              const bool keep =
-                  mask_lengths ? j < mask_data[b] : mask_data[b * mask_b + i * mask_s + j] != 0;
-              if (!keep) s += a_.mask_filter_value;
-            }
-            if (attn_bias) s += attn_bias->data<float>()[b * bias_b + n * bias_n + i * T + j];
-            scores[j] = s;
-            max = std::max(max, s);
+      const float* kr = pk + (b * N + n) * T * D;
+      const float* vr = pv + (b * N + n) * T * Dv;
+      for (int64_t i = 0; i < S; ++i) {
+        const float* qs = qp + (b * S + i) * N * D + n * D;
+        for (int64_t d = 0; d < D; ++d) q[d] = qs[d] + (bq ? bq[n * D + d] : 0.0f);
+        const int64_t last = a_.unidirectional ? P + i : T - 1;
+        float max = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j <= last; ++j) {
+          float s = attention_dot(q, kr + j * D, D) * scale + extra.at(b, n, i, j);
+          if (mask_data) {
+            const bool keep =
+                mask_lengths ? j < mask_data[b] : mask_data[b * mask_b + i * mask_s + j] != 0;
+            if (!keep) s += a_.mask_filter_value;
           }
-          attend_values(scores, 0, last, max, 0.0f, vr, Dv, y + (b * S + i) * N * Dv + n * Dv);
+          scores[j] = s;
+          max = std::max(max, s);
         }
+        attend_values(scores, 0, last, max, 0.0f, vr, Dv, y + (b * S + i) * N * Dv + n * Dv);
       }
     });
     return Status();
