@@ -206,16 +206,38 @@ std::string_view JsonConstraint::bytes(int32_t id) const {
   return b.ok() ? *b : std::string_view();
 }
 
+std::string JsonPrefix::key() const {
+  std::string k;
+  k.reserve(16 + size_t(depth_));
+  for (int v : {int(object_only_), int(mode_), int(number_), int(key_), int(remaining_),
+                int(utf8_min_), int(utf8_max_)})
+    k.push_back(char(v));
+  const auto literal = reinterpret_cast<uintptr_t>(literal_);  // a static string's address
+  k.append(reinterpret_cast<const char*>(&literal), sizeof(literal));
+  k.append(stack_.data(), size_t(depth_));
+  return k;
+}
+
 size_t JsonConstraint::mask(const JsonPrefix& state, std::span<float> logits) const {
+  std::string key = state.key();
+  auto it = allowed_.find(key);
+  if (it == allowed_.end()) {
+    if (allowed_.size() >= kMaxCachedStates) allowed_.clear();
+    std::vector<uint8_t> ok(logits.size());
+    for (size_t id = 0; id < ok.size(); ++id) {
+      const std::string_view b = bytes(int32_t(id));
+      JsonPrefix next = state;
+      ok[id] = !b.empty() && next.feed(b);
+    }
+    it = allowed_.emplace(std::move(key), std::move(ok)).first;
+  }
+  const std::vector<uint8_t>& ok = it->second;
   size_t allowed = 0;
   for (size_t id = 0; id < logits.size(); ++id) {
-    const std::string_view b = bytes(int32_t(id));
-    JsonPrefix next = state;
-    if (!b.empty() && next.feed(b)) {
+    if (id < ok.size() && ok[id])
       ++allowed;
-    } else {
+    else
       logits[id] = -std::numeric_limits<float>::infinity();
-    }
   }
   return allowed;
 }

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "genai/tokenizer.h"
@@ -34,6 +35,8 @@ class JsonPrefix {
   }
   // A whole value has been read (what follows may only be whitespace).
   bool complete() const { return mode_ == Mode::kDone; }
+  // Everything that decides what may follow, as bytes: equal keys accept the same bytes.
+  std::string key() const;
 
  private:
   enum class Mode : uint8_t {
@@ -71,7 +74,10 @@ class JsonPrefix {
   std::array<char, kMaxDepth> stack_{};  // '{' or '[' per open container
 };
 
-// Which tokens may come next under a JsonPrefix.
+// Which tokens may come next under a JsonPrefix. A generation passes through few distinct
+// states (inside a string at the same depth, after a value, ...), so the allowed set of
+// each state is kept: testing the whole vocabulary (tens of thousands of tokens) happens
+// once per new state, not once per token generated.
 class JsonConstraint {
  public:
   explicit JsonConstraint(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
@@ -84,7 +90,10 @@ class JsonConstraint {
   std::string_view bytes(int32_t id) const;
 
  private:
+  static constexpr size_t kMaxCachedStates = 64;  // about 50 KB each for a 49k vocabulary
+
   const Tokenizer& tokenizer_;
+  mutable std::unordered_map<std::string, std::vector<uint8_t>> allowed_;  // by state key
 };
 
 }  // namespace nxrt::genai
