@@ -84,8 +84,8 @@ def run_nxrt_cpp(engine, folder, ids, threads):
     proc = subprocess.run([NXRT_CLI, "generate", folder, "--prompt", engine.detokenize(ids),
                            "--max-tokens", str(NEW_TOKENS), "--ignore-eos", "-t", str(threads)],
                           capture_output=True, check=True, timeout=600)
-    m = re.search(r"prompt (\d+) tokens, time to first token ([\d.]+) ms; (\d+) tokens, "
-                  r"([\d.]+) tokens/s", proc.stderr.decode())
+    m = re.search(r"prompt (\d+) tokens \(\d+ cached\), time to first token ([\d.]+) ms; "
+                  r"(\d+) tokens, ([\d.]+) tokens/s", proc.stderr.decode())
     assert m and int(m.group(1)) == len(ids), proc.stderr.decode()
     return float(m.group(2)) / 1e3, float(m.group(4)), int(m.group(3))
 
