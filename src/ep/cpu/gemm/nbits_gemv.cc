@@ -1,5 +1,7 @@
 #include "ep/cpu/gemm/nbits_gemv.h"
 
+#include <algorithm>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -239,31 +241,25 @@ __attribute__((target("avx512f"))) void rows_avx512(const NBitsWeights& w, const
   }
 }
 
+// One row through rows_avx2 (four accumulators), in multi_rows_avx2's signature.
+template <int Bits>
+void one_row_avx2(const NBitsWeights& w, const float* xp, int64_t, int64_t n0, int64_t n1, float* y,
+                  int64_t) {
+  rows_avx2<Bits>(w, xp, n0, n1, y);
+}
+
 template <int Bits>
 void multi_rows_dispatch(const NBitsWeights& w, const float* xp, int64_t stride, int64_t rows,
                          int64_t n0, int64_t n1, float* y, int64_t ldy, bool avx512) {
-  if (avx512) {
-    switch (rows) {
-      case 1:
-        return rows_avx512<Bits, 1>(w, xp, stride, n0, n1, y, ldy);
-      case 2:
-        return rows_avx512<Bits, 2>(w, xp, stride, n0, n1, y, ldy);
-      case 3:
-        return rows_avx512<Bits, 3>(w, xp, stride, n0, n1, y, ldy);
-      default:
-        return rows_avx512<Bits, 4>(w, xp, stride, n0, n1, y, ldy);
-    }
-  }
-  switch (rows) {
-    case 1:
-      return rows_avx2<Bits>(w, xp, n0, n1, y);
-    case 2:
-      return multi_rows_avx2<Bits, 2>(w, xp, stride, n0, n1, y, ldy);
-    case 3:
-      return multi_rows_avx2<Bits, 3>(w, xp, stride, n0, n1, y, ldy);
-    default:
-      return multi_rows_avx2<Bits, 4>(w, xp, stride, n0, n1, y, ldy);
-  }
+  using Rows =
+      void (*)(const NBitsWeights&, const float*, int64_t, int64_t, int64_t, float*, int64_t);
+  // By rows - 1 (1 to kNBitsRowsAtOnce).
+  static constexpr Rows kAvx512[] = {rows_avx512<Bits, 1>, rows_avx512<Bits, 2>,
+                                     rows_avx512<Bits, 3>, rows_avx512<Bits, 4>};
+  static constexpr Rows kAvx2[] = {one_row_avx2<Bits>, multi_rows_avx2<Bits, 2>,
+                                   multi_rows_avx2<Bits, 3>, multi_rows_avx2<Bits, 4>};
+  const size_t at = size_t(std::clamp<int64_t>(rows, 1, kNBitsRowsAtOnce) - 1);
+  (avx512 ? kAvx512 : kAvx2)[at](w, xp, stride, n0, n1, y, ldy);
 }
 #endif
 
