@@ -85,9 +85,10 @@ class SessionOptions:
 
     def add_free_dimension_override_by_name(self, dim_name, dim_value):
         """Fixes the size of the named (symbolic) dimension `dim_name` of the model's
-        inputs: sessions show it in get_inputs()/get_outputs() shapes, and a run whose
-        input has another size there fails with InvalidArgument. (nxrt checks the size;
-        it does not compile the model for it.)"""
+        inputs: sessions show it in get_inputs()/get_outputs() shapes, a run whose input
+        has another size there fails with InvalidArgument, and the graph passes take the
+        size as fixed (shape computations that depend only on fixed sizes fold into
+        constants, as onnxruntime's FreeDimensionOverrideTransformer allows)."""
         if isinstance(dim_value, bool) or not isinstance(dim_value, int):
             raise TypeError(f"dim_value must be an int, not {type(dim_value).__name__}")
         if dim_value < 0:
@@ -202,6 +203,7 @@ class SessionOptions:
             "graph_optimization_level": int(self.graph_optimization_level),
             "enable_profiling": bool(self.enable_profiling),
             "config_entries": dict(self._config_entries),
+            "free_dimension_overrides": dict(self._free_dimensions),
         }
 
 

@@ -206,6 +206,9 @@ class PySession {
       config.disabled_optimizers = nb::cast<std::set<std::string>>(options["disabled_optimizers"]);
     if (options.contains("optimized_model_filepath"))
       config.optimized_model_filepath = nb::cast<std::string>(options["optimized_model_filepath"]);
+    if (options.contains("free_dimension_overrides"))
+      config.free_dimension_overrides =
+          nb::cast<std::map<std::string, int64_t>>(options["free_dimension_overrides"]);
     if (options.contains("config_entries"))
       config.config_entries =
           nb::cast<std::map<std::string, std::string>>(options["config_entries"]);

@@ -20,6 +20,7 @@ namespace nxrt::py {
 void bind_session(nb::module_& m);
 void bind_eager(nb::module_& m);
 void bind_value(nb::module_& m);
+void bind_shapes(nb::module_& m);
 #ifdef NXRT_WITH_GENAI
 void bind_chat_template(nb::module_& m);
 #endif
@@ -46,6 +47,7 @@ NB_MODULE(_nxrt, m) {
   nxrt::py::bind_value(m);
   nxrt::py::bind_session(m);
   nxrt::py::bind_eager(m);
+  nxrt::py::bind_shapes(m);
 #ifdef NXRT_WITH_GENAI
   nxrt::py::bind_chat_template(m);
 #endif

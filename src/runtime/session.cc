@@ -18,6 +18,22 @@ namespace nxrt {
 
 namespace {
 
+// Fixes the named symbolic dims of the main graph's inputs and outputs (sessions check
+// feeds against declared numbers, so the passes may rely on them).
+void apply_free_dimension_overrides(ir::Graph& graph, const std::map<std::string, int64_t>& sizes) {
+  if (sizes.empty()) return;
+  for (auto* values : {&graph.inputs, &graph.outputs})
+    for (ir::ValueInfo& v : *values) {
+      ir::TypeInfo& t =
+          v.type.kind == ir::TypeInfo::Kind::kOptional && v.type.inner ? *v.type.inner : v.type;
+      for (ir::Dim& d : t.dims)
+        if (auto it = d.param.empty() ? sizes.end() : sizes.find(d.param); it != sizes.end()) {
+          d.value = it->second;
+          d.param.clear();
+        }
+    }
+}
+
 void collect_nxrt_ops(const ir::Graph& graph, std::set<std::string>& ops) {
   for (const ir::Node& node : graph.nodes) {
     if (node.domain == "nxrt") ops.insert(node.op_type);
@@ -89,6 +105,7 @@ Expected<std::unique_ptr<Session>> Session::create_from_bytes(const void* data, 
 Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> model,
                                                    const SessionConfig& config,
                                                    const Limits& limits) {
+  apply_free_dimension_overrides(model->graph, config.free_dimension_overrides);
   optimizer::OptimizerOptions passes;
   passes.level = config.graph_optimization_level;
   passes.disabled = config.disabled_optimizers;

@@ -31,6 +31,10 @@ struct SessionConfig {
   // When set, the graph as the passes left it is written there as an ONNX file
   // (onnxruntime's SessionOptions.optimized_model_filepath).
   std::string optimized_model_filepath;
+  // onnxruntime's add_free_dimension_override_by_name: symbolic dims of the graph's
+  // inputs and outputs with these names become these sizes before the graph passes run,
+  // so shape computations on them fold into constants; feeds are checked against them.
+  std::map<std::string, int64_t> free_dimension_overrides;
   // onnxruntime-style key/value entries; "nxrt.limits.*" keys set the Limits (see
   // core/limits.h and docs/SECURITY.md), an unknown or malformed one fails creation.
   std::map<std::string, std::string> config_entries;

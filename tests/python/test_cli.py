@@ -278,3 +278,25 @@ def test_error_usage():
     assert proc.returncode != 0
     proc = nxrt("bench", SILERO, "--runs", "0", check=False)
     assert proc.returncode != 0 and "runs" in proc.stderr
+
+
+def test_info_shapes_infers_every_value():
+    ppocr = os.path.join(SHARED, "models", "ppocr_v4_det.onnx")
+    out = nxrt("info", "--shapes", ppocr).stdout
+    # Declared [N, 3, H, W] with symbols: the batch symbol flows to the output, the sizes
+    # after strided convolutions are unknown until given.
+    assert re.search(r"^  sigmoid_0\.tmp_0\s+\[p2o\.DynamicDimension\.0,1,", out, re.M), out
+    out = nxrt("info", "--shapes", "--shape", "x=1,3,320,256", ppocr).stdout
+    assert "330 all numbers, 0 symbolic or partly known, 0 unknown" in out, out
+    assert re.search(r"^  sigmoid_0\.tmp_0\s+\[1,1,320,256\]\s+Sigmoid 'p2o\.Sigmoid\.0'$", out,
+                     re.M), out
+    legacy = os.path.join(SHARED, "models", "silero_vad_legacy.onnx")
+    out = nxrt("info", "--shapes", "--dim", "batch=1", "--dim", "sequence=512", legacy).stdout
+    assert re.search(r"^  hn\s+\[2,1,64\]\s+If", out, re.M), out
+
+
+def test_info_shapes_options_are_checked():
+    r = nxrt("info", "--shapes", "--shape", "nope=1", SILERO, check=False)
+    assert r.returncode != 0 and "the model has no input 'nope'" in r.stderr
+    r = nxrt("info", "--dim", "batch=1", SILERO, check=False)
+    assert r.returncode != 0 and "--dim and --shape go with --shapes" in r.stderr

@@ -658,3 +658,63 @@ def test_one_hot_matmul_rejects_indices_that_do_not_broadcast():
     model = _one_hot_matmul_model([2, None], np.arange(4), np.ones((4, 3), np.float32))
     with pytest.raises(nxrt.InvalidArgument, match="OneHotMatMul.*do not broadcast"):
         _nxrt(model).run(None, {"a": np.zeros((2, 3), np.int32)})
+
+
+def _shape_computation_model(batch):
+    """y = Reshape(x, Concat(Shape(x)[0:1], [-1])) with x's batch BATCH (a number or a
+    symbol)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Slice", ["s", "zero", "one"], ["b"]),
+             helper.make_node("Concat", ["b", "minus_one"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    inits = [numpy_helper.from_array(np.array([0], np.int64), "zero"),
+             numpy_helper.from_array(np.array([1], np.int64), "one"),
+             numpy_helper.from_array(np.array([-1], np.int64), "minus_one")]
+    graph = helper.make_graph(nodes, "g", [x], [y], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def test_shapes_of_fixed_dims_fold_into_constants():
+    data = _shape_computation_model(2)
+    feeds = {"x": RNG.standard_normal((2, 3, 4)).astype(np.float32)}
+    want = feeds["x"].reshape(2, 12)
+    # fold_shapes turns Shape into a constant, fold_constants the rest: one Reshape runs.
+    assert _profiled_ops(data, feeds) == ["Reshape"]
+    assert _profiled_ops(data, feeds, disabled_optimizers=["fold_shapes"]) == [
+        "Concat", "Reshape", "Shape", "Slice"]
+    for kwargs in ({}, {"disabled_optimizers": ["fold_shapes"]}):
+        np.testing.assert_array_equal(_nxrt(data, **kwargs).run(None, feeds)[0], want)
+    # A fixed dim is enforced at run time, so the folded shape cannot go stale.
+    with pytest.raises(nxrt.capi.onnxruntime_pybind11_state.InvalidArgument):
+        _nxrt(data).run(None, {"x": np.zeros((3, 3, 4), np.float32)})
+
+
+def test_shapes_of_symbolic_dims_stay_computed():
+    data = _shape_computation_model("batch")
+    assert "Shape" in _profiled_ops(data, {"x": np.zeros((5, 3, 4), np.float32)})
+    for n in (1, 5):
+        x = RNG.standard_normal((n, 3, 4)).astype(np.float32)
+        np.testing.assert_array_equal(_nxrt(data).run(None, {"x": x})[0], x.reshape(n, 12))
+
+
+def test_free_dimension_overrides_let_shapes_fold():
+    data = _shape_computation_model("batch")
+    so = nxrt.SessionOptions()
+    so.add_free_dimension_override_by_name("batch", 2)
+    so.enable_profiling = True
+    sess = nxrt.InferenceSession(data, so)
+    assert sess.get_inputs()[0].shape == [2, 3, 4]
+    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], x.reshape(2, 12))
+    import json
+    import os
+    path = sess.end_profiling()
+    with open(path) as f:
+        ops = {e["args"]["op_name"] for e in json.load(f)
+               if e.get("cat") == "Node" and "op_name" in e.get("args", {})}
+    os.remove(path)
+    assert ops == {"Reshape"}
+    with pytest.raises(nxrt.capi.onnxruntime_pybind11_state.InvalidArgument):
+        sess.run(None, {"x": np.zeros((3, 3, 4), np.float32)})

@@ -196,7 +196,7 @@ Status bench_command(const BenchArgs& args) {
     std::printf(
         "static memory plan: intermediates in one %s arena (%llu runs from it, warm-up included)\n",
         bytes_text(double(plan.arena_bytes)).c_str(),
-        static_cast<unsigned long long>(plan.planned_runs), args.runs);
+        static_cast<unsigned long long>(plan.planned_runs));
   else
     std::printf("static memory plan: none (shapes vary between runs, or no intermediates)\n");
 

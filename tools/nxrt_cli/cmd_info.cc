@@ -5,6 +5,8 @@
 
 #include "commands.h"
 #include "onnx/decoder.h"
+#include "ops/shape_inference.h"
+#include "optimizer/inline_functions.h"
 #include "runtime/session.h"
 
 namespace nxrt::cli {
@@ -53,12 +55,91 @@ std::string one_line(std::string s, size_t max) {
   return s;
 }
 
+// The graph inputs' shapes for inference: declared, with --dim sizes for symbols and
+// --shape for whole inputs.
+Expected<std::map<std::string, ops::SymShape>> input_shapes(const ir::Graph& g,
+                                                            const InfoArgs& args) {
+  std::map<std::string, int64_t> sizes;
+  for (const std::string& spec : args.dims) {
+    NXRT_ASSIGN_OR_RETURN(auto kv, parse_dim_option(spec));
+    sizes[kv.first] = kv.second;
+  }
+  std::set<std::string> initializers;
+  for (const ir::Initializer& init : g.initializers) initializers.insert(init.name);
+  std::map<std::string, ops::SymShape> shapes;
+  for (const ir::ValueInfo& in : g.inputs) {
+    if (initializers.count(in.name)) continue;  // its data's shape, unless --shape says
+    ops::SymShape s = ops::declared_shape(in.type);
+    for (ops::SymDim& d : s.dims)
+      if (auto it = sizes.find(d.symbol); !d.known() && it != sizes.end())
+        d = ops::SymDim::of(it->second);
+    shapes[in.name] = std::move(s);
+  }
+  for (const std::string& spec : args.input_shapes) {
+    NXRT_ASSIGN_OR_RETURN(auto kv, parse_shape_option(spec));
+    const bool is_input = std::any_of(g.inputs.begin(), g.inputs.end(),
+                                      [&](const ir::ValueInfo& v) { return v.name == kv.first; });
+    if (!is_input)
+      return invalid_argument("bad --shape '", spec, "': the model has no input '", kv.first, "'");
+    shapes[kv.first] =
+        ops::SymShape::of_ints(std::span<const int64_t>(kv.second.begin(), kv.second.end()));
+  }
+  return shapes;
+}
+
+// Every node output's inferred shape, in graph order, then what inference could not do.
+Status print_shapes(ir::Model& model, const InfoArgs& args) {
+  NXRT_RETURN_IF_ERROR(optimizer::inline_functions(model));
+  const ir::Graph& g = model.graph;
+  ops::ShapeInferenceOptions options;
+  NXRT_ASSIGN_OR_RETURN(options.input_shapes, input_shapes(g, args));
+  options.inputs_override_initializers = model.ir_version >= 4;
+  ops::ShapeInferenceResult result = ops::infer_shapes(g, model.opset_imports, options);
+  size_t width = 4, values = 0, numbers = 0, unknown = 0;
+  for (const ir::Node& node : g.nodes)
+    for (const std::string& out : node.outputs) width = std::max(width, out.size());
+  width = std::min<size_t>(width, 48);
+  std::string lines;
+  for (const ir::Node& node : g.nodes) {
+    if (node.op_type == "Constant" && node.domain.empty()) continue;  // their data's shape
+    for (const std::string& out : node.outputs) {
+      if (out.empty()) continue;
+      auto it = result.values.find(out);
+      const ops::SymShape shape = it == result.values.end() ? ops::SymShape{} : it->second.shape;
+      ++values;
+      numbers += shape.fully_known();
+      unknown += !shape.rank_known;
+      char line[512];
+      std::snprintf(line, sizeof line, "  %-*s  %-24s %s '%s'\n", int(width), out.c_str(),
+                    shape.text().c_str(), node.op_type.c_str(), node.name.c_str());
+      lines += line;
+    }
+  }
+  std::printf(
+      "value shapes (%zu node outputs, Constants aside: %zu all numbers, %zu symbolic or "
+      "partly known, "
+      "%zu unknown):\n%s",
+      values, numbers, values - numbers - unknown, unknown, lines.c_str());
+  if (!result.conflicts.empty()) {
+    std::printf("shape conflicts (%zu):\n", result.conflicts.size());
+    for (const std::string& c : result.conflicts) std::printf("  %s\n", c.c_str());
+  }
+  if (!result.ops_without_rule.empty()) {
+    std::string ops;
+    for (const std::string& op : result.ops_without_rule) ops += (ops.empty() ? "" : ", ") + op;
+    std::printf("ops without a shape rule (outputs unknown): %s\n", ops.c_str());
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status info_command(const InfoArgs& args) {
   // Decoded without planning, so a model with ops nxrt lacks can still be described.
   NXRT_RETURN_IF_ERROR(check_model_file(args.model));
   NXRT_ASSIGN_OR_RETURN(std::shared_ptr<ir::Model> model, onnx::load_model_file(args.model));
+  if (!args.shapes && (!args.dims.empty() || !args.input_shapes.empty()))
+    return invalid_argument("--dim and --shape go with --shapes");
   const ir::Graph& g = model->graph;
 
   std::printf("model: %s\n", args.model.c_str());
@@ -117,6 +198,7 @@ Status info_command(const InfoArgs& args) {
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   for (const auto& [op, n] : sorted)
     std::printf("  %-28s %lld\n", op.c_str(), static_cast<long long>(n));
+  if (args.shapes) NXRT_RETURN_IF_ERROR(print_shapes(*model, args));
   if (args.plan) {
     NXRT_ASSIGN_OR_RETURN(auto session, Session::create_from_file(args.model, SessionConfig{}));
     std::printf("plan (%zu steps, top level):\n%s", session->plan().steps.size(),

@@ -29,7 +29,10 @@ struct BenchArgs {
 
 struct InfoArgs {
   std::string model;
-  bool plan = false;  // also plan it and print the steps with their providers
+  bool plan = false;                      // also plan it and print the steps with their providers
+  bool shapes = false;                    // also infer and print every value's shape
+  std::vector<std::string> dims;          // "SYMBOL=SIZE" for --shapes
+  std::vector<std::string> input_shapes;  // "NAME=D0,D1,..." for --shapes
 };
 
 struct TokenizeArgs {

@@ -32,6 +32,41 @@ Expected<std::pair<std::string, std::string>> split_spec(const std::string& spec
   return std::make_pair(spec.substr(0, eq), spec.substr(eq + 1));
 }
 
+}  // namespace
+
+Expected<std::pair<std::string, Shape>> parse_shape_option(const std::string& spec) {
+  NXRT_ASSIGN_OR_RETURN(auto kv,
+                        split_spec(spec, "--shape", "NAME=D0,D1,... (NAME= for a scalar)"));
+  Shape shape;
+  std::string text = kv.second == "scalar" ? "" : kv.second;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    long long dim = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || dim < 0 || dim > (1LL << 40))
+      return invalid_argument("bad --shape '", spec,
+                              "': dims must be non-negative integers separated by commas");
+    shape.push_back(dim);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return std::pair<std::string, Shape>(kv.first, shape);
+}
+
+Expected<std::pair<std::string, int64_t>> parse_dim_option(const std::string& spec) {
+  NXRT_ASSIGN_OR_RETURN(auto kv, split_spec(spec, "--dim", "SYMBOL=SIZE"));
+  char* end = nullptr;
+  long long value = std::strtoll(kv.second.c_str(), &end, 10);
+  if (kv.second.empty() || *end != '\0' || value < 0 || value > (1LL << 40))
+    return invalid_argument("bad --dim '", spec, "': size must be a non-negative integer");
+  return std::pair<std::string, int64_t>(kv.first, int64_t(value));
+}
+
+namespace {
+
 template <typename T, typename Gen>
 void fill_random(Tensor& t, Gen&& gen) {
   T* p = t.data<T>();
@@ -324,26 +359,9 @@ Expected<Feeds> make_feeds(const Session& session, const InputOptions& options) 
   };
   std::map<std::string, Shape> shapes;
   for (const std::string& spec : options.shapes) {
-    NXRT_ASSIGN_OR_RETURN(auto kv,
-                          split_spec(spec, "--shape", "NAME=D0,D1,... (NAME= for a scalar)"));
+    NXRT_ASSIGN_OR_RETURN(auto kv, parse_shape_option(spec));
     NXRT_RETURN_IF_ERROR(check_name(spec, "--shape", kv.first));
-    Shape shape;
-    std::string text = kv.second == "scalar" ? "" : kv.second;
-    size_t pos = 0;
-    while (pos < text.size()) {
-      size_t comma = text.find(',', pos);
-      std::string item =
-          text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-      char* end = nullptr;
-      long long dim = std::strtoll(item.c_str(), &end, 10);
-      if (item.empty() || *end != '\0' || dim < 0 || dim > (1LL << 40))
-        return invalid_argument("bad --shape '", spec,
-                                "': dims must be non-negative integers separated by commas");
-      shape.push_back(dim);
-      if (comma == std::string::npos) break;
-      pos = comma + 1;
-    }
-    shapes[kv.first] = shape;
+    shapes[kv.first] = kv.second;
   }
   std::map<std::string, double> fills;
   for (const std::string& spec : options.fills) {
@@ -362,11 +380,8 @@ Expected<Feeds> make_feeds(const Session& session, const InputOptions& options) 
 
   std::map<std::string, int64_t> dims;
   for (const std::string& spec : options.dims) {
-    NXRT_ASSIGN_OR_RETURN(auto kv, split_spec(spec, "--dim", "SYMBOL=SIZE"));
-    char* end = nullptr;
-    long long value = std::strtoll(kv.second.c_str(), &end, 10);
-    if (*end != '\0' || value < 0 || value > (1LL << 40))
-      return invalid_argument("bad --dim '", spec, "': size must be a non-negative integer");
+    NXRT_ASSIGN_OR_RETURN(auto kv, parse_dim_option(spec));
+    const int64_t value = kv.second;
     bool used = false;
     for (const auto& in : inputs)
       for (const ir::Dim& d : tensor_type_of(in.type).dims) used |= d.param == kv.first;

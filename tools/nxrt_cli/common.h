@@ -34,6 +34,10 @@ Status check_model_file(const std::string& path);
 Expected<std::unique_ptr<Session>> load_session(const std::string& path,
                                                 const SessionConfig& config);
 
+// "NAME=1,3,224,224" (--shape) and "SYMBOL=SIZE" (--dim), checked.
+Expected<std::pair<std::string, Shape>> parse_shape_option(const std::string& spec);
+Expected<std::pair<std::string, int64_t>> parse_dim_option(const std::string& spec);
+
 // Feeds for every input of `session`: the given .npy files, random values for the rest.
 Expected<Feeds> make_feeds(const Session& session, const InputOptions& options);
 

@@ -80,6 +80,14 @@ int main(int argc, char** argv) {
   info_cmd->add_flag("--plan", info.plan,
                      "Also plan the model (all graph passes) and print its steps: op, node, "
                      "execution provider, input and output values");
+  info_cmd->add_flag("--shapes", info.shapes,
+                     "Also infer every value's shape from the inputs' declared shapes (numbers, "
+                     "symbols such as 'batch', or ? where only a run can tell)");
+  info_cmd->add_option("-d,--dim", info.dims,
+                       "With --shapes: give a symbolic input dimension a size, SYMBOL=SIZE "
+                       "(repeatable)");
+  info_cmd->add_option("-s,--shape", info.input_shapes,
+                       "With --shapes: an input's shape, NAME=D0,D1,... (repeatable)");
 
   nxrt::cli::TokenizeArgs tok;
   CLI::App* tok_cmd = app.add_subcommand(

@@ -9,6 +9,8 @@ namespace nxrt::optimizer {
 Status inline_functions_pass(ir::Graph& graph, PassContext& ctx);
 // Identity, and Dropout that cannot be in training mode: readers take the input instead.
 Status eliminate_identity(ir::Graph& graph, PassContext& ctx);
+// Shape and Size of values whose dimensions are all numbers: int64 initializers.
+Status fold_shapes(ir::Graph& graph, PassContext& ctx);
 // Nodes whose inputs are all constants: run once, their outputs become initializers.
 Status fold_constants(ir::Graph& graph, PassContext& ctx);
 // BatchNormalization after a Conv with constant weights: folded into W and B.
