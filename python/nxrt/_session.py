@@ -268,31 +268,6 @@ class ModelMetadata:
         self.custom_metadata_map = dict(meta["custom_metadata_map"])
 
 
-def _fix_dims(args, sizes):
-    """Sets the named dimensions of `args` (NodeArgs) that `sizes` fixes to their size;
-    returns {arg name: [(axis, dimension name, size)]} of those changed."""
-    fixed = {}
-    for arg in args:
-        for axis, dim in enumerate(arg.shape or ()):
-            if isinstance(dim, str) and dim in sizes:
-                arg.shape[axis] = sizes[dim]
-                fixed.setdefault(arg.name, []).append((axis, dim, sizes[dim]))
-    return fixed
-
-
-def _check_fixed_dims(fixed, feeds):
-    for name, code, data, _, shape in feeds:
-        if name not in fixed or code in (0, -1):  # none and sequences have no shape
-            continue
-        dims = list(shape) if data is None else list(data.shape)
-        wrong = [f"dimension {axis} ('{dim}') is fixed to {size}"
-                 for axis, dim, size in fixed[name] if axis < len(dims) and dims[axis] != size]
-        if wrong:
-            raise ort_error("InvalidArgument",
-                            f"input '{name}' has shape {dims}, but {', '.join(wrong)} by "
-                            f"SessionOptions.add_free_dimension_override_by_name")
-
-
 def _convert_python_feeds(session, input_feed):
     """input_feed with Python lists (and scalars) turned into arrays of each input's
     declared element type, as onnxruntime does: [[1, 2]] for an int32 input is int32, not
@@ -371,10 +346,6 @@ class InferenceSession:
         self._inputs = [NodeArg(n, *t) for n, t in self._sess.inputs()]
         self._outputs = [NodeArg(n, *t) for n, t in self._sess.outputs()]
         self._overridable = [NodeArg(n, *t) for n, t in self._sess.overridable_initializers()]
-        # add_free_dimension_override_by_name: the fixed sizes show in the shapes, and runs
-        # check them (input name -> [(axis, dimension name, size)]).
-        self._fixed_dims = _fix_dims(self._inputs + self._overridable, so._free_dimensions)
-        _fix_dims(self._outputs, so._free_dimensions)
         self._input_names = [i.name for i in self._inputs]
         self._sequence_inputs = frozenset(
             i.name for i in self._inputs if i.type.startswith(("seq(", "optional(seq(")))
@@ -428,10 +399,9 @@ class InferenceSession:
         return dict(added)
 
     def _run_native(self, names, feeds, flag, bound=None, as_values=False):
-        """The native run of every run method: checks the fixed dimensions and adds the
-        initializers of add_initializer."""
-        if self._fixed_dims:
-            _check_fixed_dims(self._fixed_dims, feeds)
+        """The native run of every run method: adds the initializers of add_initializer.
+        (Dimensions fixed by add_free_dimension_override_by_name are declared sizes in the
+        native session, which checks feeds against them.)"""
         if self._added_initializers:
             fed = {f[0] for f in feeds}
             feeds = list(feeds) + [(n, v.element_type(), v._native_tensor(), None, None)

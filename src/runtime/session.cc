@@ -19,7 +19,8 @@ namespace nxrt {
 namespace {
 
 // Fixes the named symbolic dims of the main graph's inputs and outputs (sessions check
-// feeds against declared numbers, so the passes may rely on them).
+// feeds against declared numbers, so the passes may rely on them). The name stays beside
+// the size (a decoded dim never has both), for the error message of a wrong feed.
 void apply_free_dimension_overrides(ir::Graph& graph, const std::map<std::string, int64_t>& sizes) {
   if (sizes.empty()) return;
   for (auto* values : {&graph.inputs, &graph.outputs})
@@ -29,7 +30,6 @@ void apply_free_dimension_overrides(ir::Graph& graph, const std::map<std::string
       for (ir::Dim& d : t.dims)
         if (auto it = d.param.empty() ? sizes.end() : sizes.find(d.param); it != sizes.end()) {
           d.value = it->second;
-          d.param.clear();
         }
     }
 }
@@ -265,7 +265,10 @@ Status Session::check_feed(size_t index, const Value& fed) const {
   std::string bad;
   for (size_t d = 0; d < dims.size(); ++d)
     if (dims[d].value >= 0 && dims[d].value != value.shape()[d])
-      bad += str_cat(" index: ", d, " Got: ", value.shape()[d], " Expected: ", dims[d].value);
+      bad += str_cat(" index: ", d, " Got: ", value.shape()[d], " Expected: ", dims[d].value,
+                     dims[d].param.empty() ? ""
+                                           : " (dimension '" + dims[d].param +
+                                                 "', fixed by a free dimension override)");
   if (!bad.empty())
     return invalid_argument("Got invalid dimensions for input: ", info.name,
                             " for the following indices\n", bad,

@@ -318,7 +318,9 @@ def test_free_dimension_override_by_name_fixes_and_checks_the_dimension():
     so = nxrt.SessionOptions()
     so.add_free_dimension_override_by_name("batch", 2)
     s = _session(nxrt, so)
-    with pytest.raises(nxrt.InvalidArgument, match=r"dimension 0 \('batch'\) is fixed to 2"):
+    with pytest.raises(nxrt.InvalidArgument,
+                       match=r"index: 0 Got: 3 Expected: 2 \(dimension 'batch', fixed by a "
+                             r"free dimension override\)"):
         s(np.ones((3, 3), np.float32))  # the call API checks too
     binding = s.io_binding()
     binding.bind_cpu_input("x", np.ones((5, 3), np.float32))
