@@ -1,10 +1,12 @@
 #include "genai/bpe_model.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <string>
 
 #include "genai/byte_level.h"
+#include "genai/utf8.h"
 
 namespace nxrt::genai {
 namespace {
@@ -27,6 +29,15 @@ BpeModel::BpeModel(StringMap<int32_t> vocab, int32_t vocab_size, Options options
     ch.clear();
     append_byte_level(std::string_view(&byte, 1), ch);
     if (auto it = vocab_.find(ch); it != vocab_.end()) byte_symbol_[b] = it->second;
+  }
+  fallback_id_.fill(kNoSymbol);
+  if (options_.byte_fallback) {
+    char name[8];
+    for (int b = 0; b < 256; ++b) {
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      if (auto it = vocab_.find(std::string_view(name)); it != vocab_.end())
+        fallback_id_[b] = it->second;
+    }
   }
 }
 
@@ -76,11 +87,45 @@ void BpeModel::encode_piece(std::string_view bytes, std::vector<int32_t>& ids) c
     if (auto it = vocab_.find(token); it != vocab_.end()) return ids.push_back(it->second);
   }
 
-  std::vector<int32_t> syms(n), next(n), prev(n);
+  std::vector<int32_t> syms(n);
+  for (size_t i = 0; i < n; ++i) syms[i] = byte_symbol_[static_cast<unsigned char>(bytes[i])];
+  merge_and_emit(syms, ids);
+}
+
+void BpeModel::encode_chars(std::string_view piece, std::vector<int32_t>& ids) const {
+  if (piece.empty()) return;
+  if (options_.ignore_merges)
+    if (auto it = vocab_.find(piece); it != vocab_.end()) return ids.push_back(it->second);
+  std::vector<int32_t> syms;
+  syms.reserve(piece.size());
+  for (size_t pos = 0; pos < piece.size();) {
+    const auto lead = static_cast<unsigned char>(piece[pos]);
+    size_t len = lead < 0x80 ? 1 : utf8_lead(lead).length;
+    if (len == 0 || pos + len > piece.size()) len = 1;  // a stray byte stands alone
+    const std::string_view ch = piece.substr(pos, len);
+    pos += len;
+    if (auto it = vocab_.find(ch); it != vocab_.end()) {
+      syms.push_back(it->second);
+      continue;
+    }
+    bool all_bytes = options_.byte_fallback;
+    for (char c : ch) all_bytes = all_bytes && fallback_id_[static_cast<unsigned char>(c)] >= 0;
+    if (all_bytes) {
+      for (char c : ch) syms.push_back(fallback_id_[static_cast<unsigned char>(c)]);
+    } else if (!(options_.fuse_unk && !syms.empty() && syms.back() == kNoSymbol)) {
+      syms.push_back(kNoSymbol);
+    }
+  }
+  merge_and_emit(syms, ids);
+}
+
+void BpeModel::merge_and_emit(std::vector<int32_t>& syms, std::vector<int32_t>& ids) const {
+  const size_t n = syms.size();
+  if (n == 0) return;
+  std::vector<int32_t> next(n), prev(n);
   using Candidate = std::pair<int32_t, int32_t>;  // (rank, left position): min-heap order
   std::vector<Candidate> heap;
   for (size_t i = 0; i < n; ++i) {
-    syms[i] = byte_symbol_[static_cast<unsigned char>(bytes[i])];
     next[i] = i + 1 < n ? int32_t(i + 1) : -1;
     prev[i] = int32_t(i) - 1;
   }

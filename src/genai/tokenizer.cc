@@ -71,7 +71,10 @@ Tokenizer::Tokenizer(TokenizerParts parts)
       special_(tokens_.size(), 0),
       bpe_(std::move(parts.bpe)),
       pre_tokenizer_(std::move(parts.pre_tokenizer)),
-      nfc_(parts.nfc),
+      normalizer_(std::move(parts.normalizer)),
+      char_level_(parts.char_level),
+      metaspace_(std::move(parts.metaspace)),
+      strip_leading_spaces_(parts.char_level ? parts.char_decoder.strip_leading_spaces : 0),
       prefix_ids_(std::move(parts.prefix_ids)),
       suffix_ids_(std::move(parts.suffix_ids)),
       bos_id_(parts.bos_id),
@@ -90,6 +93,14 @@ Tokenizer::Tokenizer(TokenizerParts parts)
   bytes_.resize(tokens_.size());
   for (size_t id = 0; id < tokens_.size(); ++id) {
     if (!present_[id]) continue;
+    if (char_level_) {
+      bytes_[id] = literal[id] ? tokens_[id] : decode_char_token(tokens_[id], parts.char_decoder);
+      if (!literal[id] && !parts.char_decoder.first_token_drops.empty()) {
+        if (first_bytes_.empty()) first_bytes_.resize(tokens_.size());
+        first_bytes_[id] = decode_char_token(tokens_[id], parts.char_decoder, /*first=*/true);
+      }
+      continue;
+    }
     std::optional<std::string> bytes;
     if (!literal[id]) bytes = byte_level_bytes(tokens_[id]);
     bytes_[id] = bytes ? std::move(*bytes) : tokens_[id];
@@ -105,23 +116,41 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
   size_t pos = 0;
   if (!added_.empty()) {
     while (auto match = added_.find(text, pos)) {
-      encode_plain(text.substr(pos, match->begin - pos), cache, ids);
+      encode_plain(text.substr(pos, match->begin - pos), pos == 0, cache, ids);
       ids.push_back(match->id);
       pos = match->end;
     }
   }
-  encode_plain(text.substr(pos), cache, ids);
+  encode_plain(text.substr(pos), pos == 0, cache, ids);
   if (add_special_tokens) ids.insert(ids.end(), suffix_ids_.begin(), suffix_ids_.end());
   return ids;
 }
 
-void Tokenizer::encode_plain(std::string_view text, WordCache& cache,
+void Tokenizer::encode_plain(std::string_view text, bool starts_text, WordCache& cache,
                              std::vector<int32_t>& ids) const {
   if (text.empty()) return;
   std::string normalized;
-  if (nfc_) {
-    normalized = nfc(text);
+  if (!normalizer_.empty()) {
+    normalized = apply_edits(text, normalizer_);
     text = normalized;
+  }
+  if (char_level_) {
+    std::vector<std::string> pieces;
+    if (metaspace_)
+      metaspace_split(text, *metaspace_, starts_text, pieces);
+    else if (!text.empty())
+      pieces.emplace_back(text);
+    for (const std::string& piece : pieces) {
+      if (auto it = cache.find(piece); it != cache.end()) {
+        ids.insert(ids.end(), it->second.begin(), it->second.end());
+        continue;
+      }
+      const size_t first = ids.size();
+      bpe_->encode_chars(piece, ids);
+      if (cache.size() >= kWordCacheLimit) cache.clear();
+      cache.emplace(piece, std::vector<int32_t>(ids.begin() + first, ids.end()));
+    }
+    return;
   }
   DecodedText decoded;
   decode_utf8_lenient(text, decoded);
@@ -155,14 +184,34 @@ Expected<std::string_view> Tokenizer::token_bytes(int32_t id, bool skip_special_
   return std::string_view(bytes_[id]);
 }
 
+Expected<std::string_view> Tokenizer::first_token_bytes(int32_t id, bool skip_special_tokens,
+                                                        bool* counted) const {
+  NXRT_ASSIGN_OR_RETURN(std::string_view b, token_bytes(id, skip_special_tokens));
+  *counted = !(skip_special_tokens && special_[id]);
+  if (*counted && !first_bytes_.empty() && !special_[id]) return std::string_view(first_bytes_[id]);
+  return b;
+}
+
 Expected<std::string> Tokenizer::decode(std::span<const int32_t> ids,
                                         bool skip_special_tokens) const {
   std::string bytes;
+  bool first = true;
   for (int32_t id : ids) {
-    NXRT_ASSIGN_OR_RETURN(std::string_view b, token_bytes(id, skip_special_tokens));
+    std::string_view b;
+    if (first) {
+      bool counted = false;
+      NXRT_ASSIGN_OR_RETURN(b, first_token_bytes(id, skip_special_tokens, &counted));
+      first = !counted;
+    } else {
+      NXRT_ASSIGN_OR_RETURN(b, token_bytes(id, skip_special_tokens));
+    }
     bytes.append(b);
   }
-  return utf8_replace_invalid(bytes);
+  std::string text = utf8_replace_invalid(bytes);
+  size_t strip = 0;
+  while (strip < size_t(strip_leading_spaces_) && strip < text.size() && text[strip] == ' ')
+    ++strip;
+  return text.substr(strip);
 }
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
@@ -176,8 +225,25 @@ std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
 }
 
 Expected<std::string> StreamDecoder::add(int32_t id) {
-  NXRT_ASSIGN_OR_RETURN(std::string_view bytes, tokenizer_->token_bytes(id, skip_special_tokens_));
-  return utf8_.push(bytes);
+  std::string_view bytes;
+  if (first_) {
+    bool counted = false;
+    NXRT_ASSIGN_OR_RETURN(bytes, tokenizer_->first_token_bytes(id, skip_special_tokens_, &counted));
+    first_ = !counted;
+  } else {
+    NXRT_ASSIGN_OR_RETURN(bytes, tokenizer_->token_bytes(id, skip_special_tokens_));
+  }
+  std::string text = utf8_.push(bytes);
+  size_t strip = 0;
+  while (strip_ > 0 && strip < text.size()) {
+    if (text[strip] != ' ') {
+      strip_ = 0;
+      break;
+    }
+    ++strip;
+    --strip_;
+  }
+  return strip ? text.substr(strip) : text;
 }
 
 }  // namespace nxrt::genai

@@ -1,14 +1,21 @@
-// Byte-level BPE tokenizer read from a Hugging Face tokenizer.json: the C++ port of
+// BPE tokenizer read from a Hugging Face tokenizer.json: the C++ port of
 // nxrt.genai.tokenizer (python/nxrt/genai/tokenizer.py), giving the same ids as it and as
-// Hugging Face tokenizers for what it supports:
+// Hugging Face tokenizers for what it supports. Two families:
+// byte-level BPE (GPT-2, SmolLM, Llama 3, Qwen)
 //   model        BPE (merges as "a b" strings or [a, b] pairs, ignore_merges, unk_token)
 //   normalizer   none or NFC
 //   pre-tokenizer a Sequence of Digits and Split (the GPT-2, Llama 3 and Qwen2 patterns,
 //                behavior Isolated) ending with ByteLevel (add_prefix_space, use_regex)
+//   decoder      ByteLevel
+// SentencePiece-style BPE (Llama 2, Mistral, TinyLlama; metaspace.h)
+//   model        BPE over characters, byte_fallback, unk_token, fuse_unk
+//   normalizer   Sequence of NFC, Prepend and Replace (String patterns)
+//   pre-tokenizer none, or Metaspace (replacement, prepend_scheme, split)
+//   decoder      Sequence of Replace, ByteFallback, Fuse and Strip (leading), or Metaspace
+// and for both:
 //   added tokens special or not, matched before pre-tokenization, longest first
 //                ("normalized" is ignored, as by the Python port)
 //   post-processor TemplateProcessing (BOS/EOS around a single sequence), ByteLevel
-//   decoder      ByteLevel
 // Anything else (Unigram, WordPiece, other normalizers or patterns, lstrip/rstrip added
 // tokens, byte fallback) is refused with an error naming it, never tokenized differently.
 #pragma once
@@ -25,6 +32,7 @@
 #include "core/status.h"
 #include "genai/added_tokens.h"
 #include "genai/bpe_model.h"
+#include "genai/metaspace.h"
 #include "genai/pre_tokenizer.h"
 #include "genai/utf8.h"
 
@@ -39,8 +47,11 @@ struct TokenizerParts {
   std::vector<std::pair<std::string, int32_t>> added;  // added tokens in file order
   std::vector<int32_t> special_ids;                    // added tokens marked special
   std::unique_ptr<BpeModel> bpe;
-  PreTokenizerSpec pre_tokenizer;
-  bool nfc = false;
+  PreTokenizerSpec pre_tokenizer;  // byte-level models
+  std::vector<TextEdit> normalizer;
+  bool char_level = false;                 // SentencePiece style: the three below apply
+  std::optional<MetaspaceSpec> metaspace;  // none: each text segment is one piece
+  CharDecoderSpec char_decoder;
   std::vector<int32_t> prefix_ids, suffix_ids;  // what add_special_tokens puts around
   std::optional<int32_t> bos_id, eos_id;        // from tokenizer_config.json
 };
@@ -69,6 +80,10 @@ class Tokenizer {
                                bool skip_special_tokens = false) const;
   // The bytes one id stands for ("" for a special token when skipping them).
   Expected<std::string_view> token_bytes(int32_t id, bool skip_special_tokens = false) const;
+  // The same for the first token of a decoded text (a Metaspace decoder drops its "▁"
+  // there); `counted` is set false for a skipped special token, which is not first.
+  Expected<std::string_view> first_token_bytes(int32_t id, bool skip_special_tokens,
+                                               bool* counted) const;
 
   // Vocabulary strings are in byte-level form ("Ġthe"), added tokens as written.
   std::optional<int32_t> token_to_id(std::string_view token) const;
@@ -76,18 +91,26 @@ class Tokenizer {
   int32_t vocab_size() const { return int32_t(tokens_.size()); }
   std::optional<int32_t> bos_id() const { return bos_id_; }
   std::optional<int32_t> eos_id() const { return eos_id_; }
+  // Spaces decode drops from the start of a text (SentencePiece's leading "▁").
+  int strip_leading_spaces() const { return strip_leading_spaces_; }
 
  private:
   using WordCache = StringMap<std::vector<int32_t>>;
-  void encode_plain(std::string_view text, WordCache& cache, std::vector<int32_t>& ids) const;
+  // `starts_text`: the segment begins the text (Metaspace's prepend_scheme "first").
+  void encode_plain(std::string_view text, bool starts_text, WordCache& cache,
+                    std::vector<int32_t>& ids) const;
 
   std::vector<std::string> tokens_;
-  std::vector<std::string> bytes_;  // per id: what decode writes
+  std::vector<std::string> bytes_;        // per id: what decode writes
+  std::vector<std::string> first_bytes_;  // per id as a first token, where that differs
   std::vector<uint8_t> present_, special_;
   std::unique_ptr<BpeModel> bpe_;
   PreTokenizer pre_tokenizer_;
   AddedTokenMatcher added_;
-  bool nfc_;
+  std::vector<TextEdit> normalizer_;
+  bool char_level_;
+  std::optional<MetaspaceSpec> metaspace_;
+  int strip_leading_spaces_;
   std::vector<int32_t> prefix_ids_, suffix_ids_;
   std::optional<int32_t> bos_id_, eos_id_;
 
@@ -103,7 +126,9 @@ class Tokenizer {
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false)
-      : tokenizer_(&tokenizer), skip_special_tokens_(skip_special_tokens) {}
+      : tokenizer_(&tokenizer),
+        skip_special_tokens_(skip_special_tokens),
+        strip_(tokenizer.strip_leading_spaces()) {}
 
   Expected<std::string> add(int32_t id);
   std::string flush() { return utf8_.finish(); }
@@ -111,6 +136,8 @@ class StreamDecoder {
  private:
   const Tokenizer* tokenizer_;
   bool skip_special_tokens_;
+  int strip_;  // leading spaces still to drop
+  bool first_ = true;
   Utf8Stream utf8_;
 };
 

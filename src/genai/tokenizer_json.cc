@@ -38,11 +38,9 @@ Status check_model(const Json& model) {
     return unsupported("unsupported model type: 'model' has neither a 'type' nor 'merges'");
   if (kind != "BPE")
     return unsupported("unsupported model type '", kind,
-                       "' in 'model.type' (only byte-level BPE is supported)");
+                       "' in 'model.type' (only BPE is supported)");
   if (json::truthy(member(model, "dropout")))
     return unsupported("BPE dropout ('model.dropout') is not supported");
-  if (json::truthy(member(model, "byte_fallback")))
-    return unsupported("BPE byte_fallback ('model.byte_fallback') is not supported");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (json::truthy(member(model, key)))
       return unsupported("BPE ", key, " ('model.", key, "') is not supported");
@@ -145,30 +143,130 @@ Status read_merges(const Json& model, BpeModel& bpe) {
 
 // ---- normalizer, pre-tokenizer, decoder ---------------------------------------------
 
-// true for NFC, false for none.
-Expected<bool> read_normalizer(const Json& spec) {
+// A Replace step's {"String": "x"} pattern (a Regex is refused).
+Expected<std::string> replace_pattern(const Json& step, const std::string& path) {
+  const Json* pattern = member(step, "pattern");
+  const Json* literal = pattern != nullptr ? member(*pattern, "String") : nullptr;
+  if (literal == nullptr || !literal->is_string())
+    return unsupported("unsupported Replace pattern at '", path,
+                       "' (only {\"String\": ...} patterns are supported)");
+  return literal->get<std::string>();
+}
+
+// The normalizer's steps: NFC, Prepend and Replace, alone or in a Sequence.
+Expected<std::vector<TextEdit>> read_normalizer(const Json& spec) {
+  std::vector<TextEdit> edits;
   const Json* normalizer = member(spec, "normalizer");
-  if (normalizer == nullptr) return false;
+  if (normalizer == nullptr) return edits;
+  std::vector<std::pair<const Json*, std::string>> steps;
   NXRT_ASSIGN_OR_RETURN(std::string kind, type_of(*normalizer, "normalizer"));
-  if (kind == "NFC") return true;
   if (kind == "Sequence") {
-    // Empty, or NFC steps only (NFC twice is NFC once).
-    const Json* steps = member(*normalizer, "normalizers");
-    if (steps != nullptr && !steps->is_array())
+    const Json* list = member(*normalizer, "normalizers");
+    if (list != nullptr && !list->is_array())
       return invalid_argument("'normalizer.normalizers' must be a list");
-    bool all_nfc = true;
-    std::string names;
-    for (size_t k = 0; steps != nullptr && k < steps->size(); ++k) {
-      NXRT_ASSIGN_OR_RETURN(std::string step,
-                            type_of((*steps)[k], path_of("normalizer.normalizers", k)));
-      all_nfc = all_nfc && step == "NFC";
-      names += (k ? ", " : "") + step;
-    }
-    if (all_nfc) return !names.empty();  // an empty Sequence normalizes nothing
-    kind = "Sequence[" + names + "]";
+    for (size_t k = 0; list != nullptr && k < list->size(); ++k)
+      steps.emplace_back(&(*list)[k], path_of("normalizer.normalizers", k));
+  } else {
+    steps.emplace_back(normalizer, "normalizer");
   }
-  return unsupported("unsupported normalizer '", kind, "'",
-                     " in 'normalizer' (none or NFC are supported)");
+  for (const auto& [step, path] : steps) {
+    NXRT_ASSIGN_OR_RETURN(std::string type, type_of(*step, path));
+    TextEdit edit;
+    if (type == "NFC") {
+      edit.kind = TextEdit::Kind::kNfc;
+    } else if (type == "Prepend") {
+      edit.kind = TextEdit::Kind::kPrepend;
+      NXRT_ASSIGN_OR_RETURN(std::optional<std::string> text,
+                            json::read_string(*step, "prepend", path));
+      edit.to = text.value_or("");
+    } else if (type == "Replace") {
+      edit.kind = TextEdit::Kind::kReplace;
+      NXRT_ASSIGN_OR_RETURN(edit.from, replace_pattern(*step, path));
+      NXRT_ASSIGN_OR_RETURN(std::optional<std::string> content,
+                            json::read_string(*step, "content", path));
+      edit.to = content.value_or("");
+    } else {
+      return unsupported("unsupported normalizer '", type, "' at '", path,
+                         "' (NFC, Prepend and Replace are supported)");
+    }
+    edits.push_back(std::move(edit));
+  }
+  return edits;
+}
+
+// prepend_scheme ("always", "first", "never"), or the older add_prefix_space.
+Expected<MetaspaceSpec::Prepend> read_prepend_scheme(const Json& step, const std::string& path) {
+  NXRT_ASSIGN_OR_RETURN(std::optional<std::string> scheme,
+                        json::read_string(step, "prepend_scheme", path));
+  if (!scheme) {
+    NXRT_ASSIGN_OR_RETURN(bool add, json::read_bool(step, "add_prefix_space", path, true));
+    return add ? MetaspaceSpec::Prepend::kAlways : MetaspaceSpec::Prepend::kNever;
+  }
+  if (*scheme == "always") return MetaspaceSpec::Prepend::kAlways;
+  if (*scheme == "first") return MetaspaceSpec::Prepend::kFirst;
+  if (*scheme == "never") return MetaspaceSpec::Prepend::kNever;
+  return invalid_argument("'", path, ".prepend_scheme' is '", *scheme,
+                          "' (always, first or never)");
+}
+
+Expected<MetaspaceSpec> read_metaspace(const Json& step, const std::string& path) {
+  MetaspaceSpec out;
+  NXRT_ASSIGN_OR_RETURN(std::optional<std::string> replacement,
+                        json::read_string(step, "replacement", path));
+  if (replacement) out.replacement = *replacement;
+  NXRT_ASSIGN_OR_RETURN(out.prepend, read_prepend_scheme(step, path));
+  NXRT_ASSIGN_OR_RETURN(out.split, json::read_bool(step, "split", path, true));
+  return out;
+}
+
+// The decoder of a SentencePiece-style tokenizer.
+Expected<CharDecoderSpec> read_char_decoder(const Json& spec) {
+  CharDecoderSpec out;
+  const Json* decoder = member(spec, "decoder");
+  if (decoder == nullptr) return out;
+  std::vector<std::pair<const Json*, std::string>> steps;
+  NXRT_ASSIGN_OR_RETURN(std::string kind, type_of(*decoder, "decoder"));
+  if (kind == "Sequence") {
+    const Json* list = member(*decoder, "decoders");
+    if (list == nullptr || !list->is_array())
+      return invalid_argument("'decoder.decoders' must be a list");
+    for (size_t k = 0; k < list->size(); ++k)
+      steps.emplace_back(&(*list)[k], path_of("decoder.decoders", k));
+  } else {
+    steps.emplace_back(decoder, "decoder");
+  }
+  for (const auto& [step, path] : steps) {
+    NXRT_ASSIGN_OR_RETURN(std::string type, type_of(*step, path));
+    if (type == "Replace") {
+      NXRT_ASSIGN_OR_RETURN(std::string from, replace_pattern(*step, path));
+      NXRT_ASSIGN_OR_RETURN(std::optional<std::string> content,
+                            json::read_string(*step, "content", path));
+      out.replacements.emplace_back(std::move(from), content.value_or(""));
+    } else if (type == "ByteFallback") {
+      out.byte_fallback = true;
+    } else if (type == "Fuse") {
+      // Joining the tokens is what decoding does anyway.
+    } else if (type == "Strip") {
+      NXRT_ASSIGN_OR_RETURN(std::optional<std::string> content,
+                            json::read_string(*step, "content", path));
+      const Json* start = member(*step, "start");
+      const Json* stop = member(*step, "stop");
+      if (content.value_or(" ") != " " || (stop != nullptr && *stop != 0) ||
+          (start != nullptr && !start->is_number_unsigned()))
+        return unsupported("unsupported Strip decoder at '", path,
+                           "' (only leading spaces are supported)");
+      out.strip_leading_spaces += start != nullptr ? start->get<int>() : 0;
+    } else if (type == "Metaspace") {
+      NXRT_ASSIGN_OR_RETURN(MetaspaceSpec m, read_metaspace(*step, path));
+      out.replacements.emplace_back(m.replacement, " ");
+      if (m.prepend != MetaspaceSpec::Prepend::kNever) out.first_token_drops = m.replacement;
+    } else {
+      return unsupported("unsupported decoder '", type, "' at '", path,
+                         "' for a SentencePiece-style tokenizer (Replace, ByteFallback, Fuse, "
+                         "Strip and Metaspace are supported)");
+    }
+  }
+  return out;
 }
 
 // "Sequence[Digits, ByteLevel]" for messages.
@@ -400,9 +498,25 @@ Expected<TokenizerParts> parse_tokenizer_json(std::string_view text,
   NXRT_RETURN_IF_ERROR(check_model(*model));
 
   TokenizerParts parts;
-  NXRT_ASSIGN_OR_RETURN(parts.nfc, read_normalizer(spec));
-  NXRT_ASSIGN_OR_RETURN(parts.pre_tokenizer, read_pre_tokenizer(spec));
-  NXRT_RETURN_IF_ERROR(check_decoder(spec));
+  NXRT_ASSIGN_OR_RETURN(parts.normalizer, read_normalizer(spec));
+  // No pre-tokenizer or a Metaspace one, and no ByteLevel decoder: SentencePiece style.
+  const Json* pre = member(spec, "pre_tokenizer");
+  const Json* decoder = member(spec, "decoder");
+  const Json* decoder_type = decoder != nullptr ? member(*decoder, "type") : nullptr;
+  const bool byte_level_decoder = decoder_type != nullptr && *decoder_type == "ByteLevel";
+  const Json* pre_type = pre != nullptr ? member(*pre, "type") : nullptr;
+  parts.char_level =
+      !byte_level_decoder && (pre == nullptr || (pre_type != nullptr && *pre_type == "Metaspace"));
+  if (parts.char_level) {
+    if (pre != nullptr) {
+      NXRT_ASSIGN_OR_RETURN(MetaspaceSpec m, read_metaspace(*pre, "pre_tokenizer"));
+      parts.metaspace = std::move(m);
+    }
+    NXRT_ASSIGN_OR_RETURN(parts.char_decoder, read_char_decoder(spec));
+  } else {
+    NXRT_ASSIGN_OR_RETURN(parts.pre_tokenizer, read_pre_tokenizer(spec));
+    NXRT_RETURN_IF_ERROR(check_decoder(spec));
+  }
 
   const Json* added_tokens = member(spec, "added_tokens");
   if (added_tokens != nullptr && !added_tokens->is_array())
@@ -422,6 +536,13 @@ Expected<TokenizerParts> parse_tokenizer_json(std::string_view text,
     if (auto it = vocab.find(*unk); it != vocab.end()) options.unk_id = it->second;
   NXRT_ASSIGN_OR_RETURN(options.ignore_merges,
                         json::read_bool(*model, "ignore_merges", "model", false));
+  NXRT_ASSIGN_OR_RETURN(options.byte_fallback,
+                        json::read_bool(*model, "byte_fallback", "model", false));
+  NXRT_ASSIGN_OR_RETURN(options.fuse_unk, json::read_bool(*model, "fuse_unk", "model", false));
+  if (options.byte_fallback && !parts.char_level)
+    return unsupported(
+        "BPE byte_fallback ('model.byte_fallback') with a ByteLevel "
+        "pre-tokenizer or decoder is not supported");
   const auto vocab_size = int32_t(parts.tokens.size());
   parts.bpe = std::make_unique<BpeModel>(std::move(vocab), vocab_size, options);
   NXRT_RETURN_IF_ERROR(read_merges(*model, *parts.bpe));
