@@ -23,6 +23,7 @@ void bind_value(nb::module_& m);
 void bind_shapes(nb::module_& m);
 #ifdef NXRT_WITH_GENAI
 void bind_chat_template(nb::module_& m);
+void bind_tokenizer(nb::module_& m);
 #endif
 }  // namespace nxrt::py
 
@@ -50,5 +51,6 @@ NB_MODULE(_nxrt, m) {
   nxrt::py::bind_shapes(m);
 #ifdef NXRT_WITH_GENAI
   nxrt::py::bind_chat_template(m);
+  nxrt::py::bind_tokenizer(m);
 #endif
 }

@@ -114,3 +114,22 @@ def test_short_texts_and_special_tokens(spm, tmp_path, text):
         for skip in (False, True):
             assert _decode(path, theirs, tmp_path, skip) == ref.decode(
                 theirs, skip_special_tokens=skip), (text, special, skip)
+
+
+def test_python_tokenizer_uses_the_cpp_one_for_these_files(spm):
+    # nxrt.genai (the Python engine) reads these files through the C++ tokenizer.
+    from nxrt.genai.tokenizer import NativeTokenizer, Tokenizer
+    path, ref = spm
+    tok = Tokenizer.from_file(path)
+    assert isinstance(tok, NativeTokenizer)
+    text = TEXT[:5000]
+    ids = tok.encode(text, add_special_tokens=True)
+    assert ids == ref.encode(text, add_special_tokens=True).ids
+    assert tok.decode(ids) == ref.decode(ids, skip_special_tokens=False)
+    assert tok.vocab_size == ref.get_vocab_size()
+    assert tok.token_to_id("<s>") == ref.token_to_id("<s>") and tok.id_to_token(3) == "<0x00>"
+    # Streaming one id at a time gives decode's text, never a broken character.
+    stream = tok.stream_decoder(skip_special_tokens=True)
+    pieces = [stream.add(i) for i in ids] + [stream.flush()]
+    assert "".join(pieces) == ref.decode(ids, skip_special_tokens=True)
+    assert all("\ufffd" not in p for p in pieces)

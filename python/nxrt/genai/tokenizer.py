@@ -292,6 +292,8 @@ class Tokenizer:
         bos/eos and add_bos_token/add_eos_token)."""
         with open(path, encoding="utf-8") as f:
             spec = json.load(f)
+        if _sentencepiece_style(spec):
+            return NativeTokenizer(path)
         config_path = os.path.join(os.path.dirname(os.path.abspath(path)),
                                    "tokenizer_config.json")
         config = {}
@@ -460,6 +462,58 @@ class Tokenizer:
 
     def stream_decoder(self, skip_special_tokens=False):
         return StreamDecoder(self, skip_special_tokens)
+
+
+def _sentencepiece_style(spec):
+    """True for SentencePiece-style BPE files (Llama 2, Mistral, TinyLlama): no ByteLevel
+    decoder, and no pre-tokenizer or a Metaspace one (the C++ port's rule)."""
+    decoder = spec.get("decoder") or {}
+    pre = spec.get("pre_tokenizer")
+    return decoder.get("type") != "ByteLevel" and (pre is None or pre.get("type") == "Metaspace")
+
+
+class NativeTokenizer:
+    """The C++ tokenizer (src/genai/tokenizer.h) behind Tokenizer's interface, for the
+    SentencePiece-style files only it reads. Errors are ValueError, as Tokenizer's."""
+
+    def __init__(self, path):
+        from nxrt import _nxrt
+
+        if not hasattr(_nxrt, "CppTokenizer"):
+            raise ValueError(f"{path}: SentencePiece-style tokenizers need nxrt's C++ "
+                             "text-generation library, which this build lacks (it is built "
+                             "when nlohmann-json is installed)")
+        self._impl = _nxrt.CppTokenizer.from_file(os.fspath(path))
+
+    @property
+    def vocab_size(self):
+        return self._impl.vocab_size
+
+    @property
+    def bos_token_id(self):
+        return self._impl.bos_token_id
+
+    @property
+    def eos_token_id(self):
+        return self._impl.eos_token_id
+
+    def id_to_token(self, token_id):
+        return self._impl.id_to_token(int(token_id))
+
+    def token_to_id(self, token):
+        return self._impl.token_to_id(token)
+
+    def encode(self, text, add_special_tokens=False):
+        return self._impl.encode(text, add_special_tokens)
+
+    def decode(self, ids, skip_special_tokens=False):
+        return self._impl.decode([int(i) for i in ids], skip_special_tokens)
+
+    def token_bytes(self, token_id, skip_special_tokens=False):
+        return self._impl.token_bytes(int(token_id), skip_special_tokens)
+
+    def stream_decoder(self, skip_special_tokens=False):
+        return self._impl.stream_decoder(skip_special_tokens)
 
 
 def _token_bytes(tok, is_added):
