@@ -7,7 +7,12 @@ Replace(" ", "▁"), no pre-tokenizer, decoder Replace/ByteFallback/Fuse/Strip) 
 Metaspace form (pre-tokenizer and decoder Metaspace, prepend_scheme "first"). The vocabulary
 gets the 256 "<0xAB>" byte tokens, and the alphabet is kept small so that most Chinese,
 Japanese, Korean, Hindi and emoji characters are not in it: they take the byte fallback.
-Text: test_genai_tokenizer.py's 100,000 multilingual characters with special tokens."""
+Text: test_genai_tokenizer.py's 100,000 multilingual characters with special tokens.
+
+A GGUF file's SentencePiece vocabulary (tokenizer.ggml.model "llama": pieces and scores, no
+merges) is written as such a tokenizer.json by nxrt.genai's converter; that file must give
+the ids of the `sentencepiece` library itself, on a model it trains with Llama 2's
+settings."""
 
 import json
 import os
@@ -133,3 +138,55 @@ def test_python_tokenizer_uses_the_cpp_one_for_these_files(spm):
     pieces = [stream.add(i) for i in ids] + [stream.flush()]
     assert "".join(pieces) == ref.decode(ids, skip_special_tokens=True)
     assert all("\ufffd" not in p for p in pieces)
+
+
+# ---- a GGUF file's SentencePiece vocabulary ("llama": pieces, scores, token types) ------
+
+@pytest.fixture(scope="module")
+def sentencepiece_model(tmp_path_factory):
+    """A SentencePiece BPE model trained on the text with Llama 2's settings (identity
+    normalization, a dummy prefix, white space kept, byte fallback), and the metadata a
+    GGUF file holds for it."""
+    spm_lib = pytest.importorskip("sentencepiece")
+    folder = tmp_path_factory.mktemp("spm")
+    corpus = folder / "corpus.txt"
+    corpus.write_text(TEXT, encoding="utf-8")
+    spm_lib.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(folder / "m"), model_type="bpe", vocab_size=1500, hard_vocab_limit=False,
+        byte_fallback=True, character_coverage=0.98, normalization_rule_name="identity",
+        add_dummy_prefix=True, remove_extra_whitespaces=False, split_digits=True,
+        allow_whitespace_only_pieces=True, max_sentence_length=1 << 16, minloglevel=2,
+        unk_id=0, bos_id=1, eos_id=2, pad_id=-1)
+    sp = spm_lib.SentencePieceProcessor(model_file=str(folder / "m.model"))
+    n = sp.get_piece_size()
+    types = [2 if sp.is_unknown(i) else 3 if sp.is_control(i) else 6 if sp.is_byte(i)
+             else 5 if sp.is_unused(i) else 1 for i in range(n)]
+    metadata = {"tokenizer.ggml.model": "llama",
+                "tokenizer.ggml.tokens": [sp.id_to_piece(i) for i in range(n)],
+                "tokenizer.ggml.scores": [sp.get_score(i) for i in range(n)],
+                "tokenizer.ggml.token_type": types,
+                "tokenizer.ggml.unknown_token_id": 0, "tokenizer.ggml.bos_token_id": 1,
+                "tokenizer.ggml.eos_token_id": 2, "tokenizer.ggml.add_bos_token": True}
+    return sp, metadata
+
+
+def test_gguf_sentencepiece_vocabulary_tokenizes_as_sentencepiece(sentencepiece_model,
+                                                                  tmp_path):
+    from nxrt.genai.tokenizer import Tokenizer, write_tokenizer_files
+    sp, metadata = sentencepiece_model
+    json_path, _ = write_tokenizer_files(metadata, tmp_path / "folder")
+    # The whole text but its blank lines (newlines are characters like any other here).
+    text = "\n".join(line for line in TEXT.split("\n") if line.strip())
+    theirs = sp.encode(text)
+    ours = _encode(json_path, text, tmp_path)
+    first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b),
+                 min(len(ours), len(theirs)))
+    assert ours == theirs, (f"first difference at token {first}: ours {ours[first:first + 8]}, "
+                            f"theirs {theirs[first:first + 8]} "
+                            f"({sp.decode(theirs[max(0, first - 4):first + 4])!r})")
+    assert sum(sp.is_byte(i) for i in theirs) > 100, "the byte fallback is not exercised"
+    assert _decode(json_path, ours, tmp_path) == sp.decode(theirs)
+    # BOS first with add_special_tokens; the Python tokenizer reads the file through C++.
+    tok = Tokenizer.from_file(json_path)
+    assert tok.encode("Hello world", add_special_tokens=True) == [1] + sp.encode("Hello world")
+    assert tok.bos_token_id == 1 and tok.eos_token_id == 2

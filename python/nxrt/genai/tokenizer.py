@@ -578,7 +578,8 @@ def _check_gguf_model(metadata):
     model = metadata.get("tokenizer.ggml.model")
     if model != "gpt2":
         raise ValueError(f"GGUF tokenizer model '{model}' is not supported (only 'gpt2', "
-                         "byte-level BPE)")
+                         "byte-level BPE, here; 'llama' SentencePiece vocabularies are written "
+                         "as tokenizer.json for the C++ tokenizer)")
     if "tokenizer.ggml.tokens" not in metadata:
         raise ValueError("GGUF metadata has no 'tokenizer.ggml.tokens'")
 
@@ -729,9 +730,87 @@ def _json_post_processor_spec(tokens, prefix, suffix):
                                                template]}
 
 
+def _sentencepiece_merges(tokens, scores):
+    """BPE merges equivalent to a SentencePiece vocabulary's scores, as Hugging Face
+    derives them: every split of a piece into two pieces, pieces with higher scores first
+    (pairs of one piece ordered by the ids of their halves)."""
+    vocab = {}
+    for i, t in enumerate(tokens):
+        vocab.setdefault(t, i)
+    merges = []
+    for piece, i in vocab.items():
+        local = [(piece[:k], piece[k:]) for k in range(1, len(piece))
+                 if piece[:k] in vocab and piece[k:] in vocab]
+        local.sort(key=lambda m: (vocab[m[0]], vocab[m[1]]))
+        merges.extend((left, right, scores[i]) for left, right in local)
+    merges.sort(key=lambda m: m[2], reverse=True)  # stable: ties keep the order above
+    return [[left, right] for left, right, _ in merges]
+
+
+def _sentencepiece_files(metadata):
+    """tokenizer.json for a GGUF "llama" (SentencePiece) vocabulary: BPE over characters
+    with byte fallback and the merges its scores imply, spaces as "▁" with one prepended
+    (add_space_prefix), in the form Hugging Face writes for Llama 2."""
+    tokens = metadata.get("tokenizer.ggml.tokens")
+    scores = metadata.get("tokenizer.ggml.scores")
+    if not tokens or scores is None or len(scores) != len(tokens):
+        raise ValueError("GGUF SentencePiece vocabulary needs 'tokenizer.ggml.tokens' and as "
+                         "many 'tokenizer.ggml.scores'")
+    types = metadata.get("tokenizer.ggml.token_type") or [TOKEN_NORMAL] * len(tokens)
+    vocab = {}
+    for i, t in enumerate(tokens):
+        vocab.setdefault(t, i)
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": ty == TOKEN_CONTROL}
+             for i, (t, ty) in enumerate(zip(tokens, types))
+             if ty in (TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_UNKNOWN) and t
+             and vocab.get(t) == i]
+    unk = metadata.get("tokenizer.ggml.unknown_token_id")
+    bos = metadata.get("tokenizer.ggml.bos_token_id")
+    eos = metadata.get("tokenizer.ggml.eos_token_id")
+    prefix = [bos] if bos is not None and metadata.get("tokenizer.ggml.add_bos_token", True) \
+        else []
+    suffix = [eos] if eos is not None and metadata.get("tokenizer.ggml.add_eos_token", False) \
+        else []
+    space_prefix = bool(metadata.get("tokenizer.ggml.add_space_prefix", True))
+    meta = "\u2581"
+    replace_space = {"type": "Replace", "pattern": {"String": " "}, "content": meta}
+    decoder = [{"type": "Replace", "pattern": {"String": meta}, "content": " "},
+               {"type": "ByteFallback"}, {"type": "Fuse"}]
+    if space_prefix:
+        decoder.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
+    post = _json_post_processor_spec(tokens, prefix, suffix)
+    if post.get("type") == "Sequence":  # the template alone: no ByteLevel step here
+        post = post["processors"][-1]
+    spec = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": {"type": "Sequence", "normalizers":
+                       ([{"type": "Prepend", "prepend": meta}] if space_prefix else [])
+                       + [replace_space]},
+        "pre_tokenizer": None,
+        "post_processor": None if post.get("type") == "ByteLevel" else post,
+        "decoder": {"type": "Sequence", "decoders": decoder},
+        "model": {"type": "BPE", "dropout": None,
+                  "unk_token": tokens[unk] if unk is not None and 0 <= unk < len(tokens)
+                  else None,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                  "vocab": vocab, "merges": _sentencepiece_merges(tokens, scores)},
+    }
+    config = _tokenizer_config(metadata, tokens, added)
+    config["tokenizer_class"] = "LlamaTokenizerFast"
+    return spec, config
+
+
 def write_tokenizer_files(metadata, directory):
     """Writes tokenizer.json and tokenizer_config.json for a GGUF file's tokenizer into
     `directory` (created if missing); returns their paths."""
+    if metadata.get("tokenizer.ggml.model") == "llama":
+        spec, config = _sentencepiece_files(metadata)
+        return _write_json_files(directory, spec, config)
     tok = Tokenizer.from_gguf_metadata(metadata)  # validates what the files will describe
     tokens = metadata["tokenizer.ggml.tokens"]
     types = metadata.get("tokenizer.ggml.token_type") or [TOKEN_NORMAL] * len(tokens)
@@ -760,6 +839,10 @@ def write_tokenizer_files(metadata, directory):
                   "ignore_merges": tok._ignore_merges, "vocab": vocab, "merges": merges},
     }
     config = _tokenizer_config(metadata, tokens, added)
+    return _write_json_files(directory, spec, config)
+
+
+def _write_json_files(directory, spec, config):
     os.makedirs(directory, exist_ok=True)
     paths = (os.path.join(directory, "tokenizer.json"),
              os.path.join(directory, "tokenizer_config.json"))
