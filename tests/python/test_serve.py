@@ -223,6 +223,31 @@ def test_n_choices_each_a_generation(client):
     assert greedy.usage.prompt_tokens == one.usage.prompt_tokens
 
 
+def test_streamed_n_choices_interleave_and_equal_their_twins(client):
+    """n choices streamed: every chunk names its choice, each choice gets the role first and
+    one finish chunk, and joined they are the non-streamed choices (seeded seed + i)."""
+    kw = dict(model="smollm2", messages=QUESTION, max_tokens=16, temperature=1.0, seed=5, n=3)
+    whole = client.chat.completions.create(**kw)
+    pieces, finish, roles, usage = {}, {}, {}, None
+    for chunk in client.chat.completions.create(stream=True,
+                                                stream_options={"include_usage": True}, **kw):
+        if chunk.usage:
+            usage = chunk.usage
+        for c in chunk.choices:
+            if c.delta.role:
+                assert c.index not in pieces, "the role comes in the choice's first chunk"
+                roles[c.index] = c.delta.role
+            pieces.setdefault(c.index, []).append(c.delta.content or "")
+            if c.finish_reason:
+                assert c.index not in finish
+                finish[c.index] = c.finish_reason
+    assert sorted(pieces) == [0, 1, 2] and set(roles.values()) == {"assistant"}
+    assert ["".join(pieces[i]) for i in range(3)] == [c.message.content for c in whole.choices]
+    assert [finish[i] for i in range(3)] == [c.finish_reason for c in whole.choices]
+    assert usage.completion_tokens == whole.usage.completion_tokens
+    assert usage.prompt_tokens == whole.usage.prompt_tokens
+
+
 def test_json_object_output_always_parses(client):
     """response_format json_object: constrained decoding keeps every token a continuation
     of one JSON object and stops when it closes, so the reply parses, greedy or sampled."""
@@ -299,7 +324,6 @@ def _error(server, method, path, body=None, key=KEY, raw=None):
     ({"messages": QUESTION, "max_tokens": 0}, "max_tokens"),
     ({"messages": QUESTION, "n": 0}, "n"),
     ({"messages": QUESTION, "n": 17}, "n"),
-    ({"messages": QUESTION, "n": 2, "stream": True}, "n"),
     ({"messages": QUESTION, "stop": [1, 2]}, "stop"),
     ({"messages": QUESTION, "response_format": {"type": "json_schema"}}, "response_format"),
     ({"messages": QUESTION, "response_format": "json"}, "response_format"),

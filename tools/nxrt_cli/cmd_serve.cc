@@ -65,6 +65,8 @@ class Server {
   bool authorized(const httplib::Request& req, httplib::Response& res);
   void answer_error(httplib::Response& res, const ApiError& e);
   void completions(const httplib::Request& req, httplib::Response& res, bool chat);
+  // Streams the request's choices as server-sent events.
+  void stream_choices(const ApiRequest& r, const ResponseId& id, httplib::DataSink& out);
   // Runs one request on the engine (waiting for its turn); `sink` gets text pieces.
   // A request past its deadline ends with finish_reason kTimedOut.
   Expected<genai::Generation> generate(const ApiRequest& r, const genai::TextSink& sink);
@@ -294,30 +296,69 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
     return;
   }
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream", [this, r, id](size_t, httplib::DataSink& out) {
-        bool first = true;
-        auto send = [&](const std::string& event) { return out.write(event.data(), event.size()); };
-        auto result = generate(*r, [&](std::string_view piece) {
-          const bool ok = send(chunk_event(id, piece, nullptr, first));
-          first = false;
-          return ok;
-        });
-        if (!result) {
-          ApiError e;
-          e.message = result.status().message();
-          send("data: " + e.body() + "\n\n");
-        } else if (result->finish_reason == kTimedOut) {
-          send("data: " + timeout_error(*result).body() + "\n\n");
-        } else if (result->finish_reason != "cancelled") {
-          if (first) send(chunk_event(id, "", nullptr, true));
-          send(chunk_event(id, "", result->finish_reason.c_str(), false));
-          if (r->include_usage) send(usage_event(id, result->stats));
-          send("data: [DONE]\n\n");
-        }
-        out.done();
-        return true;
-      });
+  res.set_chunked_content_provider("text/event-stream",
+                                   [this, r, id](size_t, httplib::DataSink& out) {
+                                     stream_choices(*r, id, out);
+                                     out.done();
+                                     return true;
+                                   });
+}
+
+void Server::stream_choices(const ApiRequest& r, const ResponseId& id, httplib::DataSink& out) {
+  // The n choices generate at once (each its own thread, joining the batch or taking
+  // turns); their chunks interleave, each naming its choice's index, one write at a time.
+  std::mutex write_mutex;
+  bool client_gone = false;
+  auto send = [&](const std::string& event) {
+    std::lock_guard<std::mutex> lock(write_mutex);
+    if (!client_gone && !out.write(event.data(), event.size())) client_gone = true;
+    return !client_gone;
+  };
+  const size_t n = size_t(r.n);
+  std::vector<std::optional<Expected<genai::Generation>>> results(n);
+  std::vector<char> started(n, 0);  // a chunk (with the chat role) went out
+  auto run_choice = [&](size_t i) {
+    ApiRequest choice = r;
+    if (choice.sampling.seed) *choice.sampling.seed += uint64_t(i);  // distinct, reproducible
+    results[i] = generate(choice, [&, i](std::string_view piece) {
+      const bool ok = send(chunk_event(id, piece, nullptr, !started[i], i));
+      started[i] = 1;
+      return ok;
+    });
+  };
+  if (n == 1) {
+    run_choice(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < n; ++i) threads.emplace_back(run_choice, i);
+    for (std::thread& t : threads) t.join();
+  }
+  genai::GenerationStats usage;
+  for (size_t i = 0; i < n; ++i) {
+    Expected<genai::Generation>& result = *results[i];
+    if (!result.ok()) {
+      ApiError e;
+      e.message = result.status().message();
+      send("data: " + e.body() + "\n\n");
+      return;
+    }
+    if (result->finish_reason == kTimedOut) {
+      send("data: " + timeout_error(*result).body() + "\n\n");
+      return;
+    }
+    if (result->finish_reason == "cancelled") return;  // the client went away
+    if (i == 0) {
+      usage.prompt_tokens = result->stats.prompt_tokens;
+      usage.cached_prompt_tokens = result->stats.cached_prompt_tokens;
+    }
+    usage.completion_tokens += result->stats.completion_tokens;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!started[i]) send(chunk_event(id, "", nullptr, true, i));
+    send(chunk_event(id, "", results[i]->value().finish_reason.c_str(), false, i));
+  }
+  if (r.include_usage) send(usage_event(id, usage));
+  send("data: [DONE]\n\n");
 }
 
 void Server::routes() {

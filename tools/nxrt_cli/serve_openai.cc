@@ -159,8 +159,6 @@ std::optional<ApiError> parse_request(std::string_view text, bool chat, int64_t 
     if (s.logprobs && r.stream)
       return bad("'logprobs' with 'stream': true is not supported by nxrt serve yet", "logprobs");
   }
-  if (r.n > 1 && r.stream)
-    return bad("'n' above 1 with 'stream': true is not supported by nxrt serve yet", "n");
   if (auto it = body.find("top_logprobs"); it != body.end() && !it->is_null() && !s.logprobs)
     return bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
   // Not built yet: refused rather than ignored, so no client gets a silently different answer.
@@ -311,9 +309,9 @@ std::string response_body(const ResponseId& id, std::span<const genai::Generatio
 }
 
 std::string chunk_event(const ResponseId& id, std::string_view piece, const char* finish_reason,
-                        bool first) {
+                        bool first, size_t index) {
   OrderedJson body = envelope(id, true);
-  OrderedJson choice = {{"index", 0}};
+  OrderedJson choice = {{"index", index}};
   if (id.chat) {
     OrderedJson delta = OrderedJson::object();
     if (first) delta["role"] = "assistant";

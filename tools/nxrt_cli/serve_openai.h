@@ -61,9 +61,9 @@ constexpr int64_t kMaxChoices = 16;
 std::string response_body(const ResponseId& id, std::span<const genai::Generation> results,
                           const genai::Tokenizer& tokenizer);
 // One streamed chunk as an SSE event ("data: {...}\n\n"): a text piece, or with a
-// finish reason the closing chunk; `first` adds the chat role.
+// finish reason the closing chunk; `first` adds the chat role; `index` is the choice's.
 std::string chunk_event(const ResponseId& id, std::string_view piece, const char* finish_reason,
-                        bool first);
+                        bool first, size_t index = 0);
 // The usage-only chunk of stream_options.include_usage.
 std::string usage_event(const ResponseId& id, const genai::GenerationStats& stats);
 
