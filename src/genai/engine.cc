@@ -187,11 +187,13 @@ Expected<Generation> Engine::generate(std::string_view prompt, const SamplingOpt
 }
 
 Expected<Generation> Engine::generate(std::span<const int32_t> prompt_ids,
-                                      const SamplingOptions& options, const TextSink& sink) {
+                                      const SamplingOptions& options, const TextSink& sink,
+                                      const LogprobSink& logprob_sink) {
   NXRT_ASSIGN_OR_RETURN(
       std::unique_ptr<Sequence> seq,
       Sequence::create(*tokenizer_, config_,
                        std::vector<int32_t>(prompt_ids.begin(), prompt_ids.end()), options, sink));
+  seq->on_logprobs(logprob_sink);
   Feeds& f = *single_;
   NXRT_RETURN_IF_ERROR(reserve(f, seq->capacity()));
   // Whatever happens below changes the cache; it is known again once the sequence ends.

@@ -66,6 +66,17 @@ struct Generation {
 // string); returning false stops generation (finish_reason "cancelled").
 using TextSink = std::function<bool(std::string_view piece)>;
 
+// With SamplingOptions::logprobs, called right before each text piece goes to the
+// TextSink, with the tokens picked since the previous piece (what the piece's text comes
+// from; an EOS or stop token that is not text is left out): ids, log-probabilities and
+// the top alternatives (empty unless top_logprobs). The spans are valid during the call.
+struct TokenLogprobs {
+  std::span<const int32_t> ids;
+  std::span<const float> logprobs;
+  std::span<const std::vector<std::pair<int32_t, float>>> top;
+};
+using LogprobSink = std::function<void(const TokenLogprobs& tokens)>;
+
 class Sequence;
 
 class Engine {
@@ -81,7 +92,7 @@ class Engine {
   Expected<Generation> generate(std::string_view prompt, const SamplingOptions& options,
                                 const TextSink& sink = {});
   Expected<Generation> generate(std::span<const int32_t> prompt_ids, const SamplingOptions& options,
-                                const TextSink& sink = {});
+                                const TextSink& sink = {}, const LogprobSink& logprob_sink = {});
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ModelConfig& config() const { return config_; }

@@ -66,8 +66,20 @@ int64_t Sequence::capacity() const {
   return std::min<int64_t>(context_length_, int64_t(prompt_.size()) + options_.max_tokens);
 }
 
-bool Sequence::emit(std::string_view piece) {
+bool Sequence::emit(std::string_view piece, size_t text_tokens) {
   result_.text += piece;
+  const size_t upto = std::min(text_tokens, result_.logprobs.size());
+  if (logprob_sink_ && upto > reported_tokens_) {
+    const size_t n = upto - reported_tokens_;
+    TokenLogprobs tokens;
+    tokens.ids = std::span<const int32_t>(result_.token_ids).subspan(reported_tokens_, n);
+    tokens.logprobs = std::span<const float>(result_.logprobs).subspan(reported_tokens_, n);
+    if (result_.top_logprobs.size() >= upto)
+      tokens.top = std::span<const std::vector<std::pair<int32_t, float>>>(result_.top_logprobs)
+                       .subspan(reported_tokens_, n);
+    logprob_sink_(tokens);
+    reported_tokens_ = upto;
+  }
   return !sink_ || piece.empty() || sink_(piece);
 }
 
@@ -99,7 +111,8 @@ Expected<bool> Sequence::advance(std::span<const float> logits, int64_t tokens) 
       result_.top_logprobs.emplace_back(pick.top.begin(), pick.top.end());
   }
   if (std::find(stop_ids_.begin(), stop_ids_.end(), pick.token) != stop_ids_.end()) {
-    emit(held_ + decoder_.flush());  // EOS or a stop token: its own text is not output
+    // EOS or a stop token: its own text is not output.
+    emit(held_ + decoder_.flush(), result_.token_ids.size() - 1);
     finish("stop", false);
     return true;
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -28,6 +29,8 @@ class Sequence {
                                                     std::vector<int32_t> prompt,
                                                     const SamplingOptions& options, TextSink sink);
 
+  // Receives each piece's tokens with their log-probabilities (SamplingOptions::logprobs).
+  void on_logprobs(LogprobSink sink) { logprob_sink_ = std::move(sink); }
   // Call when the prompt's run starts (the time to first token counts from here).
   void begin() { start_ = Clock::now(); }
   // After a run of `tokens` new tokens, with the last position's logits: picks the next
@@ -55,7 +58,9 @@ class Sequence {
   using Clock = std::chrono::steady_clock;
   Sequence(const Tokenizer& tokenizer, const ModelConfig& config, std::vector<int32_t> prompt,
            const SamplingOptions& options, TextSink sink);
-  bool emit(std::string_view piece);
+  // Gives out text; `text_tokens`: how many picked tokens it accounts for (all of them, or
+  // all but an EOS / stop token).
+  bool emit(std::string_view piece, size_t text_tokens = SIZE_MAX);
   // `last_token_is_text` false: the last token (EOS, a stop id) is not in the output.
   void finish(const char* reason, bool last_token_is_text = true);
 
@@ -63,6 +68,8 @@ class Sequence {
   std::vector<int32_t> prompt_;
   SamplingOptions options_;
   TextSink sink_;
+  LogprobSink logprob_sink_;
+  size_t reported_tokens_ = 0;  // tokens the logprob sink has had
   Sampler sampler_;
   StreamDecoder decoder_;
   std::vector<int32_t> stop_ids_;

@@ -273,6 +273,50 @@ def test_json_object_output_always_parses(client):
     assert streamed == greedy.choices[0].message.content
 
 
+def test_streamed_logprobs_equal_the_non_streamed_ones(client, folder):
+    """logprobs while streaming: each chunk carries its tokens' entries; joined, they are
+    the non-streamed response's, and their text is the streamed text. On the batched
+    server and on one whose requests take turns (--batch 1)."""
+    import openai
+    _check_streamed_logprobs(client)
+    serial = _Server(folder, "--batch", "1")
+    try:
+        _check_streamed_logprobs(openai.OpenAI(base_url=f"http://127.0.0.1:{serial.port}/v1",
+                                               api_key="none", max_retries=0))
+    finally:
+        serial.stop()
+
+
+def _check_streamed_logprobs(client):
+    kw = dict(model="smollm2", messages=QUESTION, max_tokens=24, temperature=0.8, seed=7,
+              logprobs=True, top_logprobs=2)
+    whole = client.chat.completions.create(**kw)
+    entries, text = [], []
+    for chunk in client.chat.completions.create(stream=True, **kw):
+        for c in chunk.choices:
+            text.append(c.delta.content or "")
+            if c.logprobs and c.logprobs.content:
+                entries.extend(c.logprobs.content)
+    want = whole.choices[0].logprobs.content
+    assert "".join(text) == whole.choices[0].message.content
+    assert [e.token for e in entries] == [e.token for e in want]
+    # The second request reuses the first one's prompt from the cache: the same tokens,
+    # log-probabilities equal up to the float rounding of the split prompt run.
+    assert max(abs(a.logprob - b.logprob) for a, b in zip(entries, want)) < 1e-3
+    assert all(len(e.top_logprobs) == 2 for e in entries)
+    # The legacy completions form: offsets run on across chunks.
+    prompt = "The capital of France is"
+    ckw = dict(model="smollm2", prompt=prompt, temperature=0, max_tokens=8, logprobs=1)
+    legacy = client.completions.create(**ckw).choices[0].logprobs
+    tokens, offsets = [], []
+    for chunk in client.completions.create(stream=True, **ckw):
+        for c in chunk.choices:
+            if c.logprobs:
+                tokens.extend(c.logprobs.tokens)
+                offsets.extend(c.logprobs.text_offset)
+    assert tokens == legacy.tokens and offsets == legacy.text_offset
+
+
 def test_completion_logprobs_in_the_legacy_form(client):
     r = client.completions.create(model="smollm2", prompt="The capital of France is",
                                   temperature=0, max_tokens=6, logprobs=2)
@@ -327,7 +371,6 @@ def _error(server, method, path, body=None, key=KEY, raw=None):
     ({"messages": QUESTION, "stop": [1, 2]}, "stop"),
     ({"messages": QUESTION, "response_format": {"type": "json_schema"}}, "response_format"),
     ({"messages": QUESTION, "response_format": "json"}, "response_format"),
-    ({"messages": QUESTION, "logprobs": True, "stream": True}, "logprobs"),
     ({"messages": QUESTION, "top_logprobs": 2}, "top_logprobs"),
     ({"messages": QUESTION, "logprobs": True, "top_logprobs": 21}, "top_logprobs"),
 ])

@@ -67,19 +67,22 @@ class Server {
   void completions(const httplib::Request& req, httplib::Response& res, bool chat);
   // Streams the request's choices as server-sent events.
   void stream_choices(const ApiRequest& r, const ResponseId& id, httplib::DataSink& out);
+  // Text pieces with, when the request asks for logprobs, those of the pieces' tokens
+  // (null: none); returning false stops the generation.
+  using PieceSink = std::function<bool(std::string_view piece, const OrderedJson* logprobs)>;
   // Runs one request on the engine (waiting for its turn); `sink` gets text pieces.
   // A request past its deadline ends with finish_reason kTimedOut.
-  Expected<genai::Generation> generate(const ApiRequest& r, const genai::TextSink& sink);
+  Expected<genai::Generation> generate(const ApiRequest& r, const PieceSink& sink);
   // The request's n choices, generated at once (each joins the batch; on the serial path
   // they take turns, the later ones reusing the first one's prompt in the cache).
   Expected<std::vector<genai::Generation>> generate_choices(const ApiRequest& r);
   Expected<genai::Generation> generate_serial(const std::vector<int32_t>& ids,
                                               const genai::SamplingOptions& options,
-                                              const genai::TextSink& sink,
+                                              const PieceSink& sink, bool chat,
                                               Clock::time_point deadline);
   Expected<genai::Generation> generate_batched(std::vector<int32_t> ids,
                                                const genai::SamplingOptions& options,
-                                               const genai::TextSink& sink,
+                                               const PieceSink& sink, bool chat,
                                                Clock::time_point deadline);
   ApiError timeout_error(const genai::Generation& result) const;
   size_t waiting() const { return batch_ ? batch_->waiting() : size_t(metrics_.queued.load()); }
@@ -112,7 +115,7 @@ bool Server::authorized(const httplib::Request& req, httplib::Response& res) {
   return false;
 }
 
-Expected<genai::Generation> Server::generate(const ApiRequest& r, const genai::TextSink& sink) {
+Expected<genai::Generation> Server::generate(const ApiRequest& r, const PieceSink& sink) {
   const Clock::time_point start = Clock::now();
   std::string prompt = r.prompt;
   if (r.chat) {
@@ -126,8 +129,8 @@ Expected<genai::Generation> Server::generate(const ApiRequest& r, const genai::T
   const int64_t room = limit - int64_t(ids.size());
   if (room >= 1) options.max_tokens = int(std::min<int64_t>(options.max_tokens, room));
   const Clock::time_point deadline = start + std::chrono::seconds(args_.request_timeout_s);
-  auto result = batch_ ? generate_batched(std::move(ids), options, sink, deadline)
-                       : generate_serial(ids, options, sink, deadline);
+  auto result = batch_ ? generate_batched(std::move(ids), options, sink, r.chat, deadline)
+                       : generate_serial(ids, options, sink, r.chat, deadline);
   if (result.ok() && result->finish_reason == kTimedOut) metrics_.timed_out += 1;
   if (result.ok()) {
     const genai::GenerationStats& s = result->stats;
@@ -167,7 +170,7 @@ Expected<std::vector<genai::Generation>> Server::generate_choices(const ApiReque
 
 Expected<genai::Generation> Server::generate_serial(const std::vector<int32_t>& ids,
                                                     const genai::SamplingOptions& options,
-                                                    const genai::TextSink& sink,
+                                                    const PieceSink& sink, bool chat,
                                                     Clock::time_point deadline) {
   metrics_.queued += 1;
   std::unique_lock<std::timed_mutex> lock(engine_mutex_, deadline);
@@ -179,23 +182,37 @@ Expected<genai::Generation> Server::generate_serial(const std::vector<int32_t>& 
   }
   metrics_.active += 1;
   bool timed_out = false;
-  auto result =
-      engine_->generate(std::span<const int32_t>(ids), options, [&](std::string_view piece) {
+  StreamLogprobs logprobs(chat, engine_->tokenizer());
+  genai::LogprobSink on_logprobs;
+  if (sink && options.logprobs)
+    on_logprobs = [&](const genai::TokenLogprobs& t) { logprobs.add(t); };
+  auto result = engine_->generate(
+      std::span<const int32_t>(ids), options,
+      [&](std::string_view piece) {
         if (Clock::now() > deadline) timed_out = true;
-        return !timed_out && !cancel_all_.load() && (!sink || sink(piece));
-      });
+        if (timed_out || cancel_all_.load()) return false;
+        if (!sink) return true;
+        OrderedJson lp = logprobs.take();
+        return sink(piece, lp.is_null() ? nullptr : &lp);
+      },
+      on_logprobs);
   metrics_.active -= 1;
   if (result.ok() && timed_out) result->finish_reason = kTimedOut;
+  if (result.ok() && sink && logprobs.pending()) {  // tokens of an empty last piece
+    OrderedJson lp = logprobs.take();
+    sink("", &lp);
+  }
   return result;
 }
 
 namespace {
 
-// Text pieces from the batch scheduler's thread to the request's thread.
+// Text pieces (with their tokens' logprobs, or null) from the batch scheduler's thread to
+// the request's thread.
 struct Relay {
   std::mutex mutex;
   std::condition_variable cv;
-  std::deque<std::string> pieces;
+  std::deque<std::pair<std::string, OrderedJson>> pieces;
   std::atomic<bool> cancelled{false};
 };
 
@@ -203,14 +220,16 @@ struct Relay {
 
 Expected<genai::Generation> Server::generate_batched(std::vector<int32_t> ids,
                                                      const genai::SamplingOptions& options,
-                                                     const genai::TextSink& sink,
+                                                     const PieceSink& sink, bool chat,
                                                      Clock::time_point deadline) {
   auto relay = std::make_shared<Relay>();
-  genai::TextSink to_relay = [relay, this](std::string_view piece) {
+  // Filled and emptied on the scheduler's thread only, until the job is done.
+  auto logprobs = std::make_shared<StreamLogprobs>(chat, engine_->tokenizer());
+  genai::TextSink to_relay = [relay, logprobs, this](std::string_view piece) {
     if (relay->cancelled.load() || cancel_all_.load()) return false;
     {
       std::lock_guard<std::mutex> lock(relay->mutex);
-      relay->pieces.emplace_back(piece);
+      relay->pieces.emplace_back(std::string(piece), logprobs->take());
     }
     relay->cv.notify_one();
     return true;
@@ -218,9 +237,11 @@ Expected<genai::Generation> Server::generate_batched(std::vector<int32_t> ids,
   NXRT_ASSIGN_OR_RETURN(std::unique_ptr<genai::Sequence> sequence,
                         genai::Sequence::create(engine_->tokenizer(), engine_->config(),
                                                 std::move(ids), options, std::move(to_relay)));
+  if (sink && options.logprobs)
+    sequence->on_logprobs([logprobs](const genai::TokenLogprobs& t) { logprobs->add(t); });
   NXRT_ASSIGN_OR_RETURN(std::shared_ptr<genai::BatchDecoder::Job> job,
                         batch_->submit(std::move(sequence)));
-  std::deque<std::string> got;
+  std::deque<std::pair<std::string, OrderedJson>> got;
   bool timed_out = false;
   while (true) {
     // Every piece is relayed before the job is marked done, so after seeing it done one
@@ -232,8 +253,9 @@ Expected<genai::Generation> Server::generate_batched(std::vector<int32_t> ids,
         relay->cv.wait_for(lock, std::chrono::milliseconds(20));
       got.swap(relay->pieces);
     }
-    for (const std::string& piece : got)
-      if (sink && !relay->cancelled.load() && !sink(piece)) relay->cancelled = true;
+    for (const auto& [piece, lp] : got)
+      if (sink && !relay->cancelled.load() && !sink(piece, lp.is_null() ? nullptr : &lp))
+        relay->cancelled = true;
     got.clear();
     if (finished) break;
     // Checked here, not in the relay sink, so a job still queued times out too: the
@@ -245,6 +267,10 @@ Expected<genai::Generation> Server::generate_batched(std::vector<int32_t> ids,
   }
   auto result = job->wait();
   if (result.ok() && timed_out) result->finish_reason = kTimedOut;
+  if (result.ok() && sink && logprobs->pending() && !relay->cancelled.load()) {
+    OrderedJson lp = logprobs->take();  // tokens of an empty last piece
+    sink("", &lp);
+  }
   return result;
 }
 
@@ -320,8 +346,8 @@ void Server::stream_choices(const ApiRequest& r, const ResponseId& id, httplib::
   auto run_choice = [&](size_t i) {
     ApiRequest choice = r;
     if (choice.sampling.seed) *choice.sampling.seed += uint64_t(i);  // distinct, reproducible
-    results[i] = generate(choice, [&, i](std::string_view piece) {
-      const bool ok = send(chunk_event(id, piece, nullptr, !started[i], i));
+    results[i] = generate(choice, [&, i](std::string_view piece, const OrderedJson* logprobs) {
+      const bool ok = send(chunk_event(id, piece, nullptr, !started[i], i, logprobs));
       started[i] = 1;
       return ok;
     });

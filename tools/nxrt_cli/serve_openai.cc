@@ -156,8 +156,6 @@ std::optional<ApiError> parse_request(std::string_view text, bool chat, int64_t 
       s.logprobs = true;
       s.top_logprobs = int(top);
     }
-    if (s.logprobs && r.stream)
-      return bad("'logprobs' with 'stream': true is not supported by nxrt serve yet", "logprobs");
   }
   if (auto it = body.find("top_logprobs"); it != body.end() && !it->is_null() && !s.logprobs)
     return bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
@@ -234,46 +232,69 @@ OrderedJson byte_list(std::string_view text) {
 }
 
 // The chat API's form: per token its text, bytes, log-probability and top alternatives.
-OrderedJson chat_logprobs(const genai::Generation& result, const genai::Tokenizer& tokenizer) {
-  OrderedJson content = OrderedJson::array();
-  for (size_t i = 0; i < result.text_tokens && i < result.logprobs.size(); ++i) {
-    const std::string text = token_text(tokenizer, result.token_ids[i]);
+void append_chat_entries(const genai::TokenLogprobs& t, const genai::Tokenizer& tokenizer,
+                         OrderedJson& content) {
+  for (size_t i = 0; i < t.ids.size() && i < t.logprobs.size(); ++i) {
+    const std::string text = token_text(tokenizer, t.ids[i]);
     OrderedJson top = OrderedJson::array();
-    if (i < result.top_logprobs.size())
-      for (const auto& [id, logprob] : result.top_logprobs[i]) {
+    if (i < t.top.size())
+      for (const auto& [id, logprob] : t.top[i]) {
         const std::string alt = token_text(tokenizer, id);
         top.push_back({{"token", alt}, {"logprob", logprob}, {"bytes", byte_list(alt)}});
       }
     content.push_back({{"token", text},
-                       {"logprob", result.logprobs[i]},
+                       {"logprob", t.logprobs[i]},
                        {"bytes", byte_list(text)},
                        {"top_logprobs", top}});
   }
+}
+
+// The completions API's (legacy) form: parallel lists and text offsets from `offset` on.
+void append_completion_lists(const genai::TokenLogprobs& t, const genai::Tokenizer& tokenizer,
+                             size_t& offset, OrderedJson& lists) {
+  for (size_t i = 0; i < t.ids.size() && i < t.logprobs.size(); ++i) {
+    const std::string text = token_text(tokenizer, t.ids[i]);
+    lists["tokens"].push_back(text);
+    lists["token_logprobs"].push_back(t.logprobs[i]);
+    lists["text_offset"].push_back(offset);
+    offset += text.size();
+    OrderedJson top = OrderedJson::object();
+    if (i < t.top.size())
+      for (const auto& [id, logprob] : t.top[i]) top[token_text(tokenizer, id)] = logprob;
+    lists["top_logprobs"].push_back(top);
+  }
+}
+
+OrderedJson empty_completion_lists() {
+  return {{"tokens", OrderedJson::array()},
+          {"token_logprobs", OrderedJson::array()},
+          {"top_logprobs", OrderedJson::array()},
+          {"text_offset", OrderedJson::array()}};
+}
+
+// A whole result's text tokens as TokenLogprobs.
+genai::TokenLogprobs text_token_logprobs(const genai::Generation& result) {
+  const size_t n = std::min(result.text_tokens, result.logprobs.size());
+  genai::TokenLogprobs t;
+  t.ids = std::span<const int32_t>(result.token_ids).first(n);
+  t.logprobs = std::span<const float>(result.logprobs).first(n);
+  t.top = std::span<const std::vector<std::pair<int32_t, float>>>(result.top_logprobs)
+              .first(std::min(n, result.top_logprobs.size()));
+  return t;
+}
+
+OrderedJson chat_logprobs(const genai::Generation& result, const genai::Tokenizer& tokenizer) {
+  OrderedJson content = OrderedJson::array();
+  append_chat_entries(text_token_logprobs(result), tokenizer, content);
   return {{"content", content}, {"refusal", nullptr}};
 }
 
-// The completions API's (legacy) form: parallel lists and text offsets.
 OrderedJson completion_logprobs(const genai::Generation& result,
                                 const genai::Tokenizer& tokenizer) {
-  OrderedJson tokens = OrderedJson::array(), logprobs = OrderedJson::array(),
-              tops = OrderedJson::array(), offsets = OrderedJson::array();
+  OrderedJson lists = empty_completion_lists();
   size_t offset = 0;
-  for (size_t i = 0; i < result.text_tokens && i < result.logprobs.size(); ++i) {
-    const std::string text = token_text(tokenizer, result.token_ids[i]);
-    tokens.push_back(text);
-    logprobs.push_back(result.logprobs[i]);
-    offsets.push_back(offset);
-    offset += text.size();
-    OrderedJson top = OrderedJson::object();
-    if (i < result.top_logprobs.size())
-      for (const auto& [id, logprob] : result.top_logprobs[i])
-        top[token_text(tokenizer, id)] = logprob;
-    tops.push_back(top);
-  }
-  return {{"tokens", tokens},
-          {"token_logprobs", logprobs},
-          {"top_logprobs", tops},
-          {"text_offset", offsets}};
+  append_completion_lists(text_token_logprobs(result), tokenizer, offset, lists);
+  return lists;
 }
 
 }  // namespace
@@ -308,8 +329,24 @@ std::string response_body(const ResponseId& id, std::span<const genai::Generatio
   return dump(body);
 }
 
+void StreamLogprobs::add(const genai::TokenLogprobs& tokens) {
+  if (pending_.is_null())
+    pending_ = chat_ ? OrderedJson{{"content", OrderedJson::array()}, {"refusal", nullptr}}
+                     : empty_completion_lists();
+  if (chat_)
+    append_chat_entries(tokens, *tokenizer_, pending_["content"]);
+  else
+    append_completion_lists(tokens, *tokenizer_, text_offset_, pending_);
+}
+
+OrderedJson StreamLogprobs::take() {
+  OrderedJson out;
+  out.swap(pending_);
+  return out;
+}
+
 std::string chunk_event(const ResponseId& id, std::string_view piece, const char* finish_reason,
-                        bool first, size_t index) {
+                        bool first, size_t index, const OrderedJson* logprobs) {
   OrderedJson body = envelope(id, true);
   OrderedJson choice = {{"index", index}};
   if (id.chat) {
@@ -320,7 +357,7 @@ std::string chunk_event(const ResponseId& id, std::string_view piece, const char
   } else {
     choice["text"] = std::string(piece);
   }
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = logprobs ? *logprobs : OrderedJson();
   choice["finish_reason"] = finish_reason ? OrderedJson(finish_reason) : OrderedJson();
   body["choices"] = OrderedJson::array({choice});
   return "data: " + dump(body) + "\n\n";

@@ -61,9 +61,29 @@ constexpr int64_t kMaxChoices = 16;
 std::string response_body(const ResponseId& id, std::span<const genai::Generation> results,
                           const genai::Tokenizer& tokenizer);
 // One streamed chunk as an SSE event ("data: {...}\n\n"): a text piece, or with a
-// finish reason the closing chunk; `first` adds the chat role; `index` is the choice's.
+// finish reason the closing chunk; `first` adds the chat role; `index` is the choice's;
+// `logprobs` (null: none) those of the piece's tokens, from StreamLogprobs.
 std::string chunk_event(const ResponseId& id, std::string_view piece, const char* finish_reason,
-                        bool first, size_t index = 0);
+                        bool first, size_t index = 0, const OrderedJson* logprobs = nullptr);
+
+// A streamed choice's logprobs, piece by piece, in the form of its API (chat: content
+// entries; completions: the legacy parallel lists with text offsets running on).
+class StreamLogprobs {
+ public:
+  StreamLogprobs(bool chat, const genai::Tokenizer& tokenizer)
+      : chat_(chat), tokenizer_(&tokenizer) {}
+  // Adds tokens to the pending part.
+  void add(const genai::TokenLogprobs& tokens);
+  bool pending() const { return !pending_.is_null(); }
+  // The pending part as a chunk's "logprobs" value; empties it.
+  OrderedJson take();
+
+ private:
+  bool chat_;
+  const genai::Tokenizer* tokenizer_;
+  OrderedJson pending_;
+  size_t text_offset_ = 0;
+};
 // The usage-only chunk of stream_options.include_usage.
 std::string usage_event(const ResponseId& id, const genai::GenerationStats& stats);
 
