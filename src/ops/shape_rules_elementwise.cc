@@ -13,18 +13,25 @@ std::optional<SymDim> combine(std::string_view op, const SymDim& a, const SymDim
   const bool both = a.known() && b.known();
   auto is = [](const SymDim& d, int64_t v) { return d.known() && d.value == v; };
   if (op == "Add") {
-    if (both) return SymDim::of(a.value + b.value);
+    if (both)
+      return checked_add(a.value, b.value) ? dim_or_unknown(checked_add(a.value, b.value))
+                                           : std::optional<SymDim>();
     if (is(a, 0)) return b;
     if (is(b, 0)) return a;
   } else if (op == "Sub") {
-    if (both) return SymDim::of(a.value - b.value);
+    if (both)
+      return checked_sub(a.value, b.value) ? dim_or_unknown(checked_sub(a.value, b.value))
+                                           : std::optional<SymDim>();
     if (is(b, 0)) return a;
   } else if (op == "Mul") {
-    if (both) return SymDim::of(a.value * b.value);
+    if (both)
+      return checked_mul(a.value, b.value) ? dim_or_unknown(checked_mul(a.value, b.value))
+                                           : std::optional<SymDim>();
     if (is(a, 1)) return b;
     if (is(b, 1)) return a;
   } else if (op == "Div") {
-    if (both && b.value != 0) return SymDim::of(a.value / b.value);
+    if (both && b.value != 0 && !(b.value == -1 && a.value == INT64_MIN))
+      return SymDim::of(a.value / b.value);
     if (is(b, 1)) return a;
   } else if (op == "Equal") {
     if (both) return SymDim::of(a.value == b.value ? 1 : 0);

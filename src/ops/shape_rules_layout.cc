@@ -32,7 +32,12 @@ void gather_strided(const std::vector<SymDim>& from, const std::vector<int64_t>&
   std::vector<int64_t> index(out_dims.size(), 0);
   for (int64_t k = 0; k < n; ++k) {
     int64_t offset = base;
-    for (size_t i = 0; i < index.size(); ++i) offset += index[i] * strides[i];
+    for (size_t i = 0; i < index.size(); ++i) {
+      std::optional<int64_t> step = checked_mul(index[i], strides[i]);
+      std::optional<int64_t> next = step ? checked_add(offset, *step) : std::nullopt;
+      if (!next) return;
+      offset = *next;
+    }
     if (offset < 0 || size_t(offset) >= from.size()) return;
     picked.push_back(from[size_t(offset)]);
     for (size_t i = index.size(); i-- > 0;) {
@@ -45,7 +50,7 @@ void gather_strided(const std::vector<SymDim>& from, const std::vector<int64_t>&
 
 // A dimension times a number: symbolic dims survive only a factor of 1.
 SymDim scaled(const SymDim& d, int64_t factor) {
-  if (d.known()) return SymDim::of(d.value * factor);
+  if (d.known()) return dim_or_unknown(checked_mul(d.value, factor));
   return factor == 1 ? d : SymDim{};
 }
 
@@ -75,9 +80,13 @@ struct DimProduct {
   bool unknown = false;
 
   void add(const SymDim& d) {
-    if (d.known())
-      known *= d.value;
-    else if (d.symbol.empty())
+    if (d.known()) {
+      std::optional<int64_t> p = checked_mul(known, d.value);
+      if (p)
+        known = *p;
+      else
+        unknown = true;
+    } else if (d.symbol.empty())
       unknown = true;
     else
       symbols.insert(d.symbol);
@@ -357,7 +366,11 @@ Status concat(InferContext& ctx) {
   bool unknown = false;
   for (const SymDim& d : along) {
     if (d.known()) {
-      sum += d.value;
+      std::optional<int64_t> s = checked_add(sum, d.value);
+      if (s)
+        sum = *s;
+      else
+        unknown = true;
     } else if (!d.symbol.empty() && !only_symbol) {
       only_symbol = &d;
     } else {
@@ -394,7 +407,7 @@ Status split(InferContext& ctx) {
     sizes = ctx.attrs().get_ints("split");
   } else if (in.dims[axis].known()) {
     const int64_t d = in.dims[axis].value;
-    const int64_t chunk = (d + int64_t(n) - 1) / int64_t(n);
+    const int64_t chunk = d / int64_t(n) + (d % int64_t(n) != 0);
     if (ctx.opset() < 18 && d % int64_t(n) != 0)
       return ctx.conflict("dimension ", d, " of axis ", axis, " does not split into ", n,
                           " equal parts");
@@ -476,11 +489,12 @@ Status slice(InferContext& ctx) {
     if (step > 0) {
       start = std::clamp(start, int64_t{0}, n);
       end = std::clamp(end, int64_t{0}, n);
-      count = end > start ? (end - start + step - 1) / step : 0;
+      count = end > start ? (end - start - 1) / step + 1 : 0;
     } else {
       start = std::clamp(start, int64_t{0}, n - 1);
       end = std::clamp(end, int64_t{-1}, n - 1);
-      count = start > end ? (start - end - step - 1) / -step : 0;
+      // In 128 bits: -step overflows for INT64_MIN.
+      count = start > end ? int64_t((__int128(start) - end - 1) / -__int128(step) + 1) : 0;
     }
     out.dims[i] = SymDim::of(count);
     picked[i] = {start, step, count};
@@ -496,8 +510,11 @@ Status slice(InferContext& ctx) {
       if (!sliced[i]) continue;
       auto [start, step, count] = picked[i];
       out_dims[i] = count;
-      out_strides[i] = step * strides[i];
-      base += start * strides[i];
+      std::optional<int64_t> stride = checked_mul(step, strides[i]);
+      std::optional<int64_t> offset = checked_mul(start, strides[i]);
+      if (!stride || !offset || !checked_add(base, *offset)) return Status();
+      out_strides[i] = *stride;
+      base += *offset;
     }
     gather_strided(*ctx.input(0).elements, out_dims, out_strides, base, ctx.output(0));
   }
@@ -587,12 +604,14 @@ Status pad(InferContext& ctx) {
   SymShape out = in;
   for (size_t k = 0; k < axes->size(); ++k) {
     NXRT_ASSIGN_OR_RETURN(size_t i, axis_index((*axes)[k], in.rank()));
-    const int64_t grow = (*pads)[k] + (*pads)[k + axes->size()];
+    const std::optional<int64_t> grow = checked_add((*pads)[k], (*pads)[k + axes->size()]);
     const SymDim& d = in.dims[i];
-    if (d.known() && d.value + grow < 0)
-      return ctx.conflict("pads ", grow, " on axis ", i, " of ", in.text(),
+    const std::optional<int64_t> size =
+        grow && d.known() ? checked_add(d.value, *grow) : std::nullopt;
+    if (size && *size < 0)
+      return ctx.conflict("pads ", *grow, " on axis ", i, " of ", in.text(),
                           " leave a negative size");
-    out.dims[i] = d.known() ? SymDim::of(d.value + grow) : grow == 0 ? d : SymDim{};
+    out.dims[i] = d.known() ? dim_or_unknown(size) : grow == 0 ? d : SymDim{};
   }
   ctx.set_shape(0, std::move(out));
   return Status();
@@ -609,11 +628,12 @@ Status range(InferContext& ctx) {
   const double count = std::max(0.0, std::ceil((l - s) / d));
   if (!(count < 1e15)) return ctx.conflict("the range holds ", count, " elements");
   ctx.set_shape(0, SymShape::of_ints(std::vector<int64_t>{int64_t(count)}));
+  if (!(std::fabs(s) < 9e18) || !(std::fabs(d) < 9e18)) return Status();
   std::optional<std::vector<int64_t>> is = ctx.ints(0);
   if (is && ctx.ints(2) && size_t(count) <= kMaxTrackedElements) {
     std::vector<SymDim> values;
     for (int64_t i = 0; i < int64_t(count); ++i)
-      values.push_back(SymDim::of(int64_t(s) + i * int64_t(d)));
+      values.push_back(dim_or_unknown(checked_add(int64_t(s), i * int64_t(d))));
     set_elements(ctx, std::move(values));
   }
   return Status();
@@ -624,6 +644,7 @@ Status depth_to_space(InferContext& ctx) {
   if (!in.rank_known) return Status();
   if (in.rank() != 4) return ctx.conflict("input ", in.text(), " is not 4-D");
   const int64_t b = ctx.attrs().get_int("blocksize", 0);
+  if (b <= 0 || b > (int64_t(1) << 31)) return ctx.conflict("blocksize ", b, " is out of range");
   NXRT_ASSIGN_OR_RETURN(SymDim c, divided(in.dims[1], b * b, "blocksize squared"));
   ctx.set_shape(0, SymShape::of({in.dims[0], c, scaled(in.dims[2], b), scaled(in.dims[3], b)}));
   return Status();
@@ -634,6 +655,7 @@ Status space_to_depth(InferContext& ctx) {
   if (!in.rank_known) return Status();
   if (in.rank() != 4) return ctx.conflict("input ", in.text(), " is not 4-D");
   const int64_t b = ctx.attrs().get_int("blocksize", 0);
+  if (b <= 0 || b > (int64_t(1) << 31)) return ctx.conflict("blocksize ", b, " is out of range");
   NXRT_ASSIGN_OR_RETURN(SymDim h, divided(in.dims[2], b, "blocksize"));
   NXRT_ASSIGN_OR_RETURN(SymDim w, divided(in.dims[3], b, "blocksize"));
   ctx.set_shape(0, SymShape::of({in.dims[0], scaled(in.dims[1], b * b), h, w}));
@@ -647,7 +669,8 @@ Status one_hot(InferContext& ctx) {
   NXRT_ASSIGN_OR_RETURN(size_t axis, axis_index(ctx.attrs().get_int("axis", -1), rank));
   SymDim depth;
   if (std::optional<std::vector<double>> d = ctx.numbers(1); d && d->size() == 1) {
-    if ((*d)[0] < 1) return ctx.conflict("depth ", (*d)[0], " is below 1");
+    if (!((*d)[0] >= 1)) return ctx.conflict("depth ", (*d)[0], " is below 1");
+    if (!((*d)[0] < 9e18)) return Status();
     depth = SymDim::of(int64_t((*d)[0]));
   }
   std::vector<SymDim> out = indices.dims;

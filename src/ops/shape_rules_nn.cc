@@ -1,6 +1,7 @@
 // Shape rules of the compute ops: products, convolutions, pooling, reductions, resizing,
 // recurrent and attention ops.
 #include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -46,17 +47,23 @@ Expected<SymDim> window_output(const SymDim& in, int64_t kernel, int64_t stride,
   if (kernel < 1 || stride < 1 || dilation < 1)
     return invalid_argument("kernel ", kernel, ", stride ", stride, " and dilation ", dilation,
                             " must be positive");
-  const int64_t span = (kernel - 1) * dilation + 1;
+  const std::optional<int64_t> spread = checked_mul(kernel - 1, dilation);
+  const std::optional<int64_t> window = spread ? checked_add(*spread, 1) : std::nullopt;
+  if (!window) return SymDim{};
+  const int64_t span = *window;
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     if (!in.known()) return stride == 1 ? in : SymDim{};
-    return SymDim::of((in.value + stride - 1) / stride);
+    return SymDim::of(in.value / stride + (in.value % stride != 0));
   }
   if (auto_pad == "VALID") pad_begin = pad_end = 0;
-  if (!in.known()) return stride == 1 && span - 1 == pad_begin + pad_end ? in : SymDim{};
-  const int64_t room = in.value + pad_begin + pad_end - span;
+  const std::optional<int64_t> pads = checked_add(pad_begin, pad_end);
+  if (!pads) return SymDim{};
+  if (!in.known()) return stride == 1 && span - 1 == *pads ? in : SymDim{};
+  const std::optional<int64_t> padded = checked_add(in.value, *pads);
+  if (!padded || !checked_add(in.value, pad_begin)) return SymDim{};
+  const int64_t room = *padded - span;
   if (room < 0)
-    return invalid_argument("a window of ", span, " does not fit the padded input of ",
-                            in.value + pad_begin + pad_end);
+    return invalid_argument("a window of ", span, " does not fit the padded input of ", *padded);
   int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
   // The last window must start inside the input or its leading padding.
   if (ceil_mode && (out - 1) * stride >= in.value + pad_begin) --out;
@@ -166,7 +173,7 @@ Status conv_transpose(InferContext& ctx) {
   const int64_t group = ctx.attrs().get_int("group", 1);
   SymShape out = SymShape::of_rank(x.rank());
   out.dims[0] = x.dims[0];
-  out.dims[1] = w.dims[1].known() ? SymDim::of(w.dims[1].value * group) : SymDim{};
+  out.dims[1] = w.dims[1].known() ? dim_or_unknown(checked_mul(w.dims[1].value, group)) : SymDim{};
   std::vector<int64_t> given = ctx.attrs().get_ints("output_shape");
   if (!given.empty()) {
     if (given.size() != n && given.size() != n + 2)
@@ -191,18 +198,23 @@ Status conv_transpose(InferContext& ctx) {
   for (size_t i = 0; i < n; ++i) {
     const SymDim& in = x.dims[2 + i];
     if (kernel[i] < 0) continue;
-    const int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+    // In 128 bits: attributes may hold any int64; a size that does not fit is unknown.
+    const __int128 span = __int128(kernel[i] - 1) * dilations[i] + 1;
+    __int128 size = -1;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      out.dims[2 + i] = in.known()        ? SymDim::of(in.value * strides[i])
-                        : strides[i] == 1 ? in
-                                          : SymDim{};
-    } else {
-      const int64_t trim = auto_pad == "VALID" ? 0 : pads[i] + pads[n + i];
       if (in.known())
-        out.dims[2 + i] = SymDim::of(strides[i] * (in.value - 1) + extra[i] + span - trim);
+        size = __int128(in.value) * strides[i];
+      else if (strides[i] == 1)
+        out.dims[2 + i] = in;
+    } else {
+      const __int128 trim = auto_pad == "VALID" ? 0 : __int128(pads[i]) + pads[n + i];
+      if (in.known())
+        size = __int128(strides[i]) * (in.value - 1) + extra[i] + span - trim;
       else if (strides[i] == 1 && extra[i] == 0 && span - 1 == trim)
         out.dims[2 + i] = in;
     }
+    if (size >= 0 && size <= std::numeric_limits<int64_t>::max())
+      out.dims[2 + i] = SymDim::of(int64_t(size));
   }
   ctx.set_shape(0, std::move(out));
   return Status();
@@ -315,7 +327,8 @@ Status resize(InferContext& ctx) {
     const double s = (*scales)[k];
     if (!(s > 0)) return ctx.conflict("scale ", s, " of axis ", i, " is not positive");
     const SymDim& d = x.dims[i];
-    out.dims[i] = d.known() ? SymDim::of(int64_t(std::floor(double(d.value) * s)))
+    const double size = d.known() ? std::floor(double(d.value) * s) : -1.0;
+    out.dims[i] = d.known() ? (size < 9e18 ? SymDim::of(int64_t(size)) : SymDim{})
                   : s == 1  ? d
                             : SymDim{};
   }
@@ -366,7 +379,7 @@ Status multi_head_attention(InferContext& ctx) {
     v = value.dims[2];
   } else if (value.rank_known && value.rank() == 4 && value.dims[1].known() &&
              value.dims[3].known()) {
-    v = SymDim::of(value.dims[1].value * value.dims[3].value);
+    v = dim_or_unknown(checked_mul(value.dims[1].value, value.dims[3].value));
   }
   ctx.set_shape(0, SymShape::of({q.dims[0], q.dims[1], v}));
   return Status();

@@ -63,6 +63,26 @@ struct ValueFacts {
   std::optional<std::vector<int64_t>> int_elements() const;
 };
 
+// Dimension arithmetic that cannot overflow: nullopt when the result does not fit (sizes
+// come from the model file, which may declare any int64).
+inline std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+inline std::optional<int64_t> checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+inline std::optional<int64_t> checked_sub(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+// A number or unknown.
+inline SymDim dim_or_unknown(std::optional<int64_t> v) { return v ? SymDim::of(*v) : SymDim{}; }
+
 // Tensors this small carry their elements (shape computations stay far below it).
 inline constexpr size_t kMaxTrackedElements = 64;
 

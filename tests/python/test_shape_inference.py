@@ -302,3 +302,23 @@ def test_ops_without_a_rule_are_listed(tmp_path):
     shapes, _, missing = _infer(model, tmp_path)
     assert shapes["y"] is None
     assert missing == ["example.com:Mystery"]
+
+
+def test_absurd_sizes_stay_unknown_instead_of_overflowing(tmp_path):
+    # Sizes near the int64 limit (a model file may declare any): no wrapped-around numbers.
+    big = 2 ** 62
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [big, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"]),
+             helper.make_node("Pad", ["x", "pads"], ["p"]),
+             helper.make_node("Concat", ["x", "x"], ["c"], axis=0),
+             helper.make_node("Reshape", ["x", "flat"], ["r"]),
+             helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Mul", ["s", "reps"], ["y"])]
+    inits = [helper.make_tensor("reps", TensorProto.INT64, [2], [4, 1]),
+             helper.make_tensor("pads", TensorProto.INT64, [4], [big, 0, big, 0]),
+             helper.make_tensor("flat", TensorProto.INT64, [1], [-1])]
+    shapes, conflicts, _ = _infer(_model(nodes, [x], [y], inits), tmp_path)
+    assert shapes["t"] == [None, 4] and shapes["p"] == [None, 4] and shapes["c"] == [None, 4]
+    assert shapes["r"] == [None]
+    assert shapes["y"] == [2]
