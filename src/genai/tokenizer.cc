@@ -126,6 +126,19 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
   return ids;
 }
 
+template <typename Encode>
+void Tokenizer::encode_cached(std::string_view piece, WordCache& cache, std::vector<int32_t>& ids,
+                              const Encode& encode) const {
+  if (auto it = cache.find(piece); it != cache.end()) {
+    ids.insert(ids.end(), it->second.begin(), it->second.end());
+    return;
+  }
+  const size_t first = ids.size();
+  encode(ids);
+  if (cache.size() >= kWordCacheLimit) cache.clear();
+  cache.emplace(std::string(piece), std::vector<int32_t>(ids.begin() + first, ids.end()));
+}
+
 void Tokenizer::encode_plain(std::string_view text, bool starts_text, WordCache& cache,
                              std::vector<int32_t>& ids) const {
   if (text.empty()) return;
@@ -140,16 +153,9 @@ void Tokenizer::encode_plain(std::string_view text, bool starts_text, WordCache&
       metaspace_split(text, *metaspace_, starts_text, pieces);
     else if (!text.empty())
       pieces.emplace_back(text);
-    for (const std::string& piece : pieces) {
-      if (auto it = cache.find(piece); it != cache.end()) {
-        ids.insert(ids.end(), it->second.begin(), it->second.end());
-        continue;
-      }
-      const size_t first = ids.size();
-      bpe_->encode_chars(piece, ids);
-      if (cache.size() >= kWordCacheLimit) cache.clear();
-      cache.emplace(piece, std::vector<int32_t>(ids.begin() + first, ids.end()));
-    }
+    for (const std::string& piece : pieces)
+      encode_cached(piece, cache, ids,
+                    [&](std::vector<int32_t>& out) { bpe_->encode_chars(piece, out); });
     return;
   }
   DecodedText decoded;
@@ -164,14 +170,8 @@ void Tokenizer::encode_plain(std::string_view text, bool starts_text, WordCache&
       spaced.append(bytes);
       bytes = spaced;
     }
-    if (auto it = cache.find(bytes); it != cache.end()) {
-      ids.insert(ids.end(), it->second.begin(), it->second.end());
-      continue;
-    }
-    const size_t first = ids.size();
-    bpe_->encode_piece(bytes, ids);
-    if (cache.size() >= kWordCacheLimit) cache.clear();
-    cache.emplace(std::string(bytes), std::vector<int32_t>(ids.begin() + first, ids.end()));
+    encode_cached(bytes, cache, ids,
+                  [&](std::vector<int32_t>& out) { bpe_->encode_piece(bytes, out); });
   }
 }
 

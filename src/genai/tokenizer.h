@@ -99,6 +99,10 @@ class Tokenizer {
   // `starts_text`: the segment begins the text (Metaspace's prepend_scheme "first").
   void encode_plain(std::string_view text, bool starts_text, WordCache& cache,
                     std::vector<int32_t>& ids) const;
+  // The ids of one piece from `cache`, or by `encode` (appending to ids), then cached.
+  template <typename Encode>
+  void encode_cached(std::string_view piece, WordCache& cache, std::vector<int32_t>& ids,
+                     const Encode& encode) const;
 
   std::vector<std::string> tokens_;
   std::vector<std::string> bytes_;        // per id: what decode writes

@@ -26,6 +26,27 @@ Expected<std::string> type_of(const Json& component, std::string_view path) {
   return *type;
 }
 
+using Steps = std::vector<std::pair<const Json*, std::string>>;
+
+// The steps of a component at `path`: the list under `list_key` when it is a Sequence
+// (an empty Sequence may omit it when `optional_list`), else the component itself.
+Expected<Steps> steps_of(const Json& component, const std::string& path, const char* list_key,
+                         bool optional_list = false) {
+  NXRT_ASSIGN_OR_RETURN(std::string kind, type_of(component, path));
+  Steps steps;
+  if (kind != "Sequence") {
+    steps.emplace_back(&component, path);
+    return steps;
+  }
+  const std::string list_path = path + "." + list_key;
+  const Json* list = member(component, list_key);
+  if (list == nullptr && optional_list) return steps;
+  if (list == nullptr || !list->is_array())
+    return invalid_argument("'", list_path, "' must be a list");
+  for (size_t k = 0; k < list->size(); ++k) steps.emplace_back(&(*list)[k], path_of(list_path, k));
+  return steps;
+}
+
 // ---- model --------------------------------------------------------------------------
 
 Status check_model(const Json& model) {
@@ -158,17 +179,7 @@ Expected<std::vector<TextEdit>> read_normalizer(const Json& spec) {
   std::vector<TextEdit> edits;
   const Json* normalizer = member(spec, "normalizer");
   if (normalizer == nullptr) return edits;
-  std::vector<std::pair<const Json*, std::string>> steps;
-  NXRT_ASSIGN_OR_RETURN(std::string kind, type_of(*normalizer, "normalizer"));
-  if (kind == "Sequence") {
-    const Json* list = member(*normalizer, "normalizers");
-    if (list != nullptr && !list->is_array())
-      return invalid_argument("'normalizer.normalizers' must be a list");
-    for (size_t k = 0; list != nullptr && k < list->size(); ++k)
-      steps.emplace_back(&(*list)[k], path_of("normalizer.normalizers", k));
-  } else {
-    steps.emplace_back(normalizer, "normalizer");
-  }
+  NXRT_ASSIGN_OR_RETURN(Steps steps, steps_of(*normalizer, "normalizer", "normalizers", true));
   for (const auto& [step, path] : steps) {
     NXRT_ASSIGN_OR_RETURN(std::string type, type_of(*step, path));
     TextEdit edit;
@@ -224,17 +235,7 @@ Expected<CharDecoderSpec> read_char_decoder(const Json& spec) {
   CharDecoderSpec out;
   const Json* decoder = member(spec, "decoder");
   if (decoder == nullptr) return out;
-  std::vector<std::pair<const Json*, std::string>> steps;
-  NXRT_ASSIGN_OR_RETURN(std::string kind, type_of(*decoder, "decoder"));
-  if (kind == "Sequence") {
-    const Json* list = member(*decoder, "decoders");
-    if (list == nullptr || !list->is_array())
-      return invalid_argument("'decoder.decoders' must be a list");
-    for (size_t k = 0; k < list->size(); ++k)
-      steps.emplace_back(&(*list)[k], path_of("decoder.decoders", k));
-  } else {
-    steps.emplace_back(decoder, "decoder");
-  }
+  NXRT_ASSIGN_OR_RETURN(Steps steps, steps_of(*decoder, "decoder", "decoders"));
   for (const auto& [step, path] : steps) {
     NXRT_ASSIGN_OR_RETURN(std::string type, type_of(*step, path));
     if (type == "Replace") {
@@ -430,17 +431,7 @@ Expected<Template> read_template(const Json& step, const std::string& path, int3
 Expected<std::optional<Template>> read_post_processor(const Json& spec, int32_t vocab_size) {
   const Json* post = member(spec, "post_processor");
   if (post == nullptr) return std::optional<Template>();
-  NXRT_ASSIGN_OR_RETURN(std::string kind, type_of(*post, "post_processor"));
-  std::vector<std::pair<const Json*, std::string>> steps;
-  if (kind == "Sequence") {
-    const Json* list = member(*post, "processors");
-    if (list == nullptr || !list->is_array())
-      return invalid_argument("'post_processor.processors' must be a list");
-    for (size_t k = 0; k < list->size(); ++k)
-      steps.emplace_back(&(*list)[k], path_of("post_processor.processors", k));
-  } else {
-    steps.emplace_back(post, "post_processor");
-  }
+  NXRT_ASSIGN_OR_RETURN(Steps steps, steps_of(*post, "post_processor", "processors"));
   std::optional<Template> out;
   for (const auto& [step, path] : steps) {
     NXRT_ASSIGN_OR_RETURN(std::string step_kind, type_of(*step, path));

@@ -9,24 +9,23 @@ namespace {
 
 // Shape arithmetic on tracked elements (Shape -> Mul -> Reshape): numbers combine, and a
 // symbol passes through the neutral element of the op.
+// A computed element: a number, or nothing when it overflowed.
+std::optional<SymDim> number(std::optional<int64_t> v) {
+  return v ? std::optional<SymDim>(SymDim::of(*v)) : std::nullopt;
+}
+
 std::optional<SymDim> combine(std::string_view op, const SymDim& a, const SymDim& b) {
   const bool both = a.known() && b.known();
   auto is = [](const SymDim& d, int64_t v) { return d.known() && d.value == v; };
   if (op == "Add") {
-    if (both)
-      return checked_add(a.value, b.value) ? dim_or_unknown(checked_add(a.value, b.value))
-                                           : std::optional<SymDim>();
+    if (both) return number(checked_add(a.value, b.value));
     if (is(a, 0)) return b;
     if (is(b, 0)) return a;
   } else if (op == "Sub") {
-    if (both)
-      return checked_sub(a.value, b.value) ? dim_or_unknown(checked_sub(a.value, b.value))
-                                           : std::optional<SymDim>();
+    if (both) return number(checked_sub(a.value, b.value));
     if (is(b, 0)) return a;
   } else if (op == "Mul") {
-    if (both)
-      return checked_mul(a.value, b.value) ? dim_or_unknown(checked_mul(a.value, b.value))
-                                           : std::optional<SymDim>();
+    if (both) return number(checked_mul(a.value, b.value));
     if (is(a, 1)) return b;
     if (is(b, 1)) return a;
   } else if (op == "Div") {

@@ -94,15 +94,19 @@ def _decode(path, ids, tmp_path, skip=False):
     return _nxrt(path, "--decode", "--file", f, *(["--skip-special-tokens"] if skip else []))
 
 
-def test_large_multilingual_text_gets_the_reference_ids(spm, tmp_path):
-    path, ref = spm
-    theirs = ref.encode(TEXT, add_special_tokens=False).ids
-    ours = _encode(path, TEXT, tmp_path)
+def _assert_same_ids(ours, theirs, decode):
     first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b),
                  min(len(ours), len(theirs)))
     assert ours == theirs, (f"first difference at token {first}: ours {ours[first:first + 8]}, "
                             f"theirs {theirs[first:first + 8]} "
-                            f"({ref.decode(theirs[max(0, first - 4):first + 4])!r})")
+                            f"({decode(theirs[max(0, first - 4):first + 4])!r})")
+
+
+def test_large_multilingual_text_gets_the_reference_ids(spm, tmp_path):
+    path, ref = spm
+    theirs = ref.encode(TEXT, add_special_tokens=False).ids
+    ours = _encode(path, TEXT, tmp_path)
+    _assert_same_ids(ours, theirs, ref.decode)
     byte_ids = set(range(len(SPECIALS), len(SPECIALS) + 256))
     assert sum(i in byte_ids for i in theirs) > 1000, "the byte fallback is not exercised"
     assert _decode(path, ours, tmp_path) == ref.decode(theirs, skip_special_tokens=False)
@@ -179,11 +183,7 @@ def test_gguf_sentencepiece_vocabulary_tokenizes_as_sentencepiece(sentencepiece_
     text = "\n".join(line for line in TEXT.split("\n") if line.strip())
     theirs = sp.encode(text)
     ours = _encode(json_path, text, tmp_path)
-    first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b),
-                 min(len(ours), len(theirs)))
-    assert ours == theirs, (f"first difference at token {first}: ours {ours[first:first + 8]}, "
-                            f"theirs {theirs[first:first + 8]} "
-                            f"({sp.decode(theirs[max(0, first - 4):first + 4])!r})")
+    _assert_same_ids(ours, theirs, sp.decode)
     assert sum(sp.is_byte(i) for i in theirs) > 100, "the byte fallback is not exercised"
     assert _decode(json_path, ours, tmp_path) == sp.decode(theirs)
     # BOS first with add_special_tokens; the Python tokenizer reads the file through C++.
