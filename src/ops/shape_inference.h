@@ -54,7 +54,8 @@ class InferContext {
   std::optional<std::vector<SymDim>> elements(size_t i) const;
 
   size_t num_outputs() const { return outputs_.size(); }
-  ValueFacts& output(size_t i) { return outputs_[i]; }
+  // Output i's facts; a node with fewer outputs (a malformed one) writes to a scratch.
+  ValueFacts& output(size_t i) { return i < outputs_.size() ? outputs_[i] : discarded_; }
   void set_shape(size_t i, SymShape shape) {
     if (i < outputs_.size()) outputs_[i].shape = std::move(shape);
   }
@@ -73,6 +74,7 @@ class InferContext {
   std::vector<const ValueFacts*> inputs_;
   std::vector<const Tensor*> constants_;
   std::vector<ValueFacts> outputs_;
+  ValueFacts discarded_;
 };
 
 // An op's rule: fills ctx's outputs (left unknown where it cannot tell) or reports a

@@ -48,6 +48,16 @@ void gather_strided(const std::vector<SymDim>& from, const std::vector<int64_t>&
   out.elements = std::move(picked);
 }
 
+// The rank a 1-D shape tensor of length `d` gives, when plausible (a malformed model may
+// declare a shape input of any length).
+std::optional<size_t> rank_from(const SymShape& shape_input) {
+  constexpr int64_t kMaxRank = 64;
+  if (!shape_input.fully_known() || shape_input.rank() != 1) return std::nullopt;
+  const int64_t n = shape_input.dims[0].value;
+  if (n < 0 || n > kMaxRank) return std::nullopt;
+  return size_t(n);
+}
+
 // A dimension times a number: symbolic dims survive only a factor of 1.
 SymDim scaled(const SymDim& d, int64_t factor) {
   if (d.known()) return dim_or_unknown(checked_mul(d.value, factor));
@@ -177,8 +187,8 @@ Status constant_of_shape(InferContext& ctx) {
       ValueFacts fill = constant_facts(value->t);
       if (fill.elements) set_elements(ctx, std::vector<SymDim>(size_t(*n), (*fill.elements)[0]));
     }
-  } else if (ctx.shape(0).fully_known() && ctx.shape(0).rank() == 1) {
-    ctx.set_shape(0, SymShape::of_rank(size_t(ctx.shape(0).dims[0].value)));
+  } else if (std::optional<size_t> rank = rank_from(ctx.shape(0))) {
+    ctx.set_shape(0, SymShape::of_rank(*rank));
   }
   return Status();
 }
@@ -194,8 +204,8 @@ Status reshape(InferContext& ctx) {
     target = ctx.elements(1);
   }
   if (!target) {
-    if (ctx.shape(1).fully_known() && ctx.shape(1).rank() == 1)
-      ctx.set_shape(0, SymShape::of_rank(size_t(ctx.shape(1).dims[0].value)));
+    if (std::optional<size_t> rank = rank_from(ctx.shape(1)))
+      ctx.set_shape(0, SymShape::of_rank(*rank));
     return Status();
   }
   const bool allow_zero = ctx.opset() >= 14 && ctx.attrs().get_int("allowzero", 0) != 0;
@@ -327,8 +337,8 @@ Status expand(InferContext& ctx) {
   SymShape target;
   if (std::optional<std::vector<SymDim>> dims = ctx.elements(1))
     target = SymShape::of(std::move(*dims));
-  else if (ctx.shape(1).fully_known() && ctx.shape(1).rank() == 1)
-    target = SymShape::of_rank(size_t(ctx.shape(1).dims[0].value));
+  else if (std::optional<size_t> rank = rank_from(ctx.shape(1)))
+    target = SymShape::of_rank(*rank);
   NXRT_ASSIGN_OR_RETURN(SymShape out, broadcast_shapes(ctx.shape(0), target));
   ctx.set_shape(0, std::move(out));
   return Status();
@@ -399,6 +409,7 @@ Status split(InferContext& ctx) {
   if (!in.rank_known) return Status();
   NXRT_ASSIGN_OR_RETURN(size_t axis, axis_index(ctx.attrs().get_int("axis", 0), in.rank()));
   const size_t n = ctx.num_outputs();
+  if (n == 0) return Status();
   std::optional<std::vector<int64_t>> sizes;
   const bool sizes_by_input = ctx.has_input(1) && (ctx.opset() >= 13 || ctx.opset() < 2);
   if (sizes_by_input) {
@@ -537,6 +548,8 @@ Status gather(InferContext& ctx) {
   if (!picks) return Status();
   const std::vector<SymDim>& from = *ctx.input(0).elements;
   const int64_t rows = (*dims)[0];
+  if (std::optional<int64_t> count = data.numel(); !count || size_t(*count) != from.size())
+    return Status();
   const size_t row = rows > 0 ? from.size() / size_t(rows) : 0;
   std::vector<SymDim> chosen;
   for (int64_t j : *picks) {
