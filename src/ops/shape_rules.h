@@ -45,8 +45,7 @@ Status gather_nd(InferContext& ctx);
 Status tile(InferContext& ctx);
 Status pad(InferContext& ctx);
 Status range(InferContext& ctx);
-Status depth_to_space(InferContext& ctx);
-Status space_to_depth(InferContext& ctx);
+Status depth_space(InferContext& ctx);  // DepthToSpace and SpaceToDepth
 Status one_hot(InferContext& ctx);
 Status non_zero(InferContext& ctx);
 Status non_max_suppression(InferContext& ctx);

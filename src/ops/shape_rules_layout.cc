@@ -652,23 +652,17 @@ Status range(InferContext& ctx) {
   return Status();
 }
 
-Status depth_to_space(InferContext& ctx) {
+Status depth_space(InferContext& ctx) {
   const SymShape& in = ctx.shape(0);
   if (!in.rank_known) return Status();
   if (in.rank() != 4) return ctx.conflict("input ", in.text(), " is not 4-D");
   const int64_t b = ctx.attrs().get_int("blocksize", 0);
   if (b <= 0 || b > (int64_t(1) << 31)) return ctx.conflict("blocksize ", b, " is out of range");
-  NXRT_ASSIGN_OR_RETURN(SymDim c, divided(in.dims[1], b * b, "blocksize squared"));
-  ctx.set_shape(0, SymShape::of({in.dims[0], c, scaled(in.dims[2], b), scaled(in.dims[3], b)}));
-  return Status();
-}
-
-Status space_to_depth(InferContext& ctx) {
-  const SymShape& in = ctx.shape(0);
-  if (!in.rank_known) return Status();
-  if (in.rank() != 4) return ctx.conflict("input ", in.text(), " is not 4-D");
-  const int64_t b = ctx.attrs().get_int("blocksize", 0);
-  if (b <= 0 || b > (int64_t(1) << 31)) return ctx.conflict("blocksize ", b, " is out of range");
+  if (ctx.node().op_type == "DepthToSpace") {
+    NXRT_ASSIGN_OR_RETURN(SymDim c, divided(in.dims[1], b * b, "blocksize squared"));
+    ctx.set_shape(0, SymShape::of({in.dims[0], c, scaled(in.dims[2], b), scaled(in.dims[3], b)}));
+    return Status();
+  }
   NXRT_ASSIGN_OR_RETURN(SymDim h, divided(in.dims[2], b, "blocksize"));
   NXRT_ASSIGN_OR_RETURN(SymDim w, divided(in.dims[3], b, "blocksize"));
   ctx.set_shape(0, SymShape::of({in.dims[0], scaled(in.dims[1], b * b), h, w}));

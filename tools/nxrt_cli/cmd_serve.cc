@@ -73,8 +73,11 @@ class Server {
   // Runs one request on the engine (waiting for its turn); `sink` gets text pieces.
   // A request past its deadline ends with finish_reason kTimedOut.
   Expected<genai::Generation> generate(const ApiRequest& r, const PieceSink& sink);
-  // The request's n choices, generated at once (each joins the batch; on the serial path
-  // they take turns, the later ones reusing the first one's prompt in the cache).
+  // The request's n choices, generated at once (each its own thread, joining the batch; on
+  // the serial path they take turns, the later ones reusing the first one's prompt in the
+  // cache); choice i is seeded seed + i and streams to sink_for(i).
+  std::vector<Expected<genai::Generation>> run_choices(
+      const ApiRequest& r, const std::function<PieceSink(size_t)>& sink_for);
   Expected<std::vector<genai::Generation>> generate_choices(const ApiRequest& r);
   Expected<genai::Generation> generate_serial(const std::vector<int32_t>& ids,
                                               const genai::SamplingOptions& options,
@@ -144,28 +147,32 @@ Expected<genai::Generation> Server::generate(const ApiRequest& r, const PieceSin
   return result;
 }
 
-Expected<std::vector<genai::Generation>> Server::generate_choices(const ApiRequest& r) {
-  if (r.n == 1) {
-    NXRT_ASSIGN_OR_RETURN(genai::Generation only, generate(r, {}));
-    std::vector<genai::Generation> one;
-    one.push_back(std::move(only));
-    return one;
+std::vector<Expected<genai::Generation>> Server::run_choices(
+    const ApiRequest& r, const std::function<PieceSink(size_t)>& sink_for) {
+  const size_t n = size_t(r.n);
+  std::vector<Expected<genai::Generation>> results(n, Status(StatusCode::kEngineError, "not run"));
+  auto run = [&](size_t i) {
+    ApiRequest choice = r;
+    if (choice.sampling.seed) *choice.sampling.seed += uint64_t(i);  // distinct, reproducible
+    results[i] = generate(choice, sink_for(i));
+  };
+  if (n == 1) {
+    run(0);
+    return results;
   }
-  std::vector<std::optional<Expected<genai::Generation>>> got(size_t(r.n));
   std::vector<std::thread> threads;
-  for (int i = 0; i < r.n; ++i)
-    threads.emplace_back([this, &r, &got, i] {
-      ApiRequest choice = r;
-      if (choice.sampling.seed) *choice.sampling.seed += uint64_t(i);  // distinct, reproducible
-      got[size_t(i)] = generate(choice, {});
-    });
+  for (size_t i = 0; i < n; ++i) threads.emplace_back(run, i);
   for (std::thread& t : threads) t.join();
-  std::vector<genai::Generation> results;
-  for (auto& g : got) {
-    if (!g->ok()) return g->status();
-    results.push_back(std::move(g->value()));
-  }
   return results;
+}
+
+Expected<std::vector<genai::Generation>> Server::generate_choices(const ApiRequest& r) {
+  std::vector<genai::Generation> out;
+  for (Expected<genai::Generation>& g : run_choices(r, [](size_t) { return PieceSink(); })) {
+    if (!g.ok()) return g.status();
+    out.push_back(std::move(g).value());
+  }
+  return out;
 }
 
 Expected<genai::Generation> Server::generate_serial(const std::vector<int32_t>& ids,
@@ -341,27 +348,15 @@ void Server::stream_choices(const ApiRequest& r, const ResponseId& id, httplib::
     return !client_gone;
   };
   const size_t n = size_t(r.n);
-  std::vector<std::optional<Expected<genai::Generation>>> results(n);
   std::vector<char> started(n, 0);  // a chunk (with the chat role) went out
-  auto run_choice = [&](size_t i) {
-    ApiRequest choice = r;
-    if (choice.sampling.seed) *choice.sampling.seed += uint64_t(i);  // distinct, reproducible
-    results[i] = generate(choice, [&, i](std::string_view piece, const OrderedJson* logprobs) {
+  std::vector<Expected<genai::Generation>> results = run_choices(r, [&](size_t i) -> PieceSink {
+    return [&, i](std::string_view piece, const OrderedJson* logprobs) {
       const bool ok = send(chunk_event(id, piece, nullptr, !started[i], i, logprobs));
       started[i] = 1;
       return ok;
-    });
-  };
-  if (n == 1) {
-    run_choice(0);
-  } else {
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < n; ++i) threads.emplace_back(run_choice, i);
-    for (std::thread& t : threads) t.join();
-  }
-  genai::GenerationStats usage;
-  for (size_t i = 0; i < n; ++i) {
-    Expected<genai::Generation>& result = *results[i];
+    };
+  });
+  for (Expected<genai::Generation>& result : results) {
     if (!result.ok()) {
       ApiError e;
       e.message = result.status().message();
@@ -373,17 +368,16 @@ void Server::stream_choices(const ApiRequest& r, const ResponseId& id, httplib::
       return;
     }
     if (result->finish_reason == "cancelled") return;  // the client went away
-    if (i == 0) {
-      usage.prompt_tokens = result->stats.prompt_tokens;
-      usage.cached_prompt_tokens = result->stats.cached_prompt_tokens;
-    }
-    usage.completion_tokens += result->stats.completion_tokens;
   }
   for (size_t i = 0; i < n; ++i) {
     if (!started[i]) send(chunk_event(id, "", nullptr, true, i));
-    send(chunk_event(id, "", results[i]->value().finish_reason.c_str(), false, i));
+    send(chunk_event(id, "", results[i]->finish_reason.c_str(), false, i));
   }
-  if (r.include_usage) send(usage_event(id, usage));
+  if (r.include_usage) {
+    std::vector<genai::GenerationStats> stats;
+    for (const Expected<genai::Generation>& g : results) stats.push_back(g->stats);
+    send(usage_event(id, choices_usage(stats)));
+  }
   send("data: [DONE]\n\n");
 }
 

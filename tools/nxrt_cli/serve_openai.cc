@@ -203,6 +203,16 @@ OrderedJson usage_json(const genai::GenerationStats& stats) {
           {"prompt_tokens_details", {{"cached_tokens", stats.cached_prompt_tokens}}}};
 }
 
+genai::GenerationStats choices_usage(std::span<const genai::GenerationStats> choices) {
+  genai::GenerationStats usage;
+  if (!choices.empty()) {
+    usage.prompt_tokens = choices[0].prompt_tokens;
+    usage.cached_prompt_tokens = choices[0].cached_prompt_tokens;
+  }
+  for (const genai::GenerationStats& s : choices) usage.completion_tokens += s.completion_tokens;
+  return usage;
+}
+
 namespace {
 
 OrderedJson envelope(const ResponseId& id, bool chunk) {
@@ -303,8 +313,7 @@ std::string response_body(const ResponseId& id, std::span<const genai::Generatio
                           const genai::Tokenizer& tokenizer) {
   OrderedJson body = envelope(id, false);
   body["choices"] = OrderedJson::array();
-  // The prompt ran once per choice but is counted once, as OpenAI counts it.
-  genai::GenerationStats usage;
+  std::vector<genai::GenerationStats> stats;
   for (size_t i = 0; i < results.size(); ++i) {
     const genai::Generation& result = results[i];
     OrderedJson choice = {{"index", i}};
@@ -319,13 +328,9 @@ std::string response_body(const ResponseId& id, std::span<const genai::Generatio
           id.chat ? chat_logprobs(result, tokenizer) : completion_logprobs(result, tokenizer);
     choice["finish_reason"] = result.finish_reason;
     body["choices"].push_back(std::move(choice));
-    if (i == 0) {
-      usage.prompt_tokens = result.stats.prompt_tokens;
-      usage.cached_prompt_tokens = result.stats.cached_prompt_tokens;
-    }
-    usage.completion_tokens += result.stats.completion_tokens;
+    stats.push_back(result.stats);
   }
-  body["usage"] = usage_json(usage);
+  body["usage"] = usage_json(choices_usage(stats));
   return dump(body);
 }
 

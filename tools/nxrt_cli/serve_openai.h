@@ -53,6 +53,9 @@ struct ResponseId {
 };
 
 OrderedJson usage_json(const genai::GenerationStats& stats);
+// The usage of a request's choices: the prompt counted once (it ran once per choice, as
+// OpenAI counts it), every choice's tokens.
+genai::GenerationStats choices_usage(std::span<const genai::GenerationStats> choices);
 // Choices a request may ask for (its `n`).
 constexpr int64_t kMaxChoices = 16;
 
