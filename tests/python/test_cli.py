@@ -298,5 +298,6 @@ def test_info_shapes_infers_every_value():
 def test_info_shapes_options_are_checked():
     r = nxrt("info", "--shapes", "--shape", "nope=1", SILERO, check=False)
     assert r.returncode != 0 and "the model has no input 'nope'" in r.stderr
+    assert r.stdout == ""  # checked before anything is printed
     r = nxrt("info", "--dim", "batch=1", SILERO, check=False)
     assert r.returncode != 0 and "--dim and --shape go with --shapes" in r.stderr

@@ -88,11 +88,11 @@ Expected<std::map<std::string, ops::SymShape>> input_shapes(const ir::Graph& g,
 }
 
 // Every node output's inferred shape, in graph order, then what inference could not do.
-Status print_shapes(ir::Model& model, const InfoArgs& args) {
+Status print_shapes(ir::Model& model, std::map<std::string, ops::SymShape> inputs) {
   NXRT_RETURN_IF_ERROR(optimizer::inline_functions(model));
   const ir::Graph& g = model.graph;
   ops::ShapeInferenceOptions options;
-  NXRT_ASSIGN_OR_RETURN(options.input_shapes, input_shapes(g, args));
+  options.input_shapes = std::move(inputs);
   options.inputs_override_initializers = model.ir_version >= 4;
   ops::ShapeInferenceResult result = ops::infer_shapes(g, model.opset_imports, options);
   size_t width = 4, values = 0, numbers = 0, unknown = 0;
@@ -140,6 +140,11 @@ Status info_command(const InfoArgs& args) {
   NXRT_ASSIGN_OR_RETURN(std::shared_ptr<ir::Model> model, onnx::load_model_file(args.model));
   if (!args.shapes && (!args.dims.empty() || !args.input_shapes.empty()))
     return invalid_argument("--dim and --shape go with --shapes");
+  // Checked before anything is printed, so a bad option is the only output.
+  std::map<std::string, ops::SymShape> shapes_given;
+  if (args.shapes) {
+    NXRT_ASSIGN_OR_RETURN(shapes_given, input_shapes(model->graph, args));
+  }
   const ir::Graph& g = model->graph;
 
   std::printf("model: %s\n", args.model.c_str());
@@ -198,7 +203,7 @@ Status info_command(const InfoArgs& args) {
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   for (const auto& [op, n] : sorted)
     std::printf("  %-28s %lld\n", op.c_str(), static_cast<long long>(n));
-  if (args.shapes) NXRT_RETURN_IF_ERROR(print_shapes(*model, args));
+  if (args.shapes) NXRT_RETURN_IF_ERROR(print_shapes(*model, std::move(shapes_given)));
   if (args.plan) {
     NXRT_ASSIGN_OR_RETURN(auto session, Session::create_from_file(args.model, SessionConfig{}));
     std::printf("plan (%zu steps, top level):\n%s", session->plan().steps.size(),
