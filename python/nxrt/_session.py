@@ -351,9 +351,13 @@ class InferenceSession:
             i.name for i in self._inputs if i.type.startswith(("seq(", "optional(seq(")))
         self._required_inputs = [i.name for i in self._inputs if not i.type.startswith("optional")]
         self._feedable = set(self._input_names) | {i.name for i in self._overridable}
+        self._required_set = frozenset(self._required_inputs)
         self._output_names = [o.name for o in self._outputs]
         self._profiling = bool(so.enable_profiling)
         self._added_initializers = self._check_added_initializers(so._initializers)
+        # run() hands a dict of plain numpy arrays straight to native code when nothing
+        # needs converting (no sequence inputs, no added initializers).
+        self._plain_run = not self._sequence_inputs and not self._added_initializers
 
     def _check_load_canceled(self):
         if self._sess_options._load_canceled:
@@ -467,6 +471,14 @@ class InferenceSession:
 
     def run(self, output_names, input_feed, run_options=None):
         """Runs the model; returns a list of numpy arrays, one per requested output."""
+        if (self._plain_run and run_options is None and input_feed.__class__ is dict
+                and input_feed.keys() >= self._required_set
+                and self._feedable.issuperset(input_feed)):
+            results = self._sess.run_plain(output_names, input_feed)
+            if results.__class__ is list:
+                return results
+            if results is not None:
+                return [_convert.from_result(code, value) for code, value in results]
         if not isinstance(input_feed, dict):
             raise TypeError("input_feed must be a dict mapping input names to arrays")
         missing = [n for n in self._required_inputs if n not in input_feed]

@@ -40,7 +40,7 @@ class _Feed(tuple):
     (code, array, strings, shape); a sequence is (-1, [_Feed, ...], None, None)."""
 
 
-_nxrt._eager_init(np.ndarray, _Feed)
+_nxrt._eager_init(_Feed)
 _run = _nxrt.eager_run
 
 

@@ -14,14 +14,14 @@
 
 #include "eager/eager.h"
 #include "errors.h"
+#include "numpy_io.h"
 
 namespace nb = nanobind;
 
 namespace nxrt::py {
 namespace {
 
-PyObject* g_ndarray_type = nullptr;  // numpy.ndarray
-PyObject* g_feed_type = nullptr;     // nxrt.eager._Feed: (code, array, strings, shape)
+PyObject* g_feed_type = nullptr;  // nxrt.eager._Feed: (code, array, strings, shape)
 
 // Thrown (as a C++ value, not a Python error) when an argument needs Python-side
 // conversion first; the entry point turns it into a None result.
@@ -60,98 +60,6 @@ std::string type_name_of(PyObject* o) {
   throw nb::python_error();
 }
 
-// ONNX element type of a buffer format ("f", "<q", "?"), or kUndefined.
-DataType dtype_of_format(const char* format, Py_ssize_t itemsize) {
-  if (!format) return DataType::kUndefined;
-  char c = format[0];
-  if (c == '@' || c == '=' || c == '<') {
-    if (c == '<' && !(std::endian::native == std::endian::little)) return DataType::kUndefined;
-    c = format[1];
-    if (c && format[2]) return DataType::kUndefined;
-  } else if (c && format[1]) {
-    return DataType::kUndefined;  // '>' / '!' byte orders and structured types
-  }
-  switch (c) {
-    case 'f':
-      return itemsize == 4 ? DataType::kFloat : DataType::kUndefined;
-    case 'd':
-      return itemsize == 8 ? DataType::kDouble : DataType::kUndefined;
-    case 'e':
-      return itemsize == 2 ? DataType::kFloat16 : DataType::kUndefined;
-    case '?':
-      return itemsize == 1 ? DataType::kBool : DataType::kUndefined;
-    case 'b':
-    case 'h':
-    case 'i':
-    case 'l':
-    case 'q':
-      switch (itemsize) {
-        case 1:
-          return DataType::kInt8;
-        case 2:
-          return DataType::kInt16;
-        case 4:
-          return DataType::kInt32;
-        case 8:
-          return DataType::kInt64;
-      }
-      return DataType::kUndefined;
-    case 'B':
-    case 'H':
-    case 'I':
-    case 'L':
-    case 'Q':
-      switch (itemsize) {
-        case 1:
-          return DataType::kUint8;
-        case 2:
-          return DataType::kUint16;
-        case 4:
-          return DataType::kUint32;
-        case 8:
-          return DataType::kUint64;
-      }
-      return DataType::kUndefined;
-    default:
-      return DataType::kUndefined;
-  }
-}
-
-// Buffers held for one call; released (with the GIL held) when the call ends.
-struct Buffers {
-  std::vector<Py_buffer> views;
-  std::vector<std::shared_ptr<std::string[]>> strings;
-  ~Buffers() {
-    for (Py_buffer& v : views) PyBuffer_Release(&v);
-  }
-};
-
-// A borrowed tensor over a C-contiguous, aligned, native-endian numpy array of a plain
-// dtype; false when the array is anything else. `code` (when not kUndefined) is the ONNX
-// type the bits stand for (bfloat16 and float8 travel as integer bits).
-bool array_tensor(PyObject* array, Buffers& buffers, Tensor& out,
-                  DataType code = DataType::kUndefined) {
-  Py_buffer view;
-  if (PyObject_GetBuffer(array, &view, PyBUF_RECORDS_RO) != 0) {
-    PyErr_Clear();
-    return false;
-  }
-  DataType dtype = dtype_of_format(view.format, view.itemsize);
-  const bool aligned =
-      view.itemsize == 0 || reinterpret_cast<uintptr_t>(view.buf) % size_t(view.itemsize) == 0;
-  if (dtype == DataType::kUndefined || !aligned || !PyBuffer_IsContiguous(&view, 'C') ||
-      view.ndim > 32) {
-    PyBuffer_Release(&view);
-    return false;
-  }
-  if (code != DataType::kUndefined) dtype = code;
-  Shape shape;
-  for (int d = 0; d < view.ndim; ++d) shape.push_back(int64_t(view.shape[d]));
-  out = Tensor(dtype, std::move(shape), view.buf);
-  buffers.views.push_back(view);
-  return true;
-}
-
 // A tensor from a _Feed tuple (code, array, strings, shape) made by _session._to_feed.
 Tensor feed_tensor(PyObject* feed, Buffers& buffers) {
   PyObject* code_obj = PyTuple_GetItem(feed, 0);
@@ -174,7 +82,6 @@ Tensor feed_tensor(PyObject* feed, Buffers& buffers) {
 bool is_feed(PyObject* o) {
   return g_feed_type && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g_feed_type));
 }
-bool is_array(PyObject* o) { return Py_TYPE(o) == reinterpret_cast<PyTypeObject*>(g_ndarray_type); }
 
 // The tensor an attribute value stands for (copied: attributes outlive the call).
 Tensor attribute_tensor(PyObject* o, const std::string& name) {
@@ -196,7 +103,7 @@ Kind kind_of(PyObject* o) {
   if (PyLong_Check(o)) return Kind::kInt;  // bool included
   if (PyFloat_Check(o)) return Kind::kFloat;
   if (PyUnicode_Check(o) || PyBytes_Check(o)) return Kind::kString;
-  if (is_array(o) || is_feed(o)) return Kind::kTensor;
+  if (is_numpy_array(o) || is_feed(o)) return Kind::kTensor;
   if (PyList_Check(o) || PyTuple_Check(o)) return Kind::kSequence;
   if (PyIndex_Check(o)) return Kind::kInt;                           // numpy integers
   if (PyType_GetSlot(Py_TYPE(o), Py_nb_float)) return Kind::kFloat;  // numpy floats
@@ -384,74 +291,6 @@ void parse_attribute(std::string& key, PyObject* name_obj, PyObject* value, std:
   }
 }
 
-nb::dlpack::dtype dlpack_dtype(DataType type) {
-  using nb::dlpack::dtype_code;
-  auto make = [](dtype_code code, int bits) {
-    return nb::dlpack::dtype{uint8_t(code), uint8_t(bits), 1};
-  };
-  switch (type) {
-    case DataType::kFloat:
-      return make(dtype_code::Float, 32);
-    case DataType::kDouble:
-      return make(dtype_code::Float, 64);
-    case DataType::kFloat16:
-      return make(dtype_code::Float, 16);
-    case DataType::kInt8:
-    case DataType::kInt4:
-    case DataType::kInt2:
-      return make(dtype_code::Int, 8);
-    case DataType::kInt16:
-      return make(dtype_code::Int, 16);
-    case DataType::kInt32:
-      return make(dtype_code::Int, 32);
-    case DataType::kInt64:
-      return make(dtype_code::Int, 64);
-    case DataType::kUint16:
-    case DataType::kBFloat16:
-      return make(dtype_code::UInt, 16);
-    case DataType::kUint32:
-      return make(dtype_code::UInt, 32);
-    case DataType::kUint64:
-      return make(dtype_code::UInt, 64);
-    case DataType::kBool:
-      return make(dtype_code::Bool, 8);
-    default:
-      return make(dtype_code::UInt, 8);  // uint8, float8 and float4 bits
-  }
-}
-
-bool is_plain(DataType t) {
-  switch (t) {
-    case DataType::kFloat:
-    case DataType::kDouble:
-    case DataType::kFloat16:
-    case DataType::kInt8:
-    case DataType::kInt16:
-    case DataType::kInt32:
-    case DataType::kInt64:
-    case DataType::kUint8:
-    case DataType::kUint16:
-    case DataType::kUint32:
-    case DataType::kUint64:
-    case DataType::kBool:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// A numpy array owning the tensor's buffer (no copy).
-nb::object numpy_array(Tensor&& tensor) {
-  auto* owned = new Tensor(std::move(tensor));
-  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
-  size_t shape[32];
-  size_t ndim = 0;
-  for (int64_t d : owned->shape()) shape[ndim++] = size_t(d);
-  nb::ndarray<nb::numpy> array(owned->raw(), ndim, shape, owner, nullptr,
-                               dlpack_dtype(owned->dtype()));
-  return array.cast();
-}
-
 // (code, value) as _session._from_result reads it.
 nb::object coded(Value&& value) {
   if (value.is_none()) return nb::make_tuple(0, nb::none());
@@ -524,7 +363,7 @@ nb::object eager_run(nb::handle op_obj, nb::handle inputs_obj, nb::handle attrs_
       int rank = -1;
       if (item == Py_None) {
         // omitted optional input
-      } else if (is_array(item)) {
+      } else if (is_numpy_array(item)) {
         if (!array_tensor(item, buffers, values[size_t(i)].tensor)) return nb::none();
       } else if (is_feed(item)) {
         const long code = PyLong_AsLong(PyTuple_GetItem(item, 0));
@@ -621,11 +460,9 @@ nb::object eager_run(nb::handle op_obj, nb::handle inputs_obj, nb::handle attrs_
 }  // namespace
 
 void bind_eager(nb::module_& m) {
-  m.def("_eager_init", [](nb::handle ndarray_type, nb::handle feed_type) {
-    Py_XINCREF(ndarray_type.ptr());
+  m.def("_eager_init", [](nb::handle feed_type) {
     Py_XINCREF(feed_type.ptr());
-    g_ndarray_type = ndarray_type.ptr();  // kept for the process's life
-    g_feed_type = feed_type.ptr();
+    g_feed_type = feed_type.ptr();  // kept for the process's life
   });
   m.def("eager_run", &eager_run, nb::arg("op_type"), nb::arg("inputs"),
         nb::arg("attributes").none(), nb::arg("domain"), nb::arg("opset"), nb::arg("num_outputs"));

@@ -455,6 +455,10 @@ class _Recorder:
         self.calls.append(list(names))
         return self.native.run(names, feeds, flag, *rest)
 
+    def run_plain(self, names, feeds):  # run()'s fast path for plain numpy feeds
+        self.calls.append(list(names or []))
+        return self.native.run_plain(names, feeds)
+
     def __getattr__(self, name):
         return getattr(self.native, name)
 
@@ -702,3 +706,79 @@ def test_operators_doc_is_generated_from_the_kernel_table():
     text = (root / "docs" / "OPERATORS.md").read_text()
     assert "| Conv | 1 and later | CPUExecutionProvider |" in text
     assert "## com.microsoft" in text and "| OneHotMatMul |" in text
+
+
+# ---------------------------------------------------------------- run's fast path
+
+
+def _identity_model(elem_type, shape):
+    return _model([helper.make_node("Identity", ["x"], ["y"]),
+                   helper.make_node("Shape", ["x"], ["s"])],
+                  [_vi("x", shape, elem_type)], [_vi("y", shape, elem_type), _vi("s", [None],
+                                                                                  TensorProto.INT64)])
+
+
+@pytest.mark.parametrize("value", [
+    np.arange(6, dtype=np.float32).reshape(2, 3),
+    np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2],         # not contiguous
+    np.arange(6, dtype=">f4").reshape(2, 3),                       # byte-swapped
+    np.float32(2.5) * np.ones((), np.float32),                     # 0-d
+    np.zeros((0, 3), np.float32),                                  # empty
+    np.frombuffer(np.arange(6, dtype=np.float32).tobytes(), np.float32).reshape(2, 3),  # read-only
+    np.ma.masked_array(np.ones((2, 3), np.float32)),               # a subclass
+    [[1.0, 2.0, 3.0]],                                             # a list
+])
+def test_run_fast_path_agrees_with_the_slow_path(value):
+    """run() reads plain C-contiguous native-endian arrays in place and hands everything
+    else to the Python conversions; both give the same results."""
+    s = nxrt.InferenceSession(_identity_model(F, None))
+    expected = np.asarray(value, dtype=np.float32)
+    plain = s._sess.run_plain(None, {"x": value})
+    fast_ok = isinstance(value, np.ndarray) and type(value) is np.ndarray and \
+        value.flags.c_contiguous and value.dtype.isnative
+    assert (plain is not None) == fast_ok
+    y, shape = s.run(None, {"x": value})
+    np.testing.assert_array_equal(y, expected)
+    assert y.dtype == np.float32 and y.shape == expected.shape
+    np.testing.assert_array_equal(shape, expected.shape)
+
+
+@pytest.mark.parametrize("dtype,elem", [(np.float16, TensorProto.FLOAT16),
+                                        (np.float64, TensorProto.DOUBLE),
+                                        (np.int8, TensorProto.INT8), (np.uint16, TensorProto.UINT16),
+                                        (np.int32, TensorProto.INT32), (np.int64, TensorProto.INT64),
+                                        (np.uint64, TensorProto.UINT64), (np.bool_, TensorProto.BOOL)])
+def test_run_fast_path_dtypes(dtype, elem):
+    s = nxrt.InferenceSession(_identity_model(elem, [2, 2]))
+    x = (np.arange(4) % 2).astype(dtype).reshape(2, 2)
+    assert s._sess.run_plain(["y"], {"x": x}) is not None
+    (y,) = s.run(["y"], {"x": x})
+    assert y.dtype == dtype
+    np.testing.assert_array_equal(y, x)
+
+
+def test_run_fast_path_errors_match():
+    """A wrong dtype or a missing input fails as onnxruntime's does on either path."""
+    s = nxrt.InferenceSession(_identity_model(F, [2]))
+    with pytest.raises(nxrt.capi.onnxruntime_pybind11_state.InvalidArgument, match="tensor\\(double\\)"):
+        s.run(None, {"x": np.zeros(2)})
+    with pytest.raises(nxrt.capi.onnxruntime_pybind11_state.InvalidArgument, match="missing"):
+        s.run(None, {})
+    with pytest.raises(nxrt.capi.onnxruntime_pybind11_state.InvalidArgument, match="Invalid input name"):
+        s.run(None, {"x": np.zeros(2, np.float32), "z": np.zeros(2, np.float32)})
+
+
+def test_run_fast_path_non_plain_outputs():
+    """Plain feeds with a bfloat16 and a string output: the outputs are finished in Python."""
+    m = _model([helper.make_node("Cast", ["x"], ["b"], to=TensorProto.BFLOAT16),
+                helper.make_node("Cast", ["x"], ["t"], to=TensorProto.STRING),
+                helper.make_node("Identity", ["x"], ["y"])],
+               [_vi("x")], [_vi("b", (2,), TensorProto.BFLOAT16),
+                            _vi("t", (2,), TensorProto.STRING), _vi("y")])
+    s = nxrt.InferenceSession(m)
+    x = np.array([1.5, -2.5], np.float32)
+    assert isinstance(s._sess.run_plain(None, {"x": x}), tuple)
+    b, t, y = s.run(None, {"x": x})
+    assert b.dtype.name == "bfloat16" and b.astype(np.float32).tolist() == [1.5, -2.5]
+    assert t.dtype == object and list(t) == ["1.5", "-2.5"]
+    np.testing.assert_array_equal(y, x)
