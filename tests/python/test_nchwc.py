@@ -140,8 +140,8 @@ WINOGRAD_CASES = [
     (64, 80, 13, 10, dict(pads=[1, 0, 2, 1])),
     (136, 256, 9, 10, dict(pads=[1, 1, 1, 1])),
     (8, 24, 9, 9, dict(pads=[1, 1, 1, 1])),
-    # Transformed weights of 8 MB, beyond twice a core's L2 on common CPUs: on 2 threads
-    # the products split by output blocks and the 2 input blocks' transforms by tiles.
+    # Transformed weights of 8 MB and few tiles: on 2 threads each thread takes a share of
+    # the output blocks of every chunk of tiles.
     (32, 4096, 5, 5, dict(pads=[1, 1, 1, 1])),
 ]
 
@@ -158,13 +158,16 @@ def test_winograd_convolution(c_in, c_out, h, w, attrs, activation, plain_input)
     _check(g.model([y]), g.x_shape, ["NchwcConv"], threads=2)
 
 
-def test_winograd_convolution_with_residual_sum():
+@pytest.mark.parametrize("channels,threads", [(48, 1), (160, 2), (176, 2)])
+def test_winograd_convolution_with_residual_sum(channels, threads):
+    # 160 and 176 channels on 2 threads: weights beyond half an L2 and one chunk of tiles,
+    # so the threads split the output blocks (176: 11 blocks, an odd split).
     g = _Graph(1, 8, 10, 9)
-    a = g.op("Relu", [g.conv("x", 8, 48, 1)])
-    b = g.conv(g.op("Relu", [g.conv(a, 48, 48, 3, pads=[1, 1, 1, 1])]), 48, 48, 3,
-               pads=[1, 1, 1, 1])
+    a = g.op("Relu", [g.conv("x", 8, channels, 1)])
+    b = g.conv(g.op("Relu", [g.conv(a, channels, channels, 3, pads=[1, 1, 1, 1])]), channels,
+               channels, 3, pads=[1, 1, 1, 1])
     y = g.op("Relu", [g.op("Add", [b, a])])
-    _check(g.model([y]), g.x_shape, ["NchwcConv"])
+    _check(g.model([y]), g.x_shape, ["NchwcConv"], threads)
 
 
 @pytest.mark.parametrize("activation", ["Relu", "Sigmoid", "LeakyRelu", "HardSigmoid"])

@@ -279,7 +279,20 @@ class NchwcConvKernel final : public Kernel {
     int64_t chunk = std::max<int64_t>(8, (int64_t(1) << 20) / ((Cb + Mb) * matrices * kB * 4));
     const int64_t width = int64_t(parallel_pieces(
         double(N * tiles) * double(in_channels_ * out_channels_) * double(matrices), kMinWork));
-    if (width > 1) {
+    // Few chunks (deep layers on small maps) and transformed weights beyond half a core's
+    // L2: the threads split the output blocks of each chunk instead of cutting the chunks
+    // finer. Each then reads its share of the weights once for wide products; the input
+    // transform, small next to the products, is repeated per share. Cutting the tiles
+    // finer would leave thin products that each stream all the weights (inception_v2's
+    // 3x3 layers on 14x14 and 7x7 maps, 2 threads: 20-30% faster split, 1.7-2.4 MB of
+    // weights; the whole model 9%).
+    const double weight_bytes = double(matrices) * double(Cb * Mb) * kB * kB * sizeof(float);
+    const int64_t whole_chunks = N * ((tiles + chunk - 1) / chunk);
+    const int64_t parts =
+        width > 1 && weight_bytes > 0.5 * double(l2_cache_bytes()) && whole_chunks < 2 * width
+            ? std::min(width, Mb)
+            : 1;
+    if (width > 1 && parts == 1) {
       // As many chunks of an image as a multiple of the threads, so they finish together.
       int64_t per_image = (tiles + chunk - 1) / chunk;
       if (N < width) per_image = (per_image + width - 1) / width * width;
@@ -307,63 +320,21 @@ class NchwcConvKernel final : public Kernel {
       p.epilogue.bias = zero_bias_.data();
       vmath::nchwc_conv(p, b0, b1, 0, count);
     };
-    const double weight_bytes = double(matrices) * double(Cb * Mb) * kB * kB * sizeof(float);
-    const double tile_bytes_per_thread =
-        double(matrices) * double(N * tiles) * double(Cb + Mb) * kB * sizeof(float) / double(width);
-    if (width > 1 && weight_bytes > 2.0 * double(l2_cache_bytes()) &&
-        weight_bytes > tile_bytes_per_thread) {
-      // Few tiles (deep layers on small maps) and transformed weights well beyond a
-      // core's L2: the threads split the products by output blocks (each reads its share
-      // of the weights) rather than the tiles (each would stream all of them). Below
-      // that, reading the weights on both cores costs less than this path's three
-      // hand-offs and thin products (SqueezeNet's fire modules on a 2 MiB L2, 2 threads:
-      // 1.2-1.5x faster by tiles, weights of 0.15-2.4 MB).
-      float* v = thread_scratch<float>(size_t(matrices * Cb * tiles * kB), 2);
-      float* m = thread_scratch<float>(size_t(matrices * Mb * tiles * kB), 3);
-      const int64_t groups = (Mb + 3) / 4;
-      // The transforms by block and, when there are fewer blocks than threads to keep
-      // busy, by parts of the tiles too (a 16-channel input is one block).
-      auto by_blocks_and_tiles = [&](int64_t blocks, auto fn) {
-        const int64_t parts = std::min(tiles, (2 * width + blocks - 1) / blocks);
-        parallel_for(size_t(blocks * parts), [&](size_t task) {
-          const int64_t b = int64_t(task) / parts, part = int64_t(task) % parts;
-          vmath::NchwcWinogradTiles gp = g;
-          gp.row_first = 0;
-          gp.row_tiles = tiles;
-          gp.first = tiles * part / parts;
-          gp.count = tiles * (part + 1) / parts - gp.first;
-          fn(b, gp);
-        });
-      };
-      for (int64_t n = 0; n < N; ++n) {
-        by_blocks_and_tiles(Cb, [&](int64_t b, const vmath::NchwcWinogradTiles& gp) {
-          vmath::nchwc_winograd_input(source + n * in_image, Cb, b, b + 1, gp, v);
-        });
-        parallel_for(size_t(matrices * groups), [&](size_t task) {
-          const int64_t xi = int64_t(task) / groups, b0 = int64_t(task) % groups * 4;
-          products(v, m, tiles, xi, b0, std::min(Mb, b0 + 4));
-        });
-        vmath::NchwcEpilogue en = e;
-        en.z = z ? z->data<float>() + n * out_image : nullptr;
-        by_blocks_and_tiles(Mb, [&](int64_t b, const vmath::NchwcWinogradTiles& gp) {
-          vmath::nchwc_winograd_output(m, Mb, b, b + 1, gp, en, y.data<float>() + n * out_image);
-        });
-      }
-      return;
-    }
     const int64_t chunks = (tiles + chunk - 1) / chunk;
-    parallel_for(size_t(N * chunks), [&](size_t task) {
-      const int64_t n = int64_t(task) / chunks, c = int64_t(task) % chunks;
+    parallel_for(size_t(N * chunks * parts), [&](size_t task) {
+      const int64_t part = int64_t(task) % parts, n = int64_t(task) / parts / chunks,
+                    c = int64_t(task) / parts % chunks;
+      const int64_t b0 = Mb * part / parts, b1 = Mb * (part + 1) / parts;
       vmath::NchwcWinogradTiles gc = g;
       gc.first = c * chunk;
       gc.count = std::min(chunk, tiles - gc.first);
       float* v = thread_scratch<float>(size_t(matrices * Cb * gc.count * kB), 2);
       float* m = thread_scratch<float>(size_t(matrices * Mb * gc.count * kB), 3);
       vmath::nchwc_winograd_input(source + n * in_image, Cb, 0, Cb, gc, v);
-      for (int64_t xi = 0; xi < matrices; ++xi) products(v, m, gc.count, xi, 0, Mb);
+      for (int64_t xi = 0; xi < matrices; ++xi) products(v, m, gc.count, xi, b0, b1);
       vmath::NchwcEpilogue ei = e;
       ei.z = z ? z->data<float>() + n * out_image : nullptr;
-      vmath::nchwc_winograd_output(m, Mb, 0, Mb, gc, ei, y.data<float>() + n * out_image);
+      vmath::nchwc_winograd_output(m, Mb, b0, b1, gc, ei, y.data<float>() + n * out_image);
     });
   }
 
