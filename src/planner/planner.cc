@@ -11,6 +11,20 @@
 namespace nxrt {
 namespace {
 
+// The input types the spec's constraints are checked against: tensors and sequences of a
+// settled element type (maps and omitted inputs are not checked).
+std::vector<ops::InputType> spec_types(const std::vector<DataType>& types,
+                                       const std::vector<ValueKind>& kinds) {
+  std::vector<ops::InputType> out(types.size());
+  for (size_t i = 0; i < types.size(); ++i) {
+    const ValueKind kind = i < kinds.size() ? kinds[i] : ValueKind::kTensor;
+    out[i].dtype = types[i];
+    out[i].sequence = kind == ValueKind::kSequence;
+    out[i].known = types[i] != DataType::kUndefined && kind != ValueKind::kMapSequence;
+  }
+  return out;
+}
+
 // Ops whose result must not be computed once at plan time.
 bool is_nondeterministic(const ir::Node& node) {
   static const char* kOps[] = {
@@ -386,9 +400,13 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     init.output_types.assign(node.outputs.size(), DataType::kUndefined);
     init.output_kinds.assign(node.outputs.size(), ValueKind::kTensor);
 
+    // The spec first (arity, attributes, types: onnxruntime's load-time checks), then
+    // which provider runs it.
+    NXRT_RETURN_IF_ERROR(ops::check_node(node, init.opset, step.context));
+    NXRT_RETURN_IF_ERROR(ops::check_types(
+        node, init.opset, spec_types(init.input_types, init.input_kinds), step.context));
     NXRT_ASSIGN_OR_RETURN(step.provider,
                           choose_provider(node, init.opset, init.input_types, step.context));
-    NXRT_RETURN_IF_ERROR(ops::check_node(node, init.opset, step.context));
     // Inputs on another device come through copy steps (placed before this one); the
     // kernel then sees them as run-time values, not constants.
     const std::string device(step.provider->device());

@@ -27,9 +27,13 @@ if hasattr(ml_dtypes, "float4_e2m1fn"):
 def _identity_model(elem_type, shape=None):
     x = helper.make_tensor_value_info("x", elem_type, shape)
     y = helper.make_tensor_value_info("y", elem_type, shape)
+    # Identity takes float4e2m1 from opset 23 and int2/uint2 from opset 25 (ir_version 11).
+    late = {getattr(TensorProto, "INT2", -1): 25, getattr(TensorProto, "UINT2", -1): 25,
+            getattr(TensorProto, "FLOAT4E2M1", -1): 23}
+    opset = late.get(elem_type, 21)
     model = helper.make_model(helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "id", [x], [y]),
-                              opset_imports=[helper.make_opsetid("", 21)])
-    model.ir_version = 10
+                              opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 11 if opset >= 25 else 10
     return model.SerializeToString()
 
 

@@ -126,7 +126,8 @@ def test_call_errors():
         eager.dispatch("LessOrEqual", [A, B], opset=11)
     with pytest.raises(nxrt.NotImplemented, match=r"domain 'com.example', opset 1"):
         eager.dispatch("Add", [A, B], domain="com.example")
-    with pytest.raises(nxrt.InvalidArgument, match=r"\[Add\] node 'eager': inputs have different types tensor\(float\) and tensor\(int64\)"):
+    with pytest.raises(nxrt.InvalidArgument, match=r"\[Add\] node 'eager': type parameter T of Add is bound to tensor\(float\) by "
+                       r"input 0 \('input_0'\) and to tensor\(int64\) by input 1"):
         eager.dispatch("Add", [A, np.arange(4)])
     with pytest.raises(nxrt.InvalidArgument, match=r"\[TopK\] node 'eager': has 3 outputs; opset \d+ of TopK produces at most 2"):
         eager.dispatch("TopK", [A, np.array([2])], num_outputs=3)
