@@ -454,3 +454,121 @@ def test_nhwc_max_pool(attrs):
     feeds = {"x": _q8((2, 9, 11, 5), np.int8)}
     node = helper.make_node("NhwcMaxPool", ["x"], ["y"], domain="com.microsoft", **attrs)
     _q_compare(node, feeds, {"x": TensorProto.INT8}, TensorProto.INT8)
+
+
+# ---- GroupNorm and SkipGroupNorm (diffusion models) ----------------------------------------
+# onnxruntime implements both for CUDA only (its CPU provider refuses a model with them):
+# numpy in float64 is the reference.
+
+def _group_norm_reference(x, gamma, beta, groups, epsilon, silu, channels_last=True):
+    v = x.astype(np.float64)
+    if not channels_last:
+        v = v.transpose(0, 2, 3, 1)
+    n, h, w, c = v.shape
+    g = v.reshape(n, h * w, groups, c // groups)
+    mean = g.mean(axis=(1, 3), keepdims=True)
+    var = g.var(axis=(1, 3), keepdims=True)
+    y = ((g - mean) / np.sqrt(var + epsilon)).reshape(n, h, w, c) * gamma + beta
+    if silu:
+        y = y / (1 + np.exp(-y))
+    return y if channels_last else y.transpose(0, 3, 1, 2)
+
+
+def _typed_model(nodes, inputs, outputs):
+    """inputs/outputs: name -> numpy dtype."""
+    def info(name, dtype):
+        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)),
+                                             None)
+    graph = helper.make_graph(nodes, "g", [info(n, t) for n, t in inputs.items()],
+                              [info(n, t) for n, t in outputs.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("shape,groups", [((2, 4, 5, 32), 8), ((1, 3, 3, 64), 32), ((1, 1, 1, 8), 1)])
+@pytest.mark.parametrize("silu", [0, 1])
+@pytest.mark.parametrize("channels_last", [1, 0])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_group_norm(shape, groups, silu, channels_last, threads):
+    x = (_f(*shape) * 3 + 1).astype(np.float32)
+    if not channels_last:
+        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    c = shape[3]
+    gamma, beta = _f(c), _f(c)
+    node = helper.make_node("GroupNorm", ["x", "gamma", "beta"], ["y"], domain="com.microsoft",
+                            groups=groups, activation=silu, epsilon=1e-5,
+                            channels_last=channels_last)
+    data = _typed_model([node], {"x": np.float32, "gamma": np.float32, "beta": np.float32},
+                        {"y": np.float32})
+    so = nxrt.SessionOptions()
+    so.intra_op_num_threads = threads
+    (y,) = nxrt.InferenceSession(data, so).run(None, {"x": x, "gamma": gamma, "beta": beta})
+    want = _group_norm_reference(x, gamma, beta, groups, 1e-5, silu, bool(channels_last))
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+
+
+def test_group_norm_float16_with_float_gamma():
+    # Diffusion UNets in float16 keep gamma and beta in float32 (type M of the contrib spec).
+    x = (_f(1, 4, 4, 64) * 2).astype(np.float16)
+    gamma, beta = _f(64), _f(64)
+    node = helper.make_node("GroupNorm", ["x", "gamma", "beta"], ["y"], domain="com.microsoft",
+                            groups=32, activation=1)
+    data = _typed_model([node], {"x": np.float16, "gamma": np.float32, "beta": np.float32},
+                        {"y": np.float16})
+    (y,) = nxrt.InferenceSession(data).run(None, {"x": x, "gamma": gamma, "beta": beta})
+    assert y.dtype == np.float16
+    want = _group_norm_reference(x, gamma, beta, 32, 1e-5, True)
+    np.testing.assert_allclose(y.astype(np.float64), want, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("skip_shape", ["full", "per_image"])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("want_sum", [False, True])
+def test_skip_group_norm(skip_shape, bias, want_sum):
+    n, h, w, c = 2, 3, 4, 32
+    x = _f(n, h, w, c) * 2
+    skip = _f(n, h, w, c) if skip_shape == "full" else _f(n, 1, 1, c)
+    gamma, beta, b = _f(c), _f(c), _f(c)
+    inputs = ["x", "gamma", "beta", "skip"] + (["bias"] if bias else [])
+    outputs = ["y"] + (["s"] if want_sum else [])
+    node = helper.make_node("SkipGroupNorm", inputs, outputs, domain="com.microsoft", groups=4,
+                            activation=1, epsilon=1e-6)
+    data = _typed_model([node], {k: np.float32 for k in inputs}, {k: np.float32 for k in outputs})
+    feeds = {"x": x, "gamma": gamma, "beta": beta, "skip": skip}
+    if bias:
+        feeds["bias"] = b
+    got = nxrt.InferenceSession(data).run(None, feeds)
+    total = x.astype(np.float64) + skip + (b if bias else 0)
+    np.testing.assert_allclose(got[0], _group_norm_reference(total, gamma, beta, 4, 1e-6, True),
+                               rtol=1e-4, atol=1e-5)
+    if want_sum:
+        np.testing.assert_allclose(got[1], total, rtol=1e-6, atol=1e-6)
+
+
+def test_group_norm_bad_inputs_are_named():
+    node = helper.make_node("GroupNorm", ["x", "gamma", "beta"], ["y"], domain="com.microsoft",
+                            name="gn", groups=3, activation=0)
+    data = _typed_model([node], {"x": np.float32, "gamma": np.float32, "beta": np.float32},
+                        {"y": np.float32})
+    sess = nxrt.InferenceSession(data)
+    with pytest.raises(nxrt.InvalidArgument, match="32 channels cannot be split into 3 groups"):
+        sess.run(None, {"x": _f(1, 2, 2, 32), "gamma": _f(32), "beta": _f(32)})
+    with pytest.raises(nxrt.InvalidArgument, match="input X must be 4-D"):
+        sess.run(None, {"x": _f(2, 33), "gamma": _f(33), "beta": _f(33)})
+    with pytest.raises(nxrt.InvalidArgument, match="gamma and beta need 30 values"):
+        sess.run(None, {"x": _f(1, 2, 2, 30), "gamma": _f(32), "beta": _f(30)})
+    bad = helper.make_node("GroupNorm", ["x", "gamma", "beta"], ["y"], domain="com.microsoft",
+                           name="gn2", groups=2, activation=2)
+    with pytest.raises(nxrt.capi.onnxruntime_pybind11_state.InvalidGraph,
+                       match=r"\[GroupNorm\] node 'gn2'.*activation must be 0 \(none\) or 1"):
+        nxrt.InferenceSession(_typed_model([bad], {"x": np.float32, "gamma": np.float32,
+                                                   "beta": np.float32}, {"y": np.float32}))
+    skip = helper.make_node("SkipGroupNorm", ["x", "gamma", "beta", "skip"], ["y"],
+                            domain="com.microsoft", groups=2, activation=0)
+    data = _typed_model([skip], {k: np.float32 for k in ("x", "gamma", "beta", "skip")},
+                        {"y": np.float32})
+    with pytest.raises(nxrt.InvalidArgument, match=r"skip must be \[1,2,2,8\] or \[1,1,1,8\]"):
+        nxrt.InferenceSession(data).run(None, {"x": _f(1, 2, 2, 8), "gamma": _f(8),
+                                               "beta": _f(8), "skip": _f(1, 2, 1, 8)})

@@ -1,5 +1,5 @@
 // Normalizations over contiguous blocks: LayerNormalization, RMSNormalization,
-// GroupNormalization and InstanceNormalization.
+// GroupNormalization and InstanceNormalization; com.microsoft GroupNorm and SkipGroupNorm.
 //
 // Each normalizes rows of the input viewed as [rows, len] (a row is everything from
 // `axis` on, one group, or one channel) with the row's mean and variance, then applies a
@@ -362,6 +362,160 @@ class ChannelGroupKernel final : public Kernel {
   bool per_group_;
 };
 
+// com.microsoft GroupNorm and SkipGroupNorm, onnxruntime's ops for diffusion models (its
+// CUDA provider has them, its CPU provider does not): X [N, H, W, C] channels last
+// (GroupNorm also channels first, channels_last = 0) normalized over each group of
+// C / groups channels and all positions, then gamma * y + beta per channel and, with
+// activation 1, SiLU. SkipGroupNorm normalizes S = X + skip (+ bias), skip [N, H, W, C] or
+// [N, 1, 1, C], and returns S as its second output when asked.
+class DiffusionGroupNormKernel final : public Kernel {
+ public:
+  DiffusionGroupNormKernel(DataType dtype, int64_t groups, float epsilon, bool silu,
+                           bool channels_last, bool skip, bool sum_wanted)
+      : dtype_(dtype),
+        groups_(groups),
+        epsilon_(epsilon),
+        silu_(silu),
+        channels_last_(channels_last),
+        skip_(skip),
+        sum_wanted_(sum_wanted) {}
+
+  Status compute(KernelContext& ctx) const override {
+    switch (dtype_) {
+      case DataType::kFloat:
+        return run<float>(ctx);
+      case DataType::kFloat16:
+        return run<Float16>(ctx);
+      case DataType::kBFloat16:
+        return run<BFloat16>(ctx);
+      default:
+        return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
+    }
+  }
+
+ private:
+  template <typename T>
+  Status run(KernelContext& ctx) const {
+    const Tensor& x = *ctx.input(0);
+    const Shape& s = x.shape();
+    if (s.size() != 4)
+      return invalid_argument("input X must be 4-D [N, H, W, C], got ", s.to_string());
+    const int64_t n = s[0], c = channels_last_ ? s[3] : s[1];
+    const int64_t positions = channels_last_ ? s[1] * s[2] : s[2] * s[3];
+    if (c % groups_ != 0)
+      return invalid_argument(c, " channels cannot be split into ", groups_, " groups");
+    std::vector<float> gamma, beta, bias;
+    NXRT_RETURN_IF_ERROR(load_values(*ctx.input(1), gamma));
+    NXRT_RETURN_IF_ERROR(load_values(*ctx.input(2), beta));
+    if (int64_t(gamma.size()) != c || int64_t(beta.size()) != c)
+      return invalid_argument("gamma and beta need ", c, " values, got ", gamma.size(), " and ",
+                              beta.size());
+    const T* skip = nullptr;
+    bool skip_per_image = false;  // skip [N, 1, 1, C]: one row of C per image
+    if (skip_) {
+      const Tensor& k = *ctx.input(3);
+      if (k.dtype() != dtype_)
+        return invalid_argument("skip must be ", tensor_type_name(dtype_), " like X, got ",
+                                tensor_type_name(k.dtype()));
+      skip_per_image = k.shape() == Shape{n, 1, 1, c};
+      if (k.shape() != s && !skip_per_image)
+        return invalid_argument("skip must be ", s.to_string(), " or [", n, ",1,1,", c, "], got ",
+                                k.shape().to_string());
+      skip = k.data<T>();
+      if (const Tensor* b = ctx.input(4)) {
+        NXRT_RETURN_IF_ERROR(load_values(*b, bias));
+        if (int64_t(bias.size()) != c || b->rank() != 1)
+          return invalid_argument("bias must be [", c, "], got ", b->shape().to_string());
+      }
+    }
+    NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, s));
+    Tensor* sum = nullptr;
+    if (sum_wanted_) {
+      NXRT_ASSIGN_OR_RETURN(sum, ctx.output(1, s));
+    }
+    const int64_t per = c / groups_;
+    if (n * positions * c == 0) return Status();
+    const T* px = x.data<T>();
+    T* py = y->data<T>();
+    T* ps = sum ? sum->data<T>() : nullptr;
+    // Element (image, position, channel) and its value: X, plus skip and bias.
+    auto at = [&](int64_t image, int64_t p, int64_t ch) {
+      return channels_last_ ? (image * positions + p) * c + ch : (image * c + ch) * positions + p;
+    };
+    auto value = [&](int64_t image, int64_t p, int64_t ch) {
+      float v = float(px[at(image, p, ch)]);
+      if (skip) {
+        v += float(skip[skip_per_image ? image * c + ch : at(image, p, ch)]);
+        if (!bias.empty()) v += bias[size_t(ch)];
+      }
+      return v;
+    };
+    // One (image, group) per task: its own channels of Y and S.
+    parallel_for(size_t(n * groups_), [&](size_t task) {
+      const int64_t image = int64_t(task) / groups_, c0 = int64_t(task) % groups_ * per;
+      double total = 0;
+      for (int64_t p = 0; p < positions; ++p)
+        for (int64_t ch = c0; ch < c0 + per; ++ch) total += value(image, p, ch);
+      const double count = double(positions * per), mean = total / count;
+      double squares = 0;
+      for (int64_t p = 0; p < positions; ++p)
+        for (int64_t ch = c0; ch < c0 + per; ++ch) {
+          const double d = value(image, p, ch) - mean;
+          squares += d * d;
+        }
+      const float inv = float(1.0 / std::sqrt(squares / count + double(epsilon_)));
+      const float m = float(mean);
+      for (int64_t p = 0; p < positions; ++p)
+        for (int64_t ch = c0; ch < c0 + per; ++ch) {
+          const float v = value(image, p, ch);
+          const int64_t i = at(image, p, ch);
+          if (ps) ps[i] = narrow<T>(v);
+          float r = (v - m) * inv * gamma[size_t(ch)] + beta[size_t(ch)];
+          if (silu_) r = r / (1.0f + std::exp(-r));
+          py[i] = narrow<T>(r);
+        }
+    });
+    return Status();
+  }
+
+  DataType dtype_;
+  int64_t groups_;
+  float epsilon_;
+  bool silu_, channels_last_, skip_, sum_wanted_;
+};
+
+Expected<KernelPtr> create_diffusion_group_norm(KernelInit& init, bool skip) {
+  const DataType t = init.input_type(0);
+  if (t != DataType::kFloat && t != DataType::kFloat16 && t != DataType::kBFloat16)
+    return init.unsupported_type(0);
+  for (size_t i = 1; i < 3; ++i)
+    if (!is_float_type(init.input_type(i))) return init.unsupported_type(i);
+  if (skip && init.has_input(4) && !is_float_type(init.input_type(4)))
+    return init.unsupported_type(4);
+  AttrReader attrs(init.node);
+  const int64_t groups = attrs.require_int("groups");
+  const int64_t activation = attrs.require_int("activation");
+  const float epsilon = attrs.get_float("epsilon", 1e-5f);
+  const int64_t channels_last = attrs.get_int("channels_last", 1);
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  if (groups <= 0)
+    return init.error(StatusCode::kInvalidGraph, "groups must be positive, got ", groups);
+  if (activation != 0 && activation != 1)
+    return init.error(StatusCode::kInvalidGraph, "activation must be 0 (none) or 1 (SiLU), got ",
+                      activation);
+  if (channels_last != 0 && channels_last != 1)
+    return init.error(StatusCode::kInvalidGraph, "channels_last must be 0 or 1, got ",
+                      channels_last);
+  if (skip && channels_last == 0)
+    return init.error(StatusCode::kInvalidGraph, "SkipGroupNorm takes channels-last X only");
+  if (skip && !init.has_input(3))
+    return init.error(StatusCode::kInvalidGraph, "SkipGroupNorm needs its skip input");
+  init.set_all_outputs(t);
+  return make_kernel<DiffusionGroupNormKernel>(t, groups, epsilon, activation == 1,
+                                               channels_last == 1, skip,
+                                               skip && output_wanted(init, 1));
+}
+
 Status check_float_inputs(KernelInit& init, size_t count) {
   for (size_t i = 0; i < count; ++i)
     if (!is_float_type(init.input_type(i))) return init.unsupported_type(i);
@@ -393,6 +547,14 @@ Expected<KernelPtr> create_group_normalization(KernelInit& init) {
   init.set_all_outputs(t);
   // Opset 18 took one scale and bias per group; 21 takes one per channel.
   return make_kernel<ChannelGroupKernel>(t, stash, groups, epsilon, init.opset < 21);
+}
+
+Expected<KernelPtr> create_group_norm_nhwc(KernelInit& init) {
+  return create_diffusion_group_norm(init, false);
+}
+
+Expected<KernelPtr> create_skip_group_norm(KernelInit& init) {
+  return create_diffusion_group_norm(init, true);
 }
 
 Expected<KernelPtr> create_instance_normalization(KernelInit& init) {
