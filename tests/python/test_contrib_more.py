@@ -1,5 +1,6 @@
-"""com.microsoft DynamicQuantizeMatMul, QLinearAveragePool, EmbedLayerNormalization and
-NGramRepeatBlock against onnxruntime's CPU provider, on random inputs of several shapes
+"""com.microsoft DynamicQuantizeMatMul, QLinearAveragePool, EmbedLayerNormalization,
+NGramRepeatBlock and the contrib QuantizeLinear/DequantizeLinear against onnxruntime's CPU
+provider, on random inputs of several shapes
 and attribute settings, plus one malformed input per op whose error names that input."""
 import numpy as np
 import onnxruntime as ort
@@ -374,3 +375,36 @@ def test_every_new_op_is_registered():
                "NGramRepeatBlock"):
         assert ("com.microsoft", op) in table
 
+
+
+# ---- com.microsoft QuantizeLinear / DequantizeLinear --------------------------------------
+
+@pytest.mark.parametrize("q_type", [np.int8, np.uint8, np.int16, np.uint16])
+@pytest.mark.parametrize("per_axis", [False, True])
+@pytest.mark.parametrize("x_type", [np.float32, np.float16])
+def test_contrib_quantize_and_dequantize_linear(q_type, per_axis, x_type):
+    x = (RNG.standard_normal((2, 3, 4)) * 40).astype(x_type)
+    info = np.iinfo(q_type)
+    shape = (3,) if per_axis else ()
+    scale = np.asarray(RNG.random(shape) * 0.5 + 0.05, x_type)
+    zero = np.asarray(RNG.integers(max(info.min, -20), min(info.max, 20) + 1, shape), q_type)
+    attrs = {"axis": 1} if per_axis else {}
+    quantize = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], domain="com.microsoft",
+                                **attrs)
+    (q,), (want_q,) = _run_both(_model(quantize, {"x": x, "s": scale, "z": zero}, {"q": q_type}),
+                                {"x": x, "s": scale, "z": zero})
+    np.testing.assert_array_equal(q, want_q)
+    dequantize = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"],
+                                  domain="com.microsoft", **attrs)
+    (y,), (want_y,) = _run_both(_model(dequantize, {"q": q, "s": scale, "z": zero}, {"y": x_type}),
+                                {"q": q, "s": scale, "z": zero})
+    np.testing.assert_array_equal(y, want_y)
+
+
+def test_contrib_dequantize_linear_int32_without_zero_point():
+    q = RNG.integers(-1000, 1000, (4, 5)).astype(np.int32)
+    scale = np.asarray(0.01, np.float32)
+    node = helper.make_node("DequantizeLinear", ["q", "s"], ["y"], domain="com.microsoft")
+    (y,), (want,) = _run_both(_model(node, {"q": q, "s": scale}, {"y": np.float32}),
+                              {"q": q, "s": scale})
+    np.testing.assert_array_equal(y, want)

@@ -554,6 +554,19 @@ Expected<KernelPtr> create_dequantize_linear(KernelInit& init) {
   return make_kernel<DequantizeKernel>(axis, block, out);
 }
 
+// com.microsoft QuantizeLinear and DequantizeLinear: the ai.onnx ops of opset 21 under
+// onnxruntime's domain (axis only; int16/uint16/int4/uint4 codes and float16 scales), as
+// its quantization tool wrote them before ai.onnx had those types.
+Expected<KernelPtr> create_contrib_quantize_linear(KernelInit& init) {
+  init.opset = 21;
+  return create_quantize_linear(init);
+}
+
+Expected<KernelPtr> create_contrib_dequantize_linear(KernelInit& init) {
+  init.opset = 21;
+  return create_dequantize_linear(init);
+}
+
 Expected<KernelPtr> create_dynamic_quantize_linear(KernelInit& init) {
   if (init.input_type(0) != DataType::kFloat) return init.unsupported_type(0);
   if (init.output_types.size() > 0) init.output_types[0] = DataType::kUint8;
