@@ -7,7 +7,7 @@ in the ai.onnx and ai.onnx.ml domains, from the installed onnx package's schemas
 - attributes: name, type and whether the node must give it;
 - types: each formal input's and output's type parameter (T in Add's "A: T") and what each
   parameter allows, as bit masks over onnx's element types (bit e: tensor(e), or seq(e)
-  for sequences; optional(x) counts as x, maps are left out).
+  for sequences; optional(x) counts as x; whether any map type is allowed).
 
 The planner checks every node against it before a kernel sees the node (src/ops/op_schema.h).
 tests/python/test_op_schema.py checks that the file is what this script makes of the onnx
@@ -51,8 +51,9 @@ def element_bit(name):
 
 
 def type_masks(type_strs):
-    """(tensor mask, sequence mask) of a constraint's allowed type strings."""
+    """(tensor mask, sequence mask, maps allowed) of a constraint's allowed type strings."""
     tensors = sequences = 0
+    maps = False
     for t in type_strs:
         if t.startswith("optional(") and t.endswith(")"):
             t = t[len("optional("):-1]
@@ -60,11 +61,13 @@ def type_masks(type_strs):
             tensors |= element_bit(t[len("tensor("):-1])
         elif t.startswith("seq(tensor(") and t.endswith("))"):
             sequences |= element_bit(t[len("seq(tensor("):-2])
-    return tensors, sequences
+        elif t.startswith("map("):
+            maps = True
+    return tensors, sequences, maps
 
 
 def formal_types(s):
-    """The schema's constraints as (name, tensor mask, sequence mask), then each formal
+    """The schema's constraints as (name, tensor mask, sequence mask, maps), then each formal
     input and output as (name, constraint index, heterogeneous variadic); a formal with a
     fixed type ("tensor(int64)") gets a constraint of its own, named by that type."""
     constraints = [(c.type_param_str,) + type_masks(c.allowed_type_strs)
@@ -111,8 +114,8 @@ def render():
         "//             constraint_count)   (max -1: no limit)",
         "// NXRT_ATTR(name, type, required)",
         "// NXRT_FORMAL(name, constraint (index among the schema's), heterogeneous variadic)",
-        "// NXRT_CONSTRAINT(name, tensor element types, sequence element types)  (bit e:",
-        "//                 onnx element type e)",
+        "// NXRT_CONSTRAINT(name, tensor element types, sequence element types, maps)",
+        "//                 (bit e: onnx element type e; maps: some map type is allowed)",
     ]
     first = first_formal = first_constraint = 0
     for (domain, name, since, min_in, max_in, min_out, max_out, mask, attrs, constraints,
@@ -128,9 +131,9 @@ def render():
         for formal_name, constraint, heterogeneous in inputs + outputs:
             lines.append('NXRT_FORMAL("%s", %d, %s)' %
                          (formal_name, constraint, "true" if heterogeneous else "false"))
-        for constraint_name, tensors, sequences in constraints:
-            lines.append('NXRT_CONSTRAINT("%s", 0x%xull, 0x%xull)' %
-                         (constraint_name, tensors, sequences))
+        for constraint_name, tensors, sequences, maps in constraints:
+            lines.append('NXRT_CONSTRAINT("%s", 0x%xull, 0x%xull, %s)' %
+                         (constraint_name, tensors, sequences, "true" if maps else "false"))
         first += len(attrs)
         first_formal += len(inputs) + len(outputs)
         first_constraint += len(constraints)

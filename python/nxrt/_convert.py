@@ -7,6 +7,35 @@ from . import _dtypes
 from . import _value
 
 
+def map_types(type_string):
+    """(key code, value code) of a NodeArg type "map(string,tensor(float))", else None."""
+    if not type_string.startswith("map(") or ",tensor(" not in type_string:
+        return None
+    key, value = type_string[len("map("):-1].split(",", 1)
+    codes = {n: c for c, n in _dtypes.TYPE_NAMES.items()}
+    value = value[len("tensor("):-1]
+    if key not in codes or value not in codes:
+        return None
+    return codes[key], codes[value]
+
+
+def to_map_feed(name, value, types):
+    """(name, -3, [keys, values], None, None) for a map input fed a dict, its keys and
+    values as arrays of the declared key and value types (onnxruntime takes a dict)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"input '{name}' is a map: feed a dict, not {type(value).__name__}")
+    key_code, value_code = types
+    try:
+        keys = np.array(list(value.keys()), dtype=_dtypes.numpy_dtype(key_code))
+        values = np.array(list(value.values()), dtype=_dtypes.numpy_dtype(value_code))
+    except (TypeError, ValueError, OverflowError) as e:
+        raise TypeError(f"input '{name}' is a map of {_dtypes.TYPE_NAMES[key_code]} to "
+                        f"{_dtypes.TYPE_NAMES[value_code]}: {e}") from None
+    if key_code == _dtypes.STRING and not all(isinstance(k, str) for k in value):
+        raise TypeError(f"input '{name}' is a map with string keys: {list(value)[:3]}")
+    return (name, -3, [to_feed(name, keys)[1:], to_feed(name, values)[1:]], None, None)
+
+
 def to_feed(name, value, is_sequence=False):
     """(name, code, array, strings, shape) for the native run call."""
     if value is None:

@@ -352,12 +352,15 @@ class InferenceSession:
         self._required_inputs = [i.name for i in self._inputs if not i.type.startswith("optional")]
         self._feedable = set(self._input_names) | {i.name for i in self._overridable}
         self._required_set = frozenset(self._required_inputs)
+        self._map_inputs = {i.name: _convert.map_types(i.type) for i in self._inputs
+                            if _convert.map_types(i.type)}
         self._output_names = [o.name for o in self._outputs]
         self._profiling = bool(so.enable_profiling)
         self._added_initializers = self._check_added_initializers(so._initializers)
         # run() hands a dict of plain numpy arrays straight to native code when nothing
         # needs converting (no sequence inputs, no added initializers).
-        self._plain_run = not self._sequence_inputs and not self._added_initializers
+        self._plain_run = (not self._sequence_inputs and not self._added_initializers
+                           and not self._map_inputs)
 
     def _check_load_canceled(self):
         if self._sess_options._load_canceled:
@@ -401,6 +404,12 @@ class InferenceSession:
                 raise ort_error("InvalidArgument", f"add_initializer: '{name}' is a "
                                                    f"{declared}, not a {value.data_type()}")
         return dict(added)
+
+    def _feeds(self, input_feed):
+        """The native run's feed tuples: maps from dicts, sequences from lists."""
+        return [_convert.to_map_feed(n, v, self._map_inputs[n]) if n in self._map_inputs
+                else _convert.to_feed(n, v, n in self._sequence_inputs)
+                for n, v in input_feed.items()]
 
     def _run_native(self, names, feeds, flag, bound=None, as_values=False):
         """The native run of every run method: adds the initializers of add_initializer.
@@ -491,7 +500,7 @@ class InferenceSession:
                 raise _ERROR_CLASSES["InvalidArgument"](
                     f"Invalid input name: '{name}'; the model's inputs are {self._input_names}")
         input_feed = _convert_python_feeds(self, input_feed)
-        feeds = [_convert.to_feed(n, v, n in self._sequence_inputs) for n, v in input_feed.items()]
+        feeds = self._feeds(input_feed)
         names = list(output_names) if output_names else []
         flag = run_options._flag if run_options is not None else None
         results = self._run_native(names, feeds, flag)
@@ -508,7 +517,7 @@ class InferenceSession:
                 raise _ERROR_CLASSES["InvalidArgument"](
                     f"Invalid input name: '{name}'; the model's inputs are {self._input_names}")
         input_feed = _convert_python_feeds(self, input_feed)
-        feeds = [_convert.to_feed(n, v, n in self._sequence_inputs) for n, v in input_feed.items()]
+        feeds = self._feeds(input_feed)
         flag = run_options._flag if run_options is not None else None
         results = self._run_native(list(output_names or []), feeds, flag, None, True)
         return [_value.wrap_result(code, value) for code, value in results]

@@ -216,8 +216,9 @@ class PySession {
   }
 
   // feeds: list of (name, dtype code, array or None, strings or None, shape list);
-  // a sequence is (name, -1, [(code, array, strings, shape), ...], None, None) and an
-  // empty optional (name, 0, None, None, None). The array slot may hold a native Value.
+  // a sequence is (name, -1, [(code, array, strings, shape), ...], None, None), a map
+  // (name, -3, [keys, values] in that form, None, None) and an empty optional
+  // (name, 0, None, None, None). The array slot may hold a native Value.
   // `bound` (IoBinding), when given, aligns with the graph outputs: a Value whose memory
   // the output is written into, or None. `as_values` returns native Values, not arrays.
   nb::list run(const std::vector<std::string>& output_names, nb::list feeds,
@@ -233,13 +234,14 @@ class PySession {
       const int code = nb::cast<int>(t[1]);
       if (code == 0) {
         values.emplace_back();
-      } else if (code == -1) {
+      } else if (code == -1 || code == -3) {  // a sequence, or a map's keys and values
         auto sequence = std::make_shared<TensorSequence>();
         for (nb::handle item : nb::cast<nb::list>(t[2])) {
           nb::tuple e = nb::cast<nb::tuple>(item);
           sequence->push_back(tensor_from_feed(e[0], e[1], e[2], e[3], string_storage));
         }
         values.emplace_back(std::shared_ptr<const TensorSequence>(std::move(sequence)));
+        values.back().maps = code == -3;
       } else {
         values.emplace_back(tensor_from_feed(t[1], t[2], t[3], t[4], string_storage));
       }

@@ -26,8 +26,10 @@ class ExecutableGraph;  // a planned (sub)graph; defined by the planner
 // optional is a slot with no value (ctx.input() and input_sequence() return nullptr).
 // kMapSequence is a sequence of maps sharing one key set (ai.onnx.ml ZipMap's output),
 // stored as a TensorSequence of two tensors: the keys [C] and the values [N, C], map i
-// being keys[j] -> values[i, j]. No kernel reads it as a sequence of tensors.
-enum class ValueKind : uint8_t { kTensor, kSequence, kMapSequence };
+// being keys[j] -> values[i, j]. kMap is one map (a graph input of type map(K, V), read by
+// ai.onnx.ml DictVectorizer and CastMap), stored the same way: keys [K] and values [K];
+// the slot's dtype is V's. No kernel reads either as a sequence of tensors.
+enum class ValueKind : uint8_t { kTensor, kSequence, kMapSequence, kMap };
 
 // A subgraph compiled for a kernel: the opaque plan plus the interface kernels need.
 struct CompiledSubgraph {

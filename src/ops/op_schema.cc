@@ -20,7 +20,7 @@ constexpr AttrSpec kAttributes[] = {
 #define NXRT_SCHEMA(...)
 #define NXRT_ATTR(name, type, required) {name, type, required},
 #define NXRT_FORMAL(name, constraint, heterogeneous)
-#define NXRT_CONSTRAINT(name, tensors, sequences)
+#define NXRT_CONSTRAINT(name, tensors, sequences, maps)
 #include "ops/op_schema.inc"
 #undef NXRT_CONSTRAINT
 #undef NXRT_FORMAL
@@ -32,7 +32,7 @@ constexpr FormalSpec kFormals[] = {
 #define NXRT_SCHEMA(...)
 #define NXRT_ATTR(name, type, required)
 #define NXRT_FORMAL(name, constraint, heterogeneous) {name, constraint, heterogeneous},
-#define NXRT_CONSTRAINT(name, tensors, sequences)
+#define NXRT_CONSTRAINT(name, tensors, sequences, maps)
 #include "ops/op_schema.inc"
 #undef NXRT_CONSTRAINT
 #undef NXRT_FORMAL
@@ -44,7 +44,7 @@ constexpr TypeConstraint kConstraints[] = {
 #define NXRT_SCHEMA(...)
 #define NXRT_ATTR(name, type, required)
 #define NXRT_FORMAL(name, constraint, heterogeneous)
-#define NXRT_CONSTRAINT(name, tensors, sequences) {name, tensors, sequences},
+#define NXRT_CONSTRAINT(name, tensors, sequences, maps) {name, tensors, sequences, maps},
 #include "ops/op_schema.inc"
 #undef NXRT_CONSTRAINT
 #undef NXRT_FORMAL
@@ -69,7 +69,7 @@ constexpr OpSchema kSchemas[] = {
    std::span<const TypeConstraint>(kConstraints + (first_constraint), (constraints))},
 #define NXRT_ATTR(name, type, required)
 #define NXRT_FORMAL(name, constraint, heterogeneous)
-#define NXRT_CONSTRAINT(name, tensors, sequences)
+#define NXRT_CONSTRAINT(name, tensors, sequences, maps)
 #include "ops/op_schema.inc"
 #undef NXRT_CONSTRAINT
 #undef NXRT_FORMAL
@@ -164,6 +164,7 @@ namespace {
 // "tensor(float)", "seq(tensor(int64))".
 std::string type_text(const InputType& t) {
   const std::string tensor = tensor_type_name(t.dtype);
+  if (t.map) return "map(..., " + tensor + ")";  // (the key type is the kernel's to check)
   return t.sequence ? "seq(" + tensor + ")" : tensor;
 }
 
@@ -174,11 +175,12 @@ std::string allowed_text(const TypeConstraint& c) {
     for (int e = 1; e < 64; ++e)
       if (mask >> e & 1) {
         if (!out.empty()) out += ", ";
-        out += type_text(InputType{DataType(e), sequence, true});
+        out += type_text(InputType{.dtype = DataType(e), .sequence = sequence, .known = true});
       }
   };
   list(c.tensors, false);
   list(c.sequences, true);
+  if (c.maps) out += out.empty() ? "maps" : ", maps";
   return out.empty() ? "no tensor or sequence type" : out;
 }
 
@@ -199,8 +201,9 @@ Status check_types(const ir::Node& node, int64_t opset, std::span<const InputTyp
     const TypeConstraint& c = schema->constraints[size_t(formal->constraint)];
     const auto e = uint32_t(t.dtype);
     const uint64_t mask = t.sequence ? c.sequences : c.tensors;
-    // Element types beyond the masks' 64 bits are none nxrt has.
-    if (e >= 64 || !(mask >> e & 1))
+    // Element types beyond the masks' 64 bits are none nxrt has. Map key and value types
+    // are the kernels' to check.
+    if (t.map ? !c.maps : e >= 64 || !(mask >> e & 1))
       return invalid_graph(context, "input ", i, " ('", node.inputs[i], "', formal ", formal->name,
                            ") has type ", type_text(t), "; opset ", opset, " of ", node.op_type,
                            " takes ", c.name, " in {", allowed_text(c), "}");

@@ -28,10 +28,12 @@ struct AttrSpec {
 // A type parameter ("T") and the element types it allows: bit e of `tensors` set when
 // tensor(e) (or optional(tensor(e))) is allowed, of `sequences` for seq(tensor(e)). A
 // formal with a fixed type ("tensor(int64)") has a constraint of its own, named by it.
+// `maps`: some map type is allowed (DictVectorizer's map(string, float), ...).
 struct TypeConstraint {
   const char* name;
   uint64_t tensors;
   uint64_t sequences;
+  bool maps;
 };
 
 // A formal input or output: its name in the spec and its type parameter (an index into
@@ -77,10 +79,12 @@ const char* attr_type_name(AttrType type);
 Status check_node(const ir::Node& node, int64_t opset, const std::string& context);
 
 // What the planner knows of an input's type before choosing a kernel: a tensor's or a
-// sequence's element type; `known` false for omitted inputs, maps and types not settled.
+// sequence's element type, or a map's value type; `known` false for omitted inputs,
+// sequences of maps and types not settled.
 struct InputType {
   DataType dtype = DataType::kUndefined;
   bool sequence = false;
+  bool map = false;
   bool known = false;
 };
 

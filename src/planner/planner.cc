@@ -11,8 +11,8 @@
 namespace nxrt {
 namespace {
 
-// The input types the spec's constraints are checked against: tensors and sequences of a
-// settled element type (maps and omitted inputs are not checked).
+// The input types the spec's constraints are checked against: tensors, sequences and maps
+// of a settled element type (sequences of maps and omitted inputs are not checked).
 std::vector<ops::InputType> spec_types(const std::vector<DataType>& types,
                                        const std::vector<ValueKind>& kinds) {
   std::vector<ops::InputType> out(types.size());
@@ -20,6 +20,7 @@ std::vector<ops::InputType> spec_types(const std::vector<DataType>& types,
     const ValueKind kind = i < kinds.size() ? kinds[i] : ValueKind::kTensor;
     out[i].dtype = types[i];
     out[i].sequence = kind == ValueKind::kSequence;
+    out[i].map = kind == ValueKind::kMap;
     out[i].known = types[i] != DataType::kUndefined && kind != ValueKind::kMapSequence;
   }
   return out;
@@ -243,6 +244,10 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
     ValueKind kind = ValueKind::kTensor;
     if (type->kind == ir::TypeInfo::Kind::kSequence && type->inner) {
       kind = ValueKind::kSequence;
+      type = type->inner.get();
+    } else if (type->kind == ir::TypeInfo::Kind::kMap && type->inner &&
+               type->inner->kind == ir::TypeInfo::Kind::kTensor) {
+      kind = ValueKind::kMap;  // the slot's dtype is the value type; check_feed reads the key
       type = type->inner.get();
     }
     DataType dtype =

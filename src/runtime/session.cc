@@ -234,6 +234,31 @@ Status Session::check_feed(size_t index, const Value& fed) const {
     if (info.type.kind == ir::TypeInfo::Kind::kOptional) return Status();
     return invalid_argument("input '", info.name, "' is not optional but was fed no value");
   }
+  if (slot.kind == ValueKind::kMap) {
+    const ir::TypeInfo& declared =
+        info.type.kind == ir::TypeInfo::Kind::kOptional && info.type.inner ? *info.type.inner
+                                                                           : info.type;
+    if (!fed.is_sequence() || !fed.maps || fed.sequence->size() != 2)
+      return invalid_argument("input '", info.name, "' expects a map (",
+                              dtype_name(declared.elem_type), " keys, ", dtype_name(expected),
+                              " values)");
+    const Tensor& keys = (*fed.sequence)[0];
+    const Tensor& values = (*fed.sequence)[1];
+    if (keys.dtype() != declared.elem_type || values.dtype() != expected)
+      return invalid_argument("input '", info.name, "' expects a map of ",
+                              dtype_name(declared.elem_type), " to ", dtype_name(expected),
+                              ", got ", dtype_name(keys.dtype()), " to ",
+                              dtype_name(values.dtype()));
+    if (keys.rank() != 1 || values.rank() != 1 || keys.numel() != values.numel())
+      return invalid_argument("input '", info.name, "': a map's keys and values must be 1-D and ",
+                              "as many, got ", keys.shape().to_string(), " and ",
+                              values.shape().to_string());
+    return Status();
+  }
+  if (fed.is_sequence() && fed.maps)
+    return invalid_argument("input '", info.name, "' expects a ",
+                            slot.kind == ValueKind::kSequence ? "sequence of tensors" : "tensor",
+                            " but was fed a map");
   if ((slot.kind == ValueKind::kSequence) != fed.is_sequence())
     return invalid_argument("input '", info.name, "' expects a ",
                             slot.kind == ValueKind::kSequence ? "sequence of tensors" : "tensor",

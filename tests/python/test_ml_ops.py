@@ -159,3 +159,84 @@ def test_category_mapper(direction):
         x = np.array([4, 1, 2, 7], np.int64)
     got, want = _both(data, x)
     np.testing.assert_array_equal(got[0], want[0])
+
+
+# ---- map inputs: DictVectorizer and CastMap ------------------------------------------------
+
+def _map_model(node, key_type, value_type, out_type):
+    x = helper.make_value_info("x", helper.make_map_type_proto(
+        key_type, helper.make_tensor_type_proto(value_type, None)))
+    graph = helper.make_graph([node], "g", [x], [helper.make_tensor_value_info("y", out_type, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.ml", 3)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def _ml_node(op, **attrs):
+    return helper.make_node(op, ["x"], ["y"], domain="ai.onnx.ml", name="m", **attrs)
+
+
+def test_dict_vectorizer_against_onnxruntime():
+    data = _map_model(_ml_node("DictVectorizer", string_vocabulary=["a", "b", "c"]),
+                      TensorProto.STRING, TensorProto.FLOAT, TensorProto.FLOAT)
+    feed = {"x": {"a": 1.5, "c": 2.0, "zz": 9.0}}
+    (got,) = nxrt.InferenceSession(data).run(None, feed)
+    (want,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feed)
+    np.testing.assert_array_equal(got, want)
+    assert got.shape == (1, 3)
+
+
+def test_dict_vectorizer_int64_keys_and_string_values():
+    # (onnxruntime's Python API cannot feed a map of strings: the expected values are the spec's)
+    data = _map_model(_ml_node("DictVectorizer", int64_vocabulary=[5, 1, 3]),
+                      TensorProto.INT64, TensorProto.STRING, TensorProto.STRING)
+    (got,) = nxrt.InferenceSession(data).run(None, {"x": {1: "one", 3: "three", 7: "x"}})
+    assert got.tolist() == [["", "one", "three"]]
+    data = _map_model(_ml_node("DictVectorizer", int64_vocabulary=[5, 1, 3]),
+                      TensorProto.INT64, TensorProto.DOUBLE, TensorProto.DOUBLE)
+    (got,) = nxrt.InferenceSession(data).run(None, {"x": {1: 0.25}})
+    assert got.dtype == np.float64 and got.tolist() == [[0.0, 0.25, 0.0]]
+
+
+@pytest.mark.parametrize("cast_to,out_type", [("TO_FLOAT", TensorProto.FLOAT),
+                                              ("TO_STRING", TensorProto.STRING),
+                                              ("TO_INT64", TensorProto.INT64)])
+@pytest.mark.parametrize("form", ["DENSE", "SPARSE"])
+def test_cast_map_against_onnxruntime(cast_to, out_type, form):
+    data = _map_model(_ml_node("CastMap", cast_to=cast_to, map_form=form, max_map=6),
+                      TensorProto.INT64, TensorProto.FLOAT, out_type)
+    feed = {"x": {4: 2.5, 1: 7.0, 2: -3.25}}
+    (got,) = nxrt.InferenceSession(data).run(None, feed)
+    (want,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feed)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_cast_map_of_strings():
+    data = _map_model(_ml_node("CastMap", cast_to="TO_FLOAT"), TensorProto.INT64,
+                      TensorProto.STRING, TensorProto.FLOAT)
+    sess = nxrt.InferenceSession(data)
+    (got,) = sess.run(None, {"x": {4: "2.5", 1: "7", 2: "-3.25"}})
+    assert got.tolist() == [[7.0, -3.25, 2.5]]
+    with pytest.raises(nxrt.InvalidArgument, match="value 'seven' is not a float"):
+        sess.run(None, {"x": {1: "seven"}})
+
+
+def test_map_inputs_bad_feeds_and_nodes_are_named():
+    data = _map_model(_ml_node("CastMap", map_form="SPARSE", max_map=3), TensorProto.INT64,
+                      TensorProto.FLOAT, TensorProto.FLOAT)
+    sess = nxrt.InferenceSession(data)
+    with pytest.raises(nxrt.InvalidArgument, match=r"key 5 is outside \[0, max_map = 3\)"):
+        sess.run(None, {"x": {5: 1.0}})
+    with pytest.raises(TypeError, match="input 'x' is a map: feed a dict"):
+        sess.run(None, {"x": np.ones(3, np.float32)})
+    with pytest.raises(TypeError, match="input 'x' is a map of int64 to float"):
+        sess.run(None, {"x": {"a": 1.0}})
+    # A map reaching an op whose spec takes no map is a type error at load.
+    relu = helper.make_node("Relu", ["x"], ["y"], name="r")
+    with pytest.raises(nxrt.capi.onnxruntime_pybind11_state.InvalidGraph,
+                       match=r"\[Relu\] node 'r'.*has type map\(\.\.\., tensor\(float\)\); opset 17 "
+                             r"of Relu takes T in \{tensor\(float\)"):
+        nxrt.InferenceSession(_map_model(relu, TensorProto.INT64, TensorProto.FLOAT,
+                                         TensorProto.FLOAT))

@@ -105,3 +105,32 @@ def test_sklearn_model_matches_onnxruntime(name):
     assert len(got) == len(want)
     for out, g, w in zip(onx.graph.output, got, want):
         _compare(g, w, f"{name} output {out.name}")
+
+
+@pytest.mark.parametrize("key_type", ["string", "int64"])
+def test_dict_vectorizer_pipeline_matches_onnxruntime(key_type):
+    """A DictVectorizer pipeline takes one dict per run (a map input), as onnxruntime does."""
+    from skl2onnx import convert_sklearn
+    from skl2onnx.common.data_types import (DictionaryType, FloatTensorType, Int64TensorType,
+                                            StringTensorType)
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.pipeline import make_pipeline
+    rng = np.random.default_rng(3)
+    keys = ["age", "height", "score", "visits"] if key_type == "string" else [3, 17, 42, 99]
+    rows = [{k: float(rng.normal()) for k in keys if rng.random() < 0.7} for _ in range(60)]
+    labels = [int(sum(r.values()) > 0) for r in rows]
+    pipe = make_pipeline(DictVectorizer(sparse=False), LogisticRegression()).fit(rows, labels)
+    key = StringTensorType([]) if key_type == "string" else Int64TensorType([])
+    onx = convert_sklearn(pipe, initial_types=[("input", DictionaryType(key, FloatTensorType([])))],
+                          target_opset={"": 17, "ai.onnx.ml": 3})
+    blob = onx.SerializeToString()
+    ours = nxrt.InferenceSession(blob)
+    theirs = ort.InferenceSession(blob, providers=["CPUExecutionProvider"])
+    assert ours.get_inputs()[0].type == theirs.get_inputs()[0].type
+    extra = {"unknown": 5.0} if key_type == "string" else {7: 5.0}  # not in the vocabulary
+    # (onnxruntime refuses an empty dict: "Size of dictionary is empty")
+    for row in rows[:10] + [{**rows[0], **extra}]:
+        got = ours.run(None, {"input": row})
+        want = theirs.run(None, {"input": row})
+        for out, g, w in zip(onx.graph.output, got, want):
+            _compare(g, w, f"dict_vectorizer output {out.name} for {row}")
