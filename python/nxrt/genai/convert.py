@@ -8,11 +8,13 @@ The folder holds:
   [batch, seq, vocab] and present.N.key/value [batch, kv_heads, past + seq, head_size].
 - genai_config.json, tokenizer.json, tokenizer_config.json (chat template included).
 
-Weights are float32 (``weights="fp32"``) or, for the Q4_0 / Q4_1 / Q8_0 matrices of the
-file, com.microsoft MatMulNBits blocks that keep the GGUF's codes and scales as they are
-(``weights="int4"``: 4 bits, and 8 bits for Q8_0 matrices such as a tied LM head; Q4_1's
-per-block minimum becomes a float zero point). Everything else (the embedding table that
-Gather reads, norms) is dequantized to float32.
+Weights are float32 (``weights="fp32"``) or, for the quantized matrices of the file,
+com.microsoft MatMulNBits blocks that keep the GGUF's codes and scales as they are
+(``weights="int4"``): Q4_0 / Q4_1 / Q8_0 in blocks of 32 (4 bits, 8 for Q8_0; Q4_1's
+per-block minimum becomes a float zero point), and the K-quants, Q5_0 and Q5_1 in their
+sub-blocks of 16 or 32 (4 bits for Q2_K / Q3_K / Q4_K, 8 for the wider codes; see
+_matmul_subblocks). Everything else (the embedding table that Gather reads, norms) is
+dequantized to float32.
 
 The graph uses standard ONNX ops (opset 17) plus com.microsoft MatMulNBits and (by
 default) GroupQueryAttention, as onnxruntime-genai's model builder writes them, so
@@ -24,7 +26,7 @@ import os
 
 import numpy as np
 
-from .gguf import Q4_0, Q4_1, Q8_0, GGUFFile, quant_blocks
+from .gguf import AFFINE, Q4_0, Q4_1, Q8_0, GGUFFile, quant_blocks, subblocks
 
 OPSET = 17
 SUPPORTED_ARCHITECTURES = ("llama",)
@@ -141,10 +143,46 @@ class _LlamaBuilder:
                                f"{[out_features, in_features]}")
         if self.weights == "int4" and t.ggml_type in (Q4_0, Q4_1, Q8_0):
             return self._matmul_nbits(x, t, unpermute_heads)
+        if self.weights == "int4" and t.ggml_type in AFFINE:
+            return self._matmul_subblocks(x, t, unpermute_heads)
         w = self.g.array(name)
         if unpermute_heads:
             w = _unpermute_rows(w, unpermute_heads)
         return self.b.op("MatMul", [x, self.b.const(w.T.astype(np.float32), name)])
+
+    def _matmul_subblocks(self, x, t, unpermute_heads):
+        """The K-quants, Q5_0 and Q5_1 as MatMulNBits over their sub-blocks of 16 or 32:
+        scale * code + minimum = (code - zp) * scale. Codes of up to 4 bits (Q2_K, Q3_K,
+        Q4_K) are stored as 4 bits with float zero points; wider ones as 8 bits, with the
+        exact uint8 zero point of Q5_0 (16) and Q6_K (32), float ones for Q5_1 and Q5_K
+        (which onnxruntime's CPU MatMulNBits refuses at 8 bits; nxrt runs them). A
+        sub-block whose scale is 0 but minimum is not (all its values equal the minimum)
+        gets a scale of |minimum| / 2^20, off by at most 2^-16 of it."""
+        n, k = t.shape
+        length, bits, integer_zp = AFFINE[t.ggml_type]
+        scale, minimum, codes = subblocks(self.g.raw(t.name), t.ggml_type)
+        blocks = k // length
+        codes = codes.reshape(n, blocks, length)
+        flat = np.where((scale == 0) & (minimum != 0), np.abs(minimum) * 2.0**-20, scale)
+        scale = flat.reshape(n, blocks).astype(np.float32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            zp = np.where(scale != 0, -minimum.reshape(n, blocks) / scale, 0.0).astype(np.float32)
+        stored = 4 if bits <= 4 else 8
+        if stored == 8 and integer_zp is not None:
+            zp = np.full((n, blocks), integer_zp, dtype=np.uint8)
+        if unpermute_heads:
+            codes = _unpermute_rows(codes, unpermute_heads)
+            scale = _unpermute_rows(scale, unpermute_heads)
+            zp = _unpermute_rows(zp, unpermute_heads)
+        if stored == 4:  # element 2i in the low nibble of byte i, 2i + 1 in the high one
+            packed = (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+        else:
+            packed = codes.astype(np.uint8)
+        b = self.b
+        return b.op("MatMulNBits", [x, b.const(packed, f"{t.name}.q{stored}"),
+                                    b.const(scale, t.name + ".scales"),
+                                    b.const(zp, t.name + ".zero_points")],
+                    domain="com.microsoft", K=k, N=n, bits=stored, block_size=length)
 
     def _matmul_nbits(self, x, t, unpermute_heads):
         n, k = t.shape
@@ -328,7 +366,8 @@ class _LlamaBuilder:
         x = self.rms_norm(x, "output_norm.weight")
         # The LM head: output.weight, or the embedding matrix when they are tied.
         head = "output.weight" if "output.weight" in self.g.tensors else "token_embd.weight"
-        if self.weights == "fp32" or self.g.tensors[head].ggml_type not in (Q4_0, Q4_1, Q8_0):
+        if self.weights == "fp32" or self.g.tensors[head].ggml_type not in (Q4_0, Q4_1, Q8_0,
+                                                                              *AFFINE):
             w = embed if head == "token_embd.weight" else self.tensor(head)
             b.op("MatMul", [x, b.const(np.ascontiguousarray(w.T), "lm_head.weight")], ["logits"])
         else:
