@@ -10,8 +10,10 @@ need_apt=()
 # clang-format: scripts/test.sh checks that the C and C++ sources are formatted.
 # nlohmann-json3-dev: the JSON reader of src/genai (tokenizer.json), header-only.
 # libcpp-httplib-dev: the HTTP server of `nxrt serve`.
+# libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev: ImageDecoder's codecs.
 for pkg in cmake ninja-build g++ clang-format libprotozero-dev libgtest-dev libbenchmark-dev pkg-config libcli11-dev espeak-ng sox \
            nlohmann-json3-dev libcpp-httplib-dev \
+           libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev \
            clang libclang-rt-14-dev libgl1 libglib2.0-0; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
