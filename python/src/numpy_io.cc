@@ -101,23 +101,8 @@ bool array_tensor(PyObject* array, Buffers& buffers, Tensor& out, DataType code)
 }
 
 bool is_plain(DataType type) {
-  switch (type) {
-    case DataType::kFloat:
-    case DataType::kDouble:
-    case DataType::kFloat16:
-    case DataType::kInt8:
-    case DataType::kInt16:
-    case DataType::kInt32:
-    case DataType::kInt64:
-    case DataType::kUint8:
-    case DataType::kUint16:
-    case DataType::kUint32:
-    case DataType::kUint64:
-    case DataType::kBool:
-      return true;
-    default:
-      return false;
-  }
+  return is_integer_type(type) || type == DataType::kFloat || type == DataType::kDouble ||
+         type == DataType::kFloat16 || type == DataType::kBool;
 }
 
 nb::dlpack::dtype dlpack_dtype(DataType type) {
