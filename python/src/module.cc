@@ -11,6 +11,7 @@
 
 #include "core/random_seed.h"
 #include "ep/cpu/cpu_provider.h"
+#include "ep/cpu/image_codecs.h"
 #include "ep/cpu/registry.h"
 #include "errors.h"
 
@@ -29,6 +30,8 @@ void bind_tokenizer(nb::module_& m);
 
 NB_MODULE(_nxrt, m) {
   m.doc() = "nxrt native core (use the nxrt package, not this module)";
+  // ImageDecoder's JPEG/PNG/TIFF/WebP/JPEG 2000 through the system codecs.
+  nxrt::cpu::set_system_image_decoder(&nxrt::cpu::decode_with_system_codecs);
   m.attr("__version__") = NXRT_VERSION_STRING;  // the CMake project version
   m.def("_register_errors", &nxrt::py::register_error_classes,
         "Registers the Python exception class for each status code name.");

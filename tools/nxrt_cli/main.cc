@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "ep/cpu/image_codecs.h"
 
 namespace {
 
@@ -42,6 +43,8 @@ CLI::Option* add_sampling_options(CLI::App* cmd, nxrt::cli::SamplingArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // ImageDecoder's JPEG/PNG/TIFF/WebP/JPEG 2000 through the system codecs.
+  nxrt::cpu::set_system_image_decoder(&nxrt::cpu::decode_with_system_codecs);
   CLI::App app{
       "nxrt: run, benchmark and inspect ONNX models with the nxrt runtime; tokenize text; generate "
       "text"};
