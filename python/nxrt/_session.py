@@ -352,8 +352,8 @@ class InferenceSession:
         self._required_inputs = [i.name for i in self._inputs if not i.type.startswith("optional")]
         self._feedable = set(self._input_names) | {i.name for i in self._overridable}
         self._required_set = frozenset(self._required_inputs)
-        self._map_inputs = {i.name: _convert.map_types(i.type) for i in self._inputs
-                            if _convert.map_types(i.type)}
+        self._map_inputs = {i.name: types for i in self._inputs
+                            if (types := _convert.map_types(i.type))}
         self._output_names = [o.name for o in self._outputs]
         self._profiling = bool(so.enable_profiling)
         self._added_initializers = self._check_added_initializers(so._initializers)

@@ -234,10 +234,11 @@ Status Session::check_feed(size_t index, const Value& fed) const {
     if (info.type.kind == ir::TypeInfo::Kind::kOptional) return Status();
     return invalid_argument("input '", info.name, "' is not optional but was fed no value");
   }
+  // What the input declares (an optional's element).
+  const ir::TypeInfo& declared = info.type.kind == ir::TypeInfo::Kind::kOptional && info.type.inner
+                                     ? *info.type.inner
+                                     : info.type;
   if (slot.kind == ValueKind::kMap) {
-    const ir::TypeInfo& declared =
-        info.type.kind == ir::TypeInfo::Kind::kOptional && info.type.inner ? *info.type.inner
-                                                                           : info.type;
     if (!fed.is_sequence() || !fed.maps || fed.sequence->size() != 2)
       return invalid_argument("input '", info.name, "' expects a map (",
                               dtype_name(declared.elem_type), " keys, ", dtype_name(expected),
@@ -276,9 +277,6 @@ Status Session::check_feed(size_t index, const Value& fed) const {
     return invalid_argument("Unexpected input data type. Actual: (",
                             tensor_type_name(value.dtype()), ") , expected: (",
                             tensor_type_name(expected), ") for input '", info.name, "'");
-  const ir::TypeInfo& declared = info.type.kind == ir::TypeInfo::Kind::kOptional && info.type.inner
-                                     ? *info.type.inner
-                                     : info.type;
   // onnxruntime does not check inputs declared as scalars (rank 0); neither do we, so
   // feeding [1] where the model says [] keeps working.
   if (!declared.has_shape || declared.dims.empty()) return Status();

@@ -93,3 +93,20 @@ def test_unsupported_quant_type_is_named(tmp_path):
     writer.close()
     with pytest.raises(reader.GGUFError, match="tensor 'w': IQ4_NL is not supported"):
         reader.GGUFFile(path).array("w")
+
+
+def test_rows_that_are_not_whole_blocks_are_refused(tmp_path):
+    # ggml quantizes each row by itself: a Q4_K matrix with rows of 128 elements is corrupt
+    # even when its total (4 x 128) is a whole number of 256-element blocks.
+    import struct
+
+    def text(t):
+        return struct.pack("<Q", len(t)) + t.encode()
+
+    head = b"GGUF" + struct.pack("<IQQ", 3, 1, 0) + text("w") + struct.pack("<IQQ", 2, 128, 4)
+    head += struct.pack("<IQ", reader.Q4_K, 0)
+    path = tmp_path / "rows.gguf"
+    path.write_bytes(head + b"\0" * (-len(head) % 32) + b"\0" * 288)
+    with pytest.raises(reader.GGUFError, match="rows of 128 elements are not a whole number of "
+                                               "Q4_K blocks of 256"):
+        reader.GGUFFile(str(path))

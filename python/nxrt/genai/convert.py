@@ -32,6 +32,12 @@ OPSET = 17
 SUPPORTED_ARCHITECTURES = ("llama",)
 
 
+def _pack_nibbles(codes):
+    """4-bit codes as MatMulNBits stores them: element 2i in the low nibble of byte i,
+    2i + 1 in the high one."""
+    return (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+
+
 class ConvertError(ValueError):
     """The GGUF file cannot be converted (architecture, missing tensor, shape)."""
 
@@ -174,10 +180,7 @@ class _LlamaBuilder:
             codes = _unpermute_rows(codes, unpermute_heads)
             scale = _unpermute_rows(scale, unpermute_heads)
             zp = _unpermute_rows(zp, unpermute_heads)
-        if stored == 4:  # element 2i in the low nibble of byte i, 2i + 1 in the high one
-            packed = (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
-        else:
-            packed = codes.astype(np.uint8)
+        packed = _pack_nibbles(codes) if stored == 4 else codes.astype(np.uint8)
         b = self.b
         return b.op("MatMulNBits", [x, b.const(packed, f"{t.name}.q{stored}"),
                                     b.const(scale, t.name + ".scales"),
@@ -213,8 +216,7 @@ class _LlamaBuilder:
             codes = _unpermute_rows(codes, unpermute_heads)
             scale = _unpermute_rows(scale, unpermute_heads)
             zp = _unpermute_rows(zp, unpermute_heads)
-        # MatMulNBits packs element 2i in the low nibble of byte i, 2i + 1 in the high one.
-        packed = (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+        packed = _pack_nibbles(codes)
         return b.op("MatMulNBits", [x, b.const(packed, t.name + ".q4"),
                                     b.const(scale.astype(np.float32), t.name + ".scales"),
                                     b.const(zp, t.name + ".zero_points")],

@@ -70,9 +70,10 @@ class Tensor:
             raise GGUFError(f"tensor '{self.name}': {self.type_name} is not supported "
                             f"(supported: {', '.join(t[0] for t in TYPES.values())})")
         _, block, size = TYPES[self.ggml_type]
-        if self.elements % block:
-            raise GGUFError(f"tensor '{self.name}': {self.elements} elements is not a whole "
-                            f"number of {self.type_name} blocks of {block}")
+        # ggml quantizes rows: each row (the innermost dimension) is whole blocks.
+        if self.shape and self.shape[-1] % block:
+            raise GGUFError(f"tensor '{self.name}': rows of {self.shape[-1]} elements are not a "
+                            f"whole number of {self.type_name} blocks of {block}")
         return self.elements // block * size
 
 
@@ -248,7 +249,7 @@ def _q3k_scales(packed):
     return words.astype("<u4").view(np.int8).reshape(-1, 16).astype(np.float32) - 32
 
 
-def _two_bit_groups(qs, shift_source_rows):
+def _two_bit_groups(qs):
     """Codes of 2-bit planes as llama.cpp's Q2_K / Q3_K loops read them: per half of 128,
     four shifts of the 32 bytes, each giving two groups of 16 (bytes 0-15, then 16-31)."""
     groups = []
@@ -309,7 +310,7 @@ def subblocks(raw, ggml_type):
     if ggml_type == Q3_K:
         hmask, qs = b[:, 0:32], b[:, 32:96]
         d = _half(b, 108)
-        low = _two_bit_groups(qs, 32)
+        low = _two_bit_groups(qs)
         high = []
         for h in range(2):
             for j in range(4):
@@ -321,7 +322,7 @@ def subblocks(raw, ggml_type):
     if ggml_type == Q2_K:
         scales, qs = b[:, 0:16], b[:, 16:80]
         d, dmin = _half(b, 80), _half(b, 82)
-        codes = _two_bit_groups(qs, 32).reshape(-1, 16)
+        codes = _two_bit_groups(qs).reshape(-1, 16)
         scale = (d[:, None] * (scales & 0x0F).astype(np.float32)).reshape(-1)
         minimum = -(dmin[:, None] * (scales >> 4).astype(np.float32)).reshape(-1)
         return scale, minimum, codes
