@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <random>
 #include <span>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "genai/json_schema.h"
 
 namespace nxrt::genai {
 
@@ -31,9 +33,10 @@ struct SamplingOptions {
   bool ignore_eos = false;  // generate max_tokens whatever comes (benchmarks)
   bool logprobs = false;    // each chosen token's log-probability under the model
   int top_logprobs = 0;     // with logprobs: also the most likely tokens' (at most 20)
-  // The output is one JSON object (response_format json_object): tokens that cannot
-  // continue one are never picked, and the sequence ends when the object closes.
-  bool json_object = false;
+  // Set (response_format json_object / json_schema): the output is one JSON value of this
+  // grammar; tokens that cannot continue one are never picked, and the sequence ends when
+  // the value closes.
+  std::shared_ptr<const JsonGrammar> json;
 
   // An error naming the first option out of range.
   Status check() const;

@@ -57,7 +57,10 @@ Sequence::Sequence(const Tokenizer& tokenizer, const ModelConfig& config,
     stop_ids_.insert(stop_ids_.end(), config.eos_token_ids.begin(), config.eos_token_ids.end());
   for (const std::string& s : options.stop)
     if (!s.empty()) stops_.push_back(s);
-  if (options.json_object) json_constraint_.emplace(tokenizer);
+  if (options.json) {
+    json_constraint_.emplace(tokenizer, options.json);
+    json_.emplace(json_constraint_->start());
+  }
   result_.stats.prompt_tokens = int(prompt_.size());
   start_ = Clock::now();
 }
@@ -95,7 +98,7 @@ Expected<bool> Sequence::advance(std::span<const float> logits, int64_t tokens) 
   position_ += tokens;
   if (json_constraint_) {
     masked_.assign(logits.begin(), logits.end());
-    if (json_constraint_->mask(json_, masked_) == 0)
+    if (json_constraint_->mask(*json_, masked_) == 0)
       return runtime_error("no token of the vocabulary continues the JSON output");
     logits = masked_;
   }
@@ -118,7 +121,7 @@ Expected<bool> Sequence::advance(std::span<const float> logits, int64_t tokens) 
   }
   NXRT_ASSIGN_OR_RETURN(std::string piece, decoder_.add(pick.token));
   held_ += piece;
-  if (json_constraint_ && json_.feed(json_constraint_->bytes(pick.token)) && json_.complete()) {
+  if (json_ && json_->feed(json_constraint_->bytes(pick.token)) && json_->complete()) {
     emit(held_ + decoder_.flush());  // the object is closed: nothing may follow it
     finish("stop");
     return true;

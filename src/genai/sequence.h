@@ -79,10 +79,10 @@ class Sequence {
   int64_t position_ = 0;
   bool finished_ = false;
   Clock::time_point start_{}, first_{};
-  // With options.json_object: the JSON read so far, and the logits with the tokens that
-  // cannot continue it masked.
+  // With options.json: the JSON read so far, and the logits with the tokens that cannot
+  // continue it masked.
   std::optional<JsonConstraint> json_constraint_;
-  JsonPrefix json_;
+  std::optional<JsonState> json_;
   std::vector<float> masked_;
 };
 

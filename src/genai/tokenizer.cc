@@ -1,5 +1,6 @@
 #include "genai/tokenizer.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/mapped_file.h"
@@ -182,6 +183,26 @@ Expected<std::string_view> Tokenizer::token_bytes(int32_t id, bool skip_special_
     return invalid_argument("token id ", id, " has no token (the vocabulary leaves it unused)");
   if (skip_special_tokens && special_[id]) return std::string_view();
   return std::string_view(bytes_[id]);
+}
+
+const Tokenizer::ByteOrder& Tokenizer::byte_order() const {
+  std::call_once(byte_order_once_, [this] {
+    std::vector<int32_t>& ids = byte_order_.ids;
+    for (int32_t id = 0; id < vocab_size(); ++id)
+      if (present_[size_t(id)] && !special_[size_t(id)] && !bytes_[size_t(id)].empty())
+        ids.push_back(id);
+    std::sort(ids.begin(), ids.end(),
+              [&](int32_t a, int32_t b) { return bytes_[size_t(a)] < bytes_[size_t(b)]; });
+    byte_order_.common.assign(ids.size(), 0);
+    for (size_t i = 1; i < ids.size(); ++i) {
+      const std::string& a = bytes_[size_t(ids[i - 1])];
+      const std::string& b = bytes_[size_t(ids[i])];
+      const size_t n = std::min(a.size(), b.size());
+      byte_order_.common[i] =
+          uint32_t(std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin());
+    }
+  });
+  return byte_order_;
 }
 
 Expected<std::string_view> Tokenizer::first_token_bytes(int32_t id, bool skip_special_tokens,

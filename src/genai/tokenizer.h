@@ -91,6 +91,14 @@ class Tokenizer {
   int32_t vocab_size() const { return int32_t(tokens_.size()); }
   std::optional<int32_t> bos_id() const { return bos_id_; }
   std::optional<int32_t> eos_id() const { return eos_id_; }
+  // The ids that stand for bytes (special and unused ids left out) sorted by their bytes,
+  // and how many bytes each shares with the one before it: the vocabulary as a trie, for
+  // constrained decoding's walks. Built on first use, once.
+  struct ByteOrder {
+    std::vector<int32_t> ids;
+    std::vector<uint32_t> common;
+  };
+  const ByteOrder& byte_order() const;
   // Spaces decode drops from the start of a text (SentencePiece's leading "▁").
   int strip_leading_spaces() const { return strip_leading_spaces_; }
 
@@ -122,6 +130,8 @@ class Tokenizer {
   // one at a time and the others a cache of their own call.
   mutable std::mutex cache_mutex_;
   mutable WordCache cache_;
+  mutable std::once_flag byte_order_once_;
+  mutable ByteOrder byte_order_;
 };
 
 // Decodes ids one at a time for streaming output: add() returns the text the id

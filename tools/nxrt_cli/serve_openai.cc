@@ -76,6 +76,38 @@ std::optional<ApiError> read_messages(const OrderedJson& body, ApiRequest& r) {
   return std::nullopt;
 }
 
+// response_format: "text", "json_object" or "json_schema" (constrained decoding: the
+// output is one JSON value that parses and, for a schema, matches it).
+std::optional<ApiError> read_response_format(const OrderedJson& format, genai::SamplingOptions& s) {
+  const auto type = format.is_object() ? format.find("type") : format.end();
+  if (type == format.end() || !type->is_string())
+    return bad("'response_format' must be an object with a string 'type'", "response_format");
+  if (*type == "text") return std::nullopt;
+  if (*type == "json_object") {
+    s.json = genai::JsonGrammar::any_object();
+    return std::nullopt;
+  }
+  if (*type != "json_schema")
+    return bad("'response_format' type '" + type->get<std::string>() +
+                   "' is not supported (text, json_object and json_schema are)",
+               "response_format");
+  const auto spec = format.find("json_schema");
+  if (spec == format.end() || !spec->is_object())
+    return bad("'response_format' of type json_schema needs a 'json_schema' object",
+               "response_format");
+  const auto schema = spec->find("schema");
+  if (schema == spec->end() || schema->is_null()) {  // no schema: any object, as json_object
+    s.json = genai::JsonGrammar::any_object();
+    return std::nullopt;
+  }
+  auto grammar = genai::JsonGrammar::from_schema(schema->dump());
+  if (!grammar.ok())
+    return bad("response_format.json_schema.schema " + grammar.status().message(),
+               "response_format");
+  s.json = *grammar;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string ApiError::body() const {
@@ -167,17 +199,8 @@ std::optional<ApiError> parse_request(std::string_view text, bool chat, int64_t 
                       !(std::string_view(key) == "tools" && chat);
     if (used) return bad(std::string("'") + key + "' is not supported by nxrt serve yet", key);
   }
-  if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
-    const auto type = it->is_object() ? it->find("type") : it->end();
-    if (type == it->end() || !type->is_string())
-      return bad("'response_format' must be an object with a string 'type'", "response_format");
-    if (*type == "json_object")
-      s.json_object = true;  // constrained decoding: the output is one JSON object
-    else if (*type != "text")
-      return bad("'response_format' type '" + type->get<std::string>() +
-                     "' is not supported by nxrt serve yet (text and json_object are)",
-                 "response_format");
-  }
+  if (auto it = body.find("response_format"); it != body.end() && !it->is_null())
+    return read_response_format(*it, s);
   return std::nullopt;
 }
 
