@@ -181,7 +181,7 @@ void JsonState::start(const Branch& base, int32_t node, unsigned char c, JsonSta
   if (base.depth >= kMaxDepth) return;
   Branch b = base;
   if (!n.literals.empty()) {
-    for (size_t i = 0; i < n.literals.size(); ++i) {
+    for (size_t i = 0; i < n.literals.size() && out.ends_.size() < kMaxBranches; ++i) {
       const std::string& text = n.literals[i];
       if (static_cast<unsigned char>(text[0]) != c) continue;
       Frame f = frame(node, Kind::kLiteral);
@@ -270,6 +270,7 @@ void JsonState::keys(const Branch& b, JsonState& out) const {
     return;
   }
   for (int32_t j = f.count; j < int32_t(n.properties.size()); ++j) {
+    if (out.ends_.size() >= kMaxBranches) return;
     Branch k = b;
     k.f[at].sub = kObjectColon;
     k.f[at].index = j;

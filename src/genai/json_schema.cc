@@ -13,8 +13,9 @@ namespace {
 // Member order matters: the output writes properties in the schema's order.
 using Json = nlohmann::ordered_json;
 
-constexpr int kMaxNesting = 64;      // schema objects inside one another
-constexpr size_t kMaxNodes = 10000;  // a request's schema is small; this bounds the work
+constexpr int kMaxNesting = 64;       // schema objects inside one another
+constexpr size_t kMaxNodes = 10000;   // a request's schema is small; this bounds the work
+constexpr int64_t kMaxChoices = 256;  // alternatives one value may start as
 
 // Keywords that describe and never constrain: read past.
 const std::set<std::string_view> kAnnotations = {
@@ -99,7 +100,7 @@ class SchemaCompiler {
         return error(at + "/allOf", "only an allOf of one schema, alone, is supported");
       return compile((*all)[0], at + "/allOf/0", nesting + 1);
     }
-    const int32_t id = new_node();
+    const int32_t id = new_node(at);
     if (id < 0) return error(at, "the schema has more than ", kMaxNodes, " parts");
     if (auto any_of = s.find("anyOf"); any_of != s.end()) {
       if (constraining > 1) return error(at, "'anyOf' beside other constraining keywords");
@@ -135,8 +136,12 @@ class SchemaCompiler {
     return id;
   }
 
-  // Where the root must not be a bare number: its end cannot be told from a longer one.
-  Status check_root(int32_t root) const {
+  // The choices are finite and few; the root is no bare number (its end cannot be told
+  // from a longer one).
+  Status check(int32_t root) const {
+    std::vector<int64_t> leaves(nodes_.size(), -1);
+    for (size_t id = 0; id < nodes_.size(); ++id)
+      NXRT_RETURN_IF_ERROR(count_choices(int32_t(id), leaves));
     std::vector<int32_t> todo = {root};
     std::set<int32_t> seen;
     while (!todo.empty()) {
@@ -162,16 +167,17 @@ class SchemaCompiler {
     return invalid_argument(at, ": ", std::forward<Args>(args)...);
   }
 
-  int32_t new_node() {
+  int32_t new_node(const std::string& at) {
     if (nodes_.size() >= kMaxNodes) return -1;
     nodes_.emplace_back();
+    paths_.push_back(at);
     return int32_t(nodes_.size() - 1);
   }
 
   // The unconstrained value: any type, members and elements of any value.
   int32_t any() {
     if (any_ < 0) {
-      any_ = new_node();
+      any_ = new_node("#");
       nodes_[size_t(any_)].additional = any_;
       nodes_[size_t(any_)].items = any_;
     }
@@ -189,7 +195,7 @@ class SchemaCompiler {
       return error(at, "reference '", target, "' names nothing in the schema");
     }
     // The node exists before its target compiles, so a recursive reference finds it.
-    const int32_t id = new_node();
+    const int32_t id = new_node(at);
     if (id < 0) return error(at, "the schema has more than ", kMaxNodes, " parts");
     refs_[target] = id;
     NXRT_ASSIGN_OR_RETURN(int32_t body, compile(*found, target, nesting + 1));
@@ -282,7 +288,34 @@ class SchemaCompiler {
     return Status();
   }
 
+  // anyOf and $ref choose without reading a byte: a cycle of them would never end, and
+  // nested choices multiply the branches a byte is tried on. `leaves`: per node, the
+  // choices it comes to (-1: not counted yet, -2: being counted).
+  Status count_choices(int32_t id, std::vector<int64_t>& leaves) const {
+    int64_t& n = leaves[size_t(id)];
+    if (n == -2)
+      return error(paths_[size_t(id)],
+                   "anyOf and $ref form a cycle that reads nothing (it would never end)");
+    if (n >= 0) return Status();
+    if (nodes_[size_t(id)].any_of.empty()) {
+      n = 1;
+      return Status();
+    }
+    n = -2;
+    int64_t total = 0;
+    for (int32_t alternative : nodes_[size_t(id)].any_of) {
+      NXRT_RETURN_IF_ERROR(count_choices(alternative, leaves));
+      total += leaves[size_t(alternative)];
+      if (total > kMaxChoices)
+        return error(paths_[size_t(id)], "nested anyOf come to more than ", kMaxChoices,
+                     " alternatives");
+    }
+    leaves[size_t(id)] = total;
+    return Status();
+  }
+
   const Json& root_;
+  std::vector<std::string> paths_;  // per node: where in the schema (for errors)
   std::map<std::string, int32_t> refs_;
   int32_t any_ = -1;
 };
@@ -292,7 +325,7 @@ Expected<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(std::strin
   if (root.is_discarded()) return invalid_argument("the schema is not valid JSON");
   SchemaCompiler compiler(root);
   NXRT_ASSIGN_OR_RETURN(int32_t id, compiler.compile(root, "#", 0));
-  NXRT_RETURN_IF_ERROR(compiler.check_root(id));
+  NXRT_RETURN_IF_ERROR(compiler.check(id));
   auto grammar = std::make_shared<JsonGrammar>();
   grammar->nodes_ = std::move(compiler.nodes_);
   grammar->root_ = id;

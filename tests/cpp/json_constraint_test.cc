@@ -152,6 +152,23 @@ TEST(JsonSchema, RefusesWhatItCannotEnforceByName) {
       {R"({"type": "object", "properties": {"a": {"type": "string", "enum": [1]}}})",
        "no value of 'enum' has the schema's type"},
       {"[1]", "#: a schema must be an object or a boolean"},
+      {R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/b"}},
+           "$defs": {"b": {"anyOf": [{"$ref": "#/$defs/b"}, {"type": "null"}]}}})",
+       "form a cycle that reads nothing"},
+      {R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/b"}},
+           "$defs": {"b": {"$ref": "#/$defs/b"}}})",
+       "form a cycle that reads nothing"},
+      {R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/x4"}}, "$defs": {
+           "x0": {"anyOf": [{"type": "null"}, {"type": "string"}, {"type": "boolean"},
+                            {"type": "integer"}, {"type": "array"}]},
+           "x1": {"anyOf": [{"$ref": "#/$defs/x0"}, {"$ref": "#/$defs/x0"}, {"$ref": "#/$defs/x0"},
+                            {"$ref": "#/$defs/x0"}, {"$ref": "#/$defs/x0"}]},
+           "x2": {"anyOf": [{"$ref": "#/$defs/x1"}, {"$ref": "#/$defs/x1"}, {"$ref": "#/$defs/x1"},
+                            {"$ref": "#/$defs/x1"}, {"$ref": "#/$defs/x1"}]},
+           "x3": {"anyOf": [{"$ref": "#/$defs/x2"}, {"$ref": "#/$defs/x2"}, {"$ref": "#/$defs/x2"},
+                            {"$ref": "#/$defs/x2"}, {"$ref": "#/$defs/x2"}]},
+           "x4": {"anyOf": [{"$ref": "#/$defs/x3"}, {"$ref": "#/$defs/x3"}]}}})",
+       "come to more than 256 alternatives"},
   };
   for (const Case& c : cases) {
     auto g = JsonGrammar::from_schema(c.schema);
