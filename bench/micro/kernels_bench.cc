@@ -18,6 +18,7 @@
 #include "eager/eager.h"
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/gemm/nbits_gemv.h"
+#include "ep/cpu/gemm/nbits_strips.h"
 #include "ep/cpu/gemm/qgemm.h"
 #include "ep/cpu/vmath/nchwc.h"
 
@@ -244,13 +245,12 @@ void BM_Qgemm(benchmark::State& state) {
 BENCHMARK(BM_Qgemm)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMicrosecond);
 
 // The 4-bit block-quantized product of a decode step (MatMulNBits, block 32) on
-// SmolLM2-135M's feed-forward shape, K = 576, N = 1536, per kernel (arg 0: 1 AVX2,
-// 2 AVX-512; 0 the float GEMM on a dequantized, packed copy, what MatMulNBits does for
-// more rows) and rows (arg 1). The weights (442 KiB of codes) stay in L2, so this
-// measures the unpacking, not memory.
+// SmolLM2-135M's feed-forward shape, K = 576, N = 1536, per kernel (arg 0: 1 AVX2 rows,
+// up to 4; 2 the AVX-512 strips, any number; 0 the float GEMM on a dequantized, packed
+// copy, what MatMulNBits does for more rows without AVX-512) and rows (arg 1). The
+// weights (442 KiB of codes) stay in L2, so this measures the unpacking, not memory.
 void BM_NBitsRows(benchmark::State& state) {
-  const auto kernel =
-      state.range(0) == 1 ? nxrt::gemm::MicroKernel::kAvx2 : nxrt::gemm::MicroKernel::kAvx512;
+  const auto kernel = nxrt::gemm::MicroKernel::kAvx2;
   const int64_t K = 576, N = 1536, block = 32, rows = state.range(1);
   if (state.range(0) == 0) {
     const auto weights = random_floats(size_t(N * K), 9);
@@ -261,6 +261,32 @@ void BM_NBitsRows(benchmark::State& state) {
       nxrt::gemm::sgemm_packed_right(false, rows, 1.0f, a.data(), K, packed, 0.0f, out.data(), N);
       benchmark::DoNotOptimize(out.data());
     }
+    return;
+  }
+  if (state.range(0) == 2) {  // AVX-512 strips (nbits_strips.h), any number of rows
+    if (!nxrt::gemm::nbits_strips_available()) {
+      state.SkipWithError("needs AVX-512");
+      return;
+    }
+    std::mt19937 rng(5);
+    std::vector<uint8_t> codes(size_t(N * K / 2));
+    for (auto& c : codes) c = uint8_t(rng());
+    const auto scale = random_floats(size_t(N * K / block), 6);
+    const auto neg_zp_scale = random_floats(size_t(N * K / block), 7);
+    const auto x = random_floats(size_t(K * rows), 8);
+    const auto w = nxrt::gemm::NBitsStrips::pack(N, K, block, 4, codes.data(), scale.data(),
+                                                 neg_zp_scale.data());
+    std::vector<float> xp(size_t(nxrt::gemm::nbits_strips_x_floats(rows, K)));
+    std::vector<float> scratch(size_t(nxrt::gemm::nbits_strips_scratch_floats(K)));
+    std::vector<float> y(size_t(N * rows));
+    for (auto _ : state) {
+      nxrt::gemm::nbits_strips_prepare(x.data(), rows, K, xp.data());
+      nxrt::gemm::nbits_strips_gemm(w, xp.data(), rows, 0, w.strips(), y.data(), N, scratch.data());
+      benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["codes GB/s"] =
+        benchmark::Counter(double(codes.size()), benchmark::Counter::kIsIterationInvariantRate,
+                           benchmark::Counter::kIs1000);
     return;
   }
   if (!nxrt::gemm::kernel_available(kernel) || rows > nxrt::gemm::kNBitsRowsAtOnce) {
@@ -286,7 +312,9 @@ void BM_NBitsRows(benchmark::State& state) {
       benchmark::Counter(double(codes.size()), benchmark::Counter::kIsIterationInvariantRate,
                          benchmark::Counter::kIs1000);
 }
-BENCHMARK(BM_NBitsRows)->ArgsProduct({{0, 1, 2}, {1, 2, 4, 8}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_NBitsRows)
+    ->ArgsProduct({{0, 1, 2}, {1, 2, 4, 8, 16, 32, 64}})
+    ->Unit(benchmark::kMicrosecond);
 
 // One ONNX op on float tensors of 1M elements through nxrt's eager path (the kernel a
 // session runs, planned once and cached). Binary ops take two same-shape inputs.

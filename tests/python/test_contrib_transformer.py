@@ -1,5 +1,7 @@
 """com.microsoft ops onnxruntime's tools write into saved models (FastGelu,
 SkipLayerNormalization, FusedMatMul, DynamicQuantizeLSTM), against onnxruntime."""
+import os
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -305,6 +307,38 @@ def test_matmul_nbits(bits, block, zp_kind, K, a_shape, bias, b_const):
     got, want = _run_both(data, feeds)
     assert got[0].shape == want[0].shape
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("bits,block,zp_kind", [(4, 32, "u8"), (4, 64, "float"), (8, 64, None)])
+@pytest.mark.parametrize("M,N", [(3, 70), (5, 29), (12, 16), (32, 24), (33, 40), (64, 13),
+                                 (65, 50)])
+def test_matmul_nbits_batches_of_rows(bits, block, zp_kind, M, N):
+    """Batches of rows: up to 4 decoded in registers, more in groups of 12 rows against
+    pairs of 16-output strips (partial groups and strips here)."""
+    data, feeds = _nbits_model(256, N, bits, block, zp_kind, True, True, (M, 256))
+    got, want = _run_both(data, feeds)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+def _avx512():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512f" in f.read() and not os.environ.get("NXRT_GEMM_KERNEL")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _avx512(), reason="the batch-invariant strips run on AVX-512 only")
+@pytest.mark.parametrize("bits", [4, 8])
+def test_matmul_nbits_row_does_not_depend_on_its_batch(bits):
+    """A row's result is the same bits whether it is computed alone, with a few rows or
+    with many (what makes a seeded generation independent of server batching)."""
+    data, feeds = _nbits_model(192, 40, bits, 32, "u8", True, True, (70, 192))
+    sess = nxrt.InferenceSession(data)
+    whole = sess.run(None, feeds)[0]
+    for rows in (slice(0, 1), slice(3, 5), slice(10, 14), slice(0, 12), slice(20, 53)):
+        part = sess.run(None, {"a": np.ascontiguousarray(feeds["a"][rows])})[0]
+        np.testing.assert_array_equal(part, whole[rows], err_msg=str(rows))
 
 
 def test_matmul_nbits_names_bad_weights():

@@ -5,17 +5,20 @@
 // packed the same way per row ([N, ceil(k_blocks * bits / 8)], default 2^(bits - 1)), or
 // floats like the scales ([N, k_blocks]). float32 A only.
 //
-// A constant B (the usual case: quantized weights) is dequantized once and packed for
-// the GEMM, trading the 4-bit form's memory for float GEMM speed; a B computed at run
-// time is dequantized on every run. Products of a few rows (an LLM's decode step) read a
-// constant 4- or 8-bit B in that form instead (gemm/nbits_gemv.h): they are bound by the
-// bytes of weights they read, and the float copy has eight times as many.
+// A constant 4- or 8-bit B (the usual case: quantized weights) on AVX-512 stays in that
+// form, in strips (gemm/nbits_strips.h): every number of rows goes through one arithmetic,
+// so a row's result does not depend on what it is batched with, and no float copy (eight
+// times the bytes) is kept. Elsewhere a constant B is dequantized once and packed for the
+// float GEMM, and products of a few rows (an LLM's decode step) read the codes
+// (gemm/nbits_gemv.h), being bound by the bytes of weights they read; a B computed at run
+// time is dequantized on every run.
 #include <algorithm>
 #include <optional>
 #include <vector>
 
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/gemm/nbits_gemv.h"
+#include "ep/cpu/gemm/nbits_strips.h"
 #include "ep/cpu/kernels/common.h"
 
 namespace nxrt::cpu {
@@ -93,9 +96,13 @@ class MatMulNBitsKernel final : public Kernel {
   // Dequantizes and packs constant weights once; keeps 4- and 8-bit codes for few-row
   // products.
   Status pack(const Tensor& b, const Tensor& scales, const Tensor* zero_points) {
-    NXRT_ASSIGN_OR_RETURN(Tensor w, dequantize_weights(g_, b, scales, zero_points));
-    packed_ = gemm::PackedMatrix::pack_right(true, g_.K, g_.N, w.data<float>(), g_.K);
-    if ((g_.bits == 4 || g_.bits == 8) && g_.block_size % 32 == 0 && g_.K % g_.block_size == 0) {
+    const bool codes_fit =
+        (g_.bits == 4 || g_.bits == 8) && g_.block_size % 32 == 0 && g_.K % g_.block_size == 0;
+    if (!codes_fit || !gemm::nbits_strips_available()) {
+      NXRT_ASSIGN_OR_RETURN(Tensor w, dequantize_weights(g_, b, scales, zero_points));
+      packed_ = gemm::PackedMatrix::pack_right(true, g_.K, g_.N, w.data<float>(), g_.K);
+    }
+    if (codes_fit) {
       const uint8_t* codes = b.data<uint8_t>();
       codes_.assign(codes, codes + g_.N * g_.K * g_.bits / 8);
       const float* scale = scales.data<float>();
@@ -106,6 +113,11 @@ class MatMulNBitsKernel final : public Kernel {
           const int64_t q = n * g_.blocks() + blk;
           neg_zp_scale_[size_t(q)] = -zero_point(g_, zero_points, n, blk) * scale[q];
         }
+      if (gemm::nbits_strips_available()) {
+        strips_ = gemm::NBitsStrips::pack(g_.N, g_.K, g_.block_size, g_.bits, codes_.data(),
+                                          scale_.data(), neg_zp_scale_.data());
+        codes_ = {}, scale_ = {}, neg_zp_scale_ = {};
+      }
     }
     return Status();
   }
@@ -125,7 +137,9 @@ class MatMulNBitsKernel final : public Kernel {
     const int64_t M = a.numel() / g_.K;  // K > 0 (checked at creation)
     float* py = y->data<float>();
     if (y->numel() == 0) return Status();
-    if (!codes_.empty() && M <= kGemvRows) {
+    if (!strips_.empty()) {
+      strips_product(a.data<float>(), M, py);
+    } else if (!codes_.empty() && M <= kGemvRows) {
       gemv_4bit(a.data<float>(), M, py);
     } else if (packed_.empty()) {
       NXRT_ASSIGN_OR_RETURN(Tensor w,
@@ -144,18 +158,37 @@ class MatMulNBitsKernel final : public Kernel {
   }
 
  private:
-  // Up to this many rows the product reads the 4- or 8-bit codes, decoding each chunk once
-  // for all of them; more rows (a prompt, a batch of decode steps) take the packed float
-  // GEMM. Measured on 576 x 1536 4-bit weights in L2, 1 thread (BM_NBitsRows): AVX-512
-  // 1 row 50 us, 4 rows 112 us, 8 rows 200 us, against 115-124 us for 1 to 8 rows through
-  // the float GEMM (AVX2: 71 and 178 us for 1 and 4 rows).
+  // Without AVX-512: up to this many rows the product reads the 4- or 8-bit codes,
+  // decoding each chunk once for all of them; more rows (a prompt, a batch of decode
+  // steps) take the packed float GEMM. Measured on 576 x 1536 4-bit weights in L2,
+  // 1 thread (BM_NBitsRows): AVX2 71 and 178 us for 1 and 4 rows, against 115-125 us for
+  // 1 to 4 rows through the float GEMM.
   static constexpr int64_t kGemvRows = 4;
   // Output columns per thread at least: below that a hand-off costs more than it saves.
   static constexpr double kMinMacsPerPiece = double(1 << 18);
 
+  gemm::NBitsWeights weights() const {
+    return {g_.N, g_.K, g_.block_size, g_.bits, codes_.data(), scale_.data(), neg_zp_scale_.data()};
+  }
+
+  void strips_product(const float* a, int64_t M, float* y) const {
+    float* xp = thread_scratch<float>(size_t(gemm::nbits_strips_x_floats(M, g_.K)));
+    gemm::nbits_strips_prepare(a, M, g_.K, xp);
+    // Strips a piece holds a multiple of: pairs share a decoded tile (few rows: any).
+    const int64_t together = M <= gemm::kNBitsDirectRows ? 1 : 2;
+    const int64_t strips = strips_.strips(), units = (strips + together - 1) / together;
+    const size_t pieces = std::min<size_t>(
+        parallel_pieces(double(g_.N) * double(g_.K) * double(M), kMinMacsPerPiece), size_t(units));
+    parallel_for(pieces, [&](size_t i) {
+      const int64_t s0 = units * int64_t(i) / int64_t(pieces) * together;
+      const int64_t s1 = std::min(strips, units * int64_t(i + 1) / int64_t(pieces) * together);
+      float* scratch = thread_scratch<float>(size_t(gemm::nbits_strips_scratch_floats(g_.K)), 1);
+      gemm::nbits_strips_gemm(strips_, xp, M, s0, s1, y, g_.N, scratch);
+    });
+  }
+
   void gemv_4bit(const float* a, int64_t M, float* y) const {
-    const gemm::NBitsWeights w{g_.N,          g_.K,          g_.block_size,       g_.bits,
-                               codes_.data(), scale_.data(), neg_zp_scale_.data()};
+    const gemm::NBitsWeights w = weights();
     const int64_t stride = gemm::nbits_prepared_floats(g_.K, g_.block_size);
     float* prepared = thread_scratch<float>(size_t(stride * M));
     for (int64_t m = 0; m < M; ++m)
@@ -173,6 +206,7 @@ class MatMulNBitsKernel final : public Kernel {
 
   NBitsShape g_;
   gemm::PackedMatrix packed_;
+  gemm::NBitsStrips strips_;    // constant 4- or 8-bit B on AVX-512; empty otherwise
   std::vector<uint8_t> codes_;  // constant 4- or 8-bit B as given; empty when not used
   std::vector<float> scale_, neg_zp_scale_;
 };

@@ -1,0 +1,83 @@
+// com.microsoft MatMulNBits with constant 4- or 8-bit weights on AVX-512, every number of
+// rows through one arithmetic: y[m][n] = sum over k, in order, of x[m][k] * w[n][k], one
+// FMA chain per output, where w = code * scale + (-zero_point * scale) by one FMA. The
+// result of a row therefore does not depend on how many rows are computed with it (a
+// decode step of 1 or 32 sequences, a prompt of 5 or 500 tokens): a seeded generation
+// gives the same text whatever the server batched it with or took from its prefix cache.
+//
+// The codes are kept (never a float copy, four or eight times larger) in strips of 16
+// weight rows: each byte position of a chunk of 32 codes holds the 16 rows' bytes side by
+// side, so one widening load gives a vector of 16 outputs' codes at one k. Four strips
+// (a quad, 64 outputs) are interleaved block by block, scales and offsets first, so a
+// decode step reads its weights as one sequential stream.
+//  - Few rows (up to kNBitsDirectRows: decode steps) decode each chunk in registers and
+//    FMA it into one accumulator per row and strip, four strips at once.
+//  - More rows: two strips at a time; the first group of 12 rows decodes the codes as it
+//    multiplies them in a 12 x 32 register tile and leaves the floats in a [K][32] tile
+//    (L2) that the other groups multiply.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace nxrt::gemm {
+
+constexpr int64_t kNBitsStripRows = 16;  // weight rows (outputs) per strip
+constexpr int64_t kNBitsGroupRows = 12;  // rows of x per group of the prepared x
+constexpr int64_t kNBitsDirectRows = 4;  // up to this many rows: decoded in registers
+
+// Whether this CPU runs the strips (AVX-512, and not capped by NXRT_GEMM_KERNEL).
+bool nbits_strips_available();
+
+constexpr int64_t kNBitsQuadStrips = 4;
+
+struct NBitsStrips {
+  int64_t N = 0, K = 0, block_size = 0, bits = 4;
+  // Per quad, per block: scale [4 strips][16], offset (-zero_point * scale) [4][16], then
+  // the block's codes [chunk][byte position][4 strips][16 rows]; from data() on.
+  std::vector<uint8_t> storage;
+
+  int64_t strips() const { return (N + kNBitsStripRows - 1) / kNBitsStripRows; }
+  int64_t block_bytes() const {
+    return 2 * kNBitsQuadStrips * kNBitsStripRows * int64_t(sizeof(float)) +
+           block_size * bits / 8 * kNBitsQuadStrips * kNBitsStripRows;
+  }
+  const uint8_t* block(int64_t quad, int64_t b) const {
+    return data() + (quad * (K / block_size) + b) * block_bytes();
+  }
+  // storage, from its first 64-byte boundary (scales load as whole cache lines).
+  const uint8_t* data() const {
+    const auto at = reinterpret_cast<uintptr_t>(storage.data());
+    return storage.data() + ((64 - at % 64) % 64);
+  }
+  bool empty() const { return storage.empty(); }
+  // From MatMulNBits' layout: codes [N][K * bits / 8] (4 bits: element 2i in the low
+  // nibble of byte i), scale and neg_zp_scale [N][K / block_size]. block_size is a
+  // multiple of 32 dividing K.
+  static NBitsStrips pack(int64_t N, int64_t K, int64_t block_size, int64_t bits,
+                          const uint8_t* codes, const float* scale, const float* neg_zp_scale);
+};
+
+// Rows of x per group of the prepared x: all of them for the few the registers decode
+// for, else 12.
+inline int64_t nbits_strips_group_rows(int64_t M) {
+  return M <= kNBitsDirectRows ? M : kNBitsGroupRows;
+}
+// Floats nbits_strips_prepare writes for M rows of K.
+inline int64_t nbits_strips_x_floats(int64_t M, int64_t K) {
+  const int64_t g = nbits_strips_group_rows(M);
+  return (M + g - 1) / g * K * g;
+}
+// x [M][K] in groups of g = nbits_strips_group_rows(M) rows, k-major: element (m, k) at
+// xp[(m / g * K + k) * g + m % g], zero past M. (A decode step's x then takes no more
+// cache lines than it has floats.)
+void nbits_strips_prepare(const float* x, int64_t M, int64_t K, float* xp);
+
+// Floats of scratch nbits_strips_gemm needs per thread.
+inline int64_t nbits_strips_scratch_floats(int64_t K) { return K * 2 * kNBitsStripRows; }
+// y[m][n] for all M rows and the outputs of strips [s0, s1) (n < N); `scratch`: see
+// nbits_strips_scratch_floats.
+void nbits_strips_gemm(const NBitsStrips& w, const float* xp, int64_t M, int64_t s0, int64_t s1,
+                       float* y, int64_t ldy, float* scratch);
+
+}  // namespace nxrt::gemm
