@@ -245,12 +245,14 @@ void BM_Qgemm(benchmark::State& state) {
 BENCHMARK(BM_Qgemm)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMicrosecond);
 
 // The 4-bit block-quantized product of a decode step (MatMulNBits, block 32) on
-// SmolLM2-135M's feed-forward shape, K = 576, N = 1536, per kernel (arg 0: 1 AVX2 rows,
-// up to 4; 2 the AVX-512 strips, any number; 0 the float GEMM on a dequantized, packed
-// copy, what MatMulNBits does for more rows without AVX-512) and rows (arg 1). The
-// weights (442 KiB of codes) stay in L2, so this measures the unpacking, not memory.
+// SmolLM2-135M's feed-forward shape, K = 576, N = 1536, per kernel (arg 0: 1 AVX2 rows and
+// 2 AVX-512 rows, up to 4; 3 the AVX-512 strips' tiles, what MatMulNBits does for more
+// rows; 0 the float GEMM on a dequantized, packed copy, what it does for more rows
+// without AVX-512) and rows (arg 1). The weights (442 KiB of codes) stay in L2, so this
+// measures the unpacking, not memory.
 void BM_NBitsRows(benchmark::State& state) {
-  const auto kernel = nxrt::gemm::MicroKernel::kAvx2;
+  const auto kernel =
+      state.range(0) == 1 ? nxrt::gemm::MicroKernel::kAvx2 : nxrt::gemm::MicroKernel::kAvx512;
   const int64_t K = 576, N = 1536, block = 32, rows = state.range(1);
   if (state.range(0) == 0) {
     const auto weights = random_floats(size_t(N * K), 9);
@@ -263,7 +265,7 @@ void BM_NBitsRows(benchmark::State& state) {
     }
     return;
   }
-  if (state.range(0) == 2) {  // AVX-512 strips (nbits_strips.h), any number of rows
+  if (state.range(0) == 3) {  // AVX-512 strips (nbits_strips.h), any number of rows
     if (!nxrt::gemm::nbits_strips_available()) {
       state.SkipWithError("needs AVX-512");
       return;
@@ -313,7 +315,7 @@ void BM_NBitsRows(benchmark::State& state) {
                          benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_NBitsRows)
-    ->ArgsProduct({{0, 1, 2}, {1, 2, 4, 8, 16, 32, 64}})
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 2, 4, 8, 16, 32, 64}})
     ->Unit(benchmark::kMicrosecond);
 
 // One ONNX op on float tensors of 1M elements through nxrt's eager path (the kernel a

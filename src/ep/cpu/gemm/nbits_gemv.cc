@@ -163,6 +163,84 @@ __attribute__((target("avx2,fma"))) void multi_rows_avx2(const NBitsWeights& w, 
   }
 }
 
+// AVX-512. The product is bound by the float work of decoding, and on CPUs with one
+// 512-bit FMA unit every float instruction shares one port. So 4-bit codes are decoded
+// by a lookup, not a conversion: per block a 16-entry table of (code - zero point) *
+// scale (one FMA over 0..15), and vpermps (the shuffle port) maps each code to its
+// weight, zero point and scale included; a chunk then costs two lookups and two FMAs
+// per row. A chunk's 32 codes widen with one vpmovzxbd from 16 bytes: the low nibbles
+// (the even elements) index the table as they are, since vpermps reads only an index's
+// low 4 bits, and a shift brings the high ones down. 8-bit codes convert and scale.
+template <int Bits, int R, int A, int First>
+__attribute__((target("avx512f"), always_inline)) inline void chunk_rows(
+    const uint8_t* codes, const float* scale, const float* neg_zp_scale, int shift, const float* xp,
+    int64_t stride, int64_t c, __m512 (&acc)[R][A]) {
+  constexpr int64_t kChunkBytes = kChunk * Bits / 8;
+  // Codes a few rows ahead, a cache line at a time (see rows_avx2).
+  if ((c * kChunkBytes) % 64 == 0)
+    _mm_prefetch(reinterpret_cast<const char*>(codes + c * kChunkBytes) + kPrefetchBytes,
+                 _MM_HINT_T0);
+  const uint8_t* q = codes + c * kChunkBytes;
+  const int64_t block = c >> shift;
+  const __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+  __m512 low, high;
+  if constexpr (Bits == 4) {
+    const __m512 codes16 = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 table =
+        _mm512_fmadd_ps(codes16, _mm512_set1_ps(scale[block]), _mm512_set1_ps(neg_zp_scale[block]));
+    low = _mm512_permutexvar_ps(a, table);
+    high = _mm512_permutexvar_ps(_mm512_srli_epi32(a, 4), table);
+  } else {
+    const __m512i b =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
+    const __m512 s = _mm512_set1_ps(scale[block]);
+    low = _mm512_mul_ps(_mm512_cvtepi32_ps(a), s);
+    high = _mm512_mul_ps(_mm512_cvtepi32_ps(b), s);
+  }
+  for (int r = 0; r < R; ++r) {
+    const float* x = xp + r * stride + c * kChunk;
+    acc[r][First] = _mm512_fmadd_ps(low, _mm512_loadu_ps(x), acc[r][First]);
+    acc[r][First + 1] = _mm512_fmadd_ps(high, _mm512_loadu_ps(x + 16), acc[r][First + 1]);
+  }
+}
+
+// R rows (1 to 4): each chunk decoded once, then two FMAs per row, into four accumulators
+// per row (low and high halves, even and odd chunks) so a chain gets one FMA every two
+// chunks, less than the FMA's latency.
+template <int Bits, int R>
+__attribute__((target("avx512f"))) void rows_avx512(const NBitsWeights& w, const float* xp,
+                                                    int64_t stride, int64_t n0, int64_t n1,
+                                                    float* y, int64_t ldy) {
+  const int64_t blocks = w.K / w.block_size, chunks = w.K / kChunk;
+  int shift = 0;  // chunk -> block: block_size / 32 is a power of two
+  while ((kChunk << shift) < w.block_size) ++shift;
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t* codes = w.codes + n * (w.K * Bits / 8);
+    const float* scale = w.scale + n * blocks;
+    const float* neg_zp_scale = w.neg_zp_scale + n * blocks;
+    constexpr int A = 4;
+    __m512 acc[R][A];
+    for (int r = 0; r < R; ++r)
+      for (int i = 0; i < A; ++i) acc[r][i] = _mm512_setzero_ps();
+    int64_t c = 0;
+    for (; c + 2 <= chunks; c += 2) {
+      chunk_rows<Bits, R, A, 0>(codes, scale, neg_zp_scale, shift, xp, stride, c, acc);
+      chunk_rows<Bits, R, A, A - 2>(codes, scale, neg_zp_scale, shift, xp, stride, c + 1, acc);
+    }
+    if (c < chunks)
+      chunk_rows<Bits, R, A, 0>(codes, scale, neg_zp_scale, shift, xp, stride, c, acc);
+    for (int r = 0; r < R; ++r) {
+      float zero_terms = 0.0f;  // 8 bits: per block, -zero_point * scale times x's sum
+      if constexpr (Bits == 8)
+        for (int64_t b = 0; b < blocks; ++b)
+          zero_terms += neg_zp_scale[b] * xp[r * stride + w.K + b];
+      const __m512 sum =
+          _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3]));
+      y[r * ldy + n] = _mm512_reduce_add_ps(sum) + zero_terms;
+    }
+  }
+}
+
 // One row through rows_avx2 (four accumulators), in multi_rows_avx2's signature.
 template <int Bits>
 void one_row_avx2(const NBitsWeights& w, const float* xp, int64_t, int64_t n0, int64_t n1, float* y,
@@ -172,20 +250,24 @@ void one_row_avx2(const NBitsWeights& w, const float* xp, int64_t, int64_t n0, i
 
 template <int Bits>
 void multi_rows_dispatch(const NBitsWeights& w, const float* xp, int64_t stride, int64_t rows,
-                         int64_t n0, int64_t n1, float* y, int64_t ldy) {
+                         int64_t n0, int64_t n1, float* y, int64_t ldy, bool avx512) {
   using Rows =
       void (*)(const NBitsWeights&, const float*, int64_t, int64_t, int64_t, float*, int64_t);
   // By rows - 1 (1 to kNBitsRowsAtOnce).
+  static constexpr Rows kAvx512[] = {rows_avx512<Bits, 1>, rows_avx512<Bits, 2>,
+                                     rows_avx512<Bits, 3>, rows_avx512<Bits, 4>};
   static constexpr Rows kAvx2[] = {one_row_avx2<Bits>, multi_rows_avx2<Bits, 2>,
                                    multi_rows_avx2<Bits, 3>, multi_rows_avx2<Bits, 4>};
-  kAvx2[size_t(std::clamp<int64_t>(rows, 1, kNBitsRowsAtOnce) - 1)](w, xp, stride, n0, n1, y, ldy);
+  const size_t at = size_t(std::clamp<int64_t>(rows, 1, kNBitsRowsAtOnce) - 1);
+  (avx512 ? kAvx512 : kAvx2)[at](w, xp, stride, n0, n1, y, ldy);
 }
 #endif
 
 // The kernel a call takes: `requested` (kAuto: the best here), limited to what runs here.
-// (AVX-512 CPUs run MatMulNBits through nbits_strips.h; here they take the AVX2 rows.)
 MicroKernel nbits_kernel(MicroKernel requested) {
   const MicroKernel k = requested == MicroKernel::kAuto ? best_kernel() : requested;
+  if ((k == MicroKernel::kAvx512 || k == MicroKernel::kAvx512x48) && has_avx512f())
+    return MicroKernel::kAvx512;
   if (k != MicroKernel::kPortable && has_avx2_fma()) return MicroKernel::kAvx2;
   return MicroKernel::kPortable;
 }
@@ -196,9 +278,12 @@ void nbits_gemm_rows(const NBitsWeights& w, const float* prepared, int64_t prepa
                      int64_t rows, int64_t n0, int64_t n1, float* y, int64_t ldy,
                      MicroKernel kernel) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (nbits_kernel(kernel) != MicroKernel::kPortable)
-    return w.bits == 8 ? multi_rows_dispatch<8>(w, prepared, prepared_stride, rows, n0, n1, y, ldy)
-                       : multi_rows_dispatch<4>(w, prepared, prepared_stride, rows, n0, n1, y, ldy);
+  if (const MicroKernel k = nbits_kernel(kernel); k != MicroKernel::kPortable) {
+    const bool avx512 = k == MicroKernel::kAvx512;
+    return w.bits == 8
+               ? multi_rows_dispatch<8>(w, prepared, prepared_stride, rows, n0, n1, y, ldy, avx512)
+               : multi_rows_dispatch<4>(w, prepared, prepared_stride, rows, n0, n1, y, ldy, avx512);
+  }
 #else
   (void)kernel;
 #endif

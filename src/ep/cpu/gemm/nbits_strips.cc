@@ -20,7 +20,6 @@ namespace {
 constexpr int64_t kChunk = 32;  // codes per chunk: a block holds whole chunks
 constexpr int64_t S = kNBitsStripRows;
 constexpr int64_t G = kNBitsGroupRows;
-constexpr int64_t kPrefetchBytes = 4096;  // the weight stream is fetched this far ahead
 
 // The weights of strip t of a quad's block: its scale and offset vectors, and the codes
 // of byte position j of its chunk c (counted within the block).
@@ -55,56 +54,6 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i widen(const uin
 __attribute__((always_inline)) inline __mmask16 strip_mask(int64_t N, int64_t strip) {
   const int64_t valid = std::clamp<int64_t>(N - strip * S, 0, S);
   return __mmask16((1u << valid) - 1u);
-}
-
-// R rows (1 to 4) times NS strips (1 to 4) from strip s on, all in one quad, decoded in
-// registers: per chunk and byte position one widening load per strip, then one FMA per
-// row and code.
-template <int Bits, int R, int NS>
-__attribute__((target("avx512f"))) void direct(const NBitsStrips& w, const float* xp, int64_t s,
-                                               float* y, int64_t ldy) {
-  const int64_t blocks = w.K / w.block_size, chunks_per_block = w.block_size / kChunk;
-  constexpr int64_t kBytes = kChunkBytes<Bits>;
-  const int64_t q = s / kNBitsQuadStrips, first = s % kNBitsQuadStrips;
-  __m512 acc[R][NS];
-  for (auto& row : acc)
-    for (auto& a : row) a = _mm512_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
-    const QuadBlock qb{w.block(q, b), kBytes};
-    __m512 scale[NS], offset[NS];
-    for (int t = 0; t < NS; ++t) {
-      scale[t] = _mm512_loadu_ps(qb.scale(first + t));
-      offset[t] = _mm512_loadu_ps(qb.offset(first + t));
-    }
-    for (int64_t c = 0; c < chunks_per_block; ++c) {
-      const float* x = xp + (b * chunks_per_block + c) * kChunk * R;  // (r, k): x[k' * R + r]
-      for (int64_t j = 0; j < kBytes; ++j) {
-        // One stream from memory (a decode step reads every weight once): fetch ahead.
-        _mm_prefetch(reinterpret_cast<const char*>(qb.codes(c, j, 0)) + kPrefetchBytes,
-                     _MM_HINT_T0);
-        for (int t = 0; t < NS; ++t) {
-          const __m512i v = widen(qb.codes(c, j, first + t));
-          if constexpr (Bits == 4) {
-            const __m512 even =
-                weights(_mm512_and_si512(v, _mm512_set1_epi32(15)), scale[t], offset[t]);
-            const __m512 odd = weights(_mm512_srli_epi32(v, 4), scale[t], offset[t]);
-            for (int r = 0; r < R; ++r) {
-              acc[r][t] = _mm512_fmadd_ps(_mm512_set1_ps(x[2 * j * R + r]), even, acc[r][t]);
-              acc[r][t] = _mm512_fmadd_ps(_mm512_set1_ps(x[(2 * j + 1) * R + r]), odd, acc[r][t]);
-            }
-          } else {
-            const __m512 wv = weights(v, scale[t], offset[t]);
-            for (int r = 0; r < R; ++r)
-              acc[r][t] = _mm512_fmadd_ps(_mm512_set1_ps(x[j * R + r]), wv, acc[r][t]);
-          }
-        }
-      }
-    }
-  }
-  for (int t = 0; t < NS; ++t) {
-    const __mmask16 mask = strip_mask(w.N, s + t);
-    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + r * ldy + (s + t) * S, mask, acc[r][t]);
-  }
 }
 
 // The first group of rows (x at xg: element (i, k) at xg[k * 12 + i]) times strips s and
@@ -177,26 +126,9 @@ __attribute__((target("avx512f"))) void tile_rows(const float* tile, int64_t K, 
   }
 }
 
-using DirectFn = void (*)(const NBitsStrips&, const float*, int64_t, float*, int64_t);
-
-template <int Bits, int R>
-constexpr DirectFn kDirectByStrips[] = {direct<Bits, R, 1>, direct<Bits, R, 2>, direct<Bits, R, 3>,
-                                        direct<Bits, R, 4>};
-template <int Bits>
-constexpr const DirectFn* kDirect[] = {kDirectByStrips<Bits, 1>, kDirectByStrips<Bits, 2>,
-                                       kDirectByStrips<Bits, 3>, kDirectByStrips<Bits, 4>};
-
 template <int Bits>
 void strips_gemm(const NBitsStrips& w, const float* xp, int64_t M, int64_t s0, int64_t s1, float* y,
                  int64_t ldy, float* scratch) {
-  if (M <= kNBitsDirectRows) {
-    for (int64_t s = s0; s < s1;) {  // up to the end of each quad
-      const int64_t ns = std::min(kNBitsQuadStrips - s % kNBitsQuadStrips, s1 - s);
-      kDirect<Bits>[M - 1][ns - 1](w, xp, s, y, ldy);
-      s += ns;
-    }
-    return;
-  }
   for (int64_t s = s0; s < s1; s += 2) {
     const int64_t count = std::min<int64_t>(2, s1 - s);
     const __mmask16 mask0 = strip_mask(w.N, s), mask1 = count > 1 ? strip_mask(w.N, s + 1) : 0;
@@ -246,12 +178,11 @@ NBitsStrips NBitsStrips::pack(int64_t N, int64_t K, int64_t block_size, int64_t 
 }
 
 void nbits_strips_prepare(const float* x, int64_t M, int64_t K, float* xp) {
-  const int64_t rows = nbits_strips_group_rows(M);
-  for (int64_t g = 0; g * rows < M; ++g)
+  for (int64_t g = 0; g * G < M; ++g)
     for (int64_t k = 0; k < K; ++k)
-      for (int64_t i = 0; i < rows; ++i) {
-        const int64_t m = g * rows + i;
-        xp[(g * K + k) * rows + i] = m < M ? x[m * K + k] : 0.0f;
+      for (int64_t i = 0; i < G; ++i) {
+        const int64_t m = g * G + i;
+        xp[(g * K + k) * G + i] = m < M ? x[m * K + k] : 0.0f;
       }
 }
 

@@ -1,20 +1,20 @@
-// com.microsoft MatMulNBits with constant 4- or 8-bit weights on AVX-512, every number of
-// rows through one arithmetic: y[m][n] = sum over k, in order, of x[m][k] * w[n][k], one
-// FMA chain per output, where w = code * scale + (-zero_point * scale) by one FMA. The
-// result of a row therefore does not depend on how many rows are computed with it (a
-// decode step of 1 or 32 sequences, a prompt of 5 or 500 tokens): a seeded generation
-// gives the same text whatever the server batched it with or took from its prefix cache.
+// com.microsoft MatMulNBits with constant 4- or 8-bit weights on AVX-512, for products of
+// more rows than a decode step's (prompts, batched decode steps): y[m][n] = sum over k,
+// in order, of x[m][k] * w[n][k], one FMA chain per output, where w = code * scale +
+// (-zero_point * scale) by one FMA. A row's result does not depend on how many rows are
+// computed with it (5 or 500).
 //
-// The codes are kept (never a float copy, four or eight times larger) in strips of 16
-// weight rows: each byte position of a chunk of 32 codes holds the 16 rows' bytes side by
-// side, so one widening load gives a vector of 16 outputs' codes at one k. Four strips
-// (a quad, 64 outputs) are interleaved block by block, scales and offsets first, so a
-// decode step reads its weights as one sequential stream.
-//  - Few rows (up to kNBitsDirectRows: decode steps) decode each chunk in registers and
-//    FMA it into one accumulator per row and strip, four strips at once.
-//  - More rows: two strips at a time; the first group of 12 rows decodes the codes as it
-//    multiplies them in a 12 x 32 register tile and leaves the floats in a [K][32] tile
-//    (L2) that the other groups multiply.
+// The codes are kept (never a float copy, four or eight times larger: the float GEMM on
+// such a copy streamed 4 bytes per weight from memory at 32 rows) in strips of 16 weight
+// rows: each byte position of a chunk of 32 codes holds the 16 rows' bytes side by side,
+// so one widening load gives a vector of 16 outputs' codes at one k. Four strips (a quad,
+// 64 outputs) are interleaved block by block, scales and offsets first. Two strips at a
+// time, the first group of 12 rows decodes the codes as it multiplies them in a 12 x 32
+// register tile and leaves the floats in a [K][32] tile (L2) that the other groups of 12
+// multiply.
+//
+// (A decode step's 1-4 rows read row-major codes, gemm/nbits_gemv.h: with strips they
+// ran 13-25% slower, measured by `nxrt generate` on SmolLM2-135M int4.)
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,6 @@ namespace nxrt::gemm {
 
 constexpr int64_t kNBitsStripRows = 16;  // weight rows (outputs) per strip
 constexpr int64_t kNBitsGroupRows = 12;  // rows of x per group of the prepared x
-constexpr int64_t kNBitsDirectRows = 4;  // up to this many rows: decoded in registers
 
 // Whether this CPU runs the strips (AVX-512, and not capped by NXRT_GEMM_KERNEL).
 bool nbits_strips_available();
@@ -58,19 +57,12 @@ struct NBitsStrips {
                           const uint8_t* codes, const float* scale, const float* neg_zp_scale);
 };
 
-// Rows of x per group of the prepared x: all of them for the few the registers decode
-// for, else 12.
-inline int64_t nbits_strips_group_rows(int64_t M) {
-  return M <= kNBitsDirectRows ? M : kNBitsGroupRows;
-}
 // Floats nbits_strips_prepare writes for M rows of K.
 inline int64_t nbits_strips_x_floats(int64_t M, int64_t K) {
-  const int64_t g = nbits_strips_group_rows(M);
-  return (M + g - 1) / g * K * g;
+  return (M + kNBitsGroupRows - 1) / kNBitsGroupRows * K * kNBitsGroupRows;
 }
-// x [M][K] in groups of g = nbits_strips_group_rows(M) rows, k-major: element (m, k) at
-// xp[(m / g * K + k) * g + m % g], zero past M. (A decode step's x then takes no more
-// cache lines than it has floats.)
+// x [M][K] in groups of 12 rows, k-major: element (m, k) at
+// xp[(m / 12 * K + k) * 12 + m % 12], zero past M.
 void nbits_strips_prepare(const float* x, int64_t M, int64_t K, float* xp);
 
 // Floats of scratch nbits_strips_gemm needs per thread.

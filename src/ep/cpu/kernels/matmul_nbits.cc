@@ -5,12 +5,11 @@
 // packed the same way per row ([N, ceil(k_blocks * bits / 8)], default 2^(bits - 1)), or
 // floats like the scales ([N, k_blocks]). float32 A only.
 //
-// A constant 4- or 8-bit B (the usual case: quantized weights) on AVX-512 stays in that
-// form, in strips (gemm/nbits_strips.h): every number of rows goes through one arithmetic,
-// so a row's result does not depend on what it is batched with, and no float copy (eight
-// times the bytes) is kept. Elsewhere a constant B is dequantized once and packed for the
-// float GEMM, and products of a few rows (an LLM's decode step) read the codes
-// (gemm/nbits_gemv.h), being bound by the bytes of weights they read; a B computed at run
+// A constant 4- or 8-bit B (the usual case: quantized weights) is kept as codes: products
+// of a few rows (an LLM's decode step) read them row by row (gemm/nbits_gemv.h), being
+// bound by the bytes of weights they read; on AVX-512 more rows read them from strips
+// (gemm/nbits_strips.h) and no float copy (eight times the bytes) is made. Elsewhere a
+// constant B is also dequantized once and packed for the float GEMM; a B computed at run
 // time is dequantized on every run.
 #include <algorithm>
 #include <optional>
@@ -113,11 +112,9 @@ class MatMulNBitsKernel final : public Kernel {
           const int64_t q = n * g_.blocks() + blk;
           neg_zp_scale_[size_t(q)] = -zero_point(g_, zero_points, n, blk) * scale[q];
         }
-      if (gemm::nbits_strips_available()) {
+      if (gemm::nbits_strips_available())
         strips_ = gemm::NBitsStrips::pack(g_.N, g_.K, g_.block_size, g_.bits, codes_.data(),
                                           scale_.data(), neg_zp_scale_.data());
-        codes_ = {}, scale_ = {}, neg_zp_scale_ = {};
-      }
     }
     return Status();
   }
@@ -137,10 +134,10 @@ class MatMulNBitsKernel final : public Kernel {
     const int64_t M = a.numel() / g_.K;  // K > 0 (checked at creation)
     float* py = y->data<float>();
     if (y->numel() == 0) return Status();
-    if (!strips_.empty()) {
-      strips_product(a.data<float>(), M, py);
-    } else if (!codes_.empty() && M <= kGemvRows) {
+    if (!codes_.empty() && M <= kGemvRows) {
       gemv_4bit(a.data<float>(), M, py);
+    } else if (!strips_.empty()) {
+      strips_product(a.data<float>(), M, py);
     } else if (packed_.empty()) {
       NXRT_ASSIGN_OR_RETURN(Tensor w,
                             dequantize_weights(g_, *ctx.input(1), *ctx.input(2), ctx.input(3)));
@@ -158,11 +155,12 @@ class MatMulNBitsKernel final : public Kernel {
   }
 
  private:
-  // Without AVX-512: up to this many rows the product reads the 4- or 8-bit codes,
-  // decoding each chunk once for all of them; more rows (a prompt, a batch of decode
-  // steps) take the packed float GEMM. Measured on 576 x 1536 4-bit weights in L2,
-  // 1 thread (BM_NBitsRows): AVX2 71 and 178 us for 1 and 4 rows, against 115-125 us for
-  // 1 to 4 rows through the float GEMM.
+  // Up to this many rows the product reads the 4- or 8-bit codes row by row, decoding
+  // each chunk once for all of them; more rows (a prompt, a batch of decode steps) take
+  // the strips (AVX-512) or the packed float GEMM. Measured on 576 x 1536 4-bit weights in
+  // L2, 1 thread (BM_NBitsRows): AVX-512 1 row 50 us, 4 rows 112 us (AVX2: 71 and 178),
+  // against 115-125 us through the float GEMM; the strips' tiles take 170 us for 8 rows,
+  // 446 for 32 (the float GEMM 133 and 399 from L2, but 4 bytes a weight from memory).
   static constexpr int64_t kGemvRows = 4;
   // Output columns per thread at least: below that a hand-off costs more than it saves.
   static constexpr double kMinMacsPerPiece = double(1 << 18);
@@ -174,8 +172,8 @@ class MatMulNBitsKernel final : public Kernel {
   void strips_product(const float* a, int64_t M, float* y) const {
     float* xp = thread_scratch<float>(size_t(gemm::nbits_strips_x_floats(M, g_.K)));
     gemm::nbits_strips_prepare(a, M, g_.K, xp);
-    // Strips a piece holds a multiple of: pairs share a decoded tile (few rows: any).
-    const int64_t together = M <= gemm::kNBitsDirectRows ? 1 : 2;
+    // Pieces hold pairs of strips: a pair shares a decoded tile.
+    const int64_t together = 2;
     const int64_t strips = strips_.strips(), units = (strips + together - 1) / together;
     const size_t pieces = std::min<size_t>(
         parallel_pieces(double(g_.N) * double(g_.K) * double(M), kMinMacsPerPiece), size_t(units));
