@@ -265,17 +265,20 @@ void BM_NBitsRows(benchmark::State& state) {
     }
     return;
   }
+  std::mt19937 rng(5);
+  std::vector<uint8_t> codes(size_t(N * K / 2));
+  for (auto& c : codes) c = uint8_t(rng());
+  const auto scale = random_floats(size_t(N * K / block), 6);
+  const auto neg_zp_scale = random_floats(size_t(N * K / block), 7);
+  const auto x = random_floats(size_t(K * rows), 8);
+  state.counters["codes GB/s"] =
+      benchmark::Counter(double(codes.size()), benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
   if (state.range(0) == 3) {  // AVX-512 strips (nbits_strips.h), any number of rows
     if (!nxrt::gemm::nbits_strips_available()) {
       state.SkipWithError("needs AVX-512");
       return;
     }
-    std::mt19937 rng(5);
-    std::vector<uint8_t> codes(size_t(N * K / 2));
-    for (auto& c : codes) c = uint8_t(rng());
-    const auto scale = random_floats(size_t(N * K / block), 6);
-    const auto neg_zp_scale = random_floats(size_t(N * K / block), 7);
-    const auto x = random_floats(size_t(K * rows), 8);
     const auto w = nxrt::gemm::NBitsStrips::pack(N, K, block, 4, codes.data(), scale.data(),
                                                  neg_zp_scale.data());
     std::vector<float> xp(size_t(nxrt::gemm::nbits_strips_x_floats(rows, K)));
@@ -286,21 +289,12 @@ void BM_NBitsRows(benchmark::State& state) {
       nxrt::gemm::nbits_strips_gemm(w, xp.data(), rows, 0, w.strips(), y.data(), N, scratch.data());
       benchmark::DoNotOptimize(y.data());
     }
-    state.counters["codes GB/s"] =
-        benchmark::Counter(double(codes.size()), benchmark::Counter::kIsIterationInvariantRate,
-                           benchmark::Counter::kIs1000);
     return;
   }
   if (!nxrt::gemm::kernel_available(kernel) || rows > nxrt::gemm::kNBitsRowsAtOnce) {
     state.SkipWithError("kernel not available on this CPU, or too many rows for it");
     return;
   }
-  std::mt19937 rng(5);
-  std::vector<uint8_t> codes(size_t(N * K / 2));
-  for (auto& c : codes) c = uint8_t(rng());
-  const auto scale = random_floats(size_t(N * K / block), 6);
-  const auto neg_zp_scale = random_floats(size_t(N * K / block), 7);
-  const auto x = random_floats(size_t(K * rows), 8);
   const int64_t stride = nxrt::gemm::nbits_prepared_floats(K, block);
   std::vector<float> prepared(size_t(stride * rows)), y(size_t(N * rows));
   for (int64_t r = 0; r < rows; ++r)
@@ -310,9 +304,6 @@ void BM_NBitsRows(benchmark::State& state) {
     nxrt::gemm::nbits_gemm_rows(w, prepared.data(), stride, rows, 0, N, y.data(), N, kernel);
     benchmark::DoNotOptimize(y.data());
   }
-  state.counters["codes GB/s"] =
-      benchmark::Counter(double(codes.size()), benchmark::Counter::kIsIterationInvariantRate,
-                         benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_NBitsRows)
     ->ArgsProduct({{0, 1, 2, 3}, {1, 2, 4, 8, 16, 32, 64}})
