@@ -105,7 +105,9 @@ Status Engine::reserve(Feeds& f, int64_t capacity) const {
 }
 
 int64_t Engine::reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt) {
-  const size_t limit = std::min(cached.size(), prompt.empty() ? 0 : prompt.size() - 1);
+  const int64_t keep = int64_t(prompt.size()) >= kRerunTokens ? kRerunTokens : 1;
+  const size_t limit =
+      std::min(cached.size(), size_t(std::max<int64_t>(0, int64_t(prompt.size()) - keep)));
   size_t n = 0;
   while (n < limit && cached[n] == prompt[n]) ++n;
   return int64_t(n);

@@ -120,7 +120,12 @@ class Engine {
   Status reserve(Feeds& f, int64_t capacity) const;
   // How many leading tokens of `prompt` a cache holding `cached` (tokens whose keys and
   // values it has, in order) can skip: their common prefix, leaving at least one token
-  // to run for the logits.
+  // to run for the logits, and for a prompt of kRerunTokens or more at least that many.
+  // Why: products of a few rows and of more take different kernels (MatMulNBits: 1-4
+  // rows read row-major codes, 5+ rows the strips, whose rows are the same bits whatever
+  // runs with them), so a prompt's last tokens run as they would in a full prefill and
+  // the same request gives the same logits, cached or not.
+  static constexpr int64_t kRerunTokens = 5;
   static int64_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt);
   // Runs `batch` sequences of `ids.size() / batch` new tokens each on the cache slots
   // [first_slot, first_slot + batch); sequence b has lengths[b] tokens in its cache
