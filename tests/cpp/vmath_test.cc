@@ -307,4 +307,33 @@ TEST(VmathArrays, DepthwisePlaneMatchesWindows) {
   }
 }
 
+// The im2col rows of few-position 1-D convolutions: every (stride, span, padding) case,
+// the rows surrounded by sentinels so a read or write outside them would show.
+TEST(VmathArrays, StridedRowsCopyTheWindowAndZeroThePadding) {
+  const int64_t rows = 5, ld = 40, out_ld = 24;
+  std::vector<float> x(size_t(rows * ld + 64), std::numeric_limits<float>::quiet_NaN());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < 20; ++i) x[size_t(32 + r * ld + i)] = float(r * 100 + i);
+  const float* base = x.data() + 32;  // row r's element i at base[r * ld + i], i < 20
+  for (int64_t step : {1, 2, 3})
+    for (int64_t count : {1, 2, 4, 7, 16})
+      for (int64_t off : {-2, -1, 0, 1})
+        for (int64_t lo = 0; lo <= count; ++lo)
+          for (int64_t hi = lo; hi <= count; ++hi) {
+            // Only windows that lie inside the row: [lo, hi) maps to [0, 20).
+            if (hi > lo && (off + lo * step < 0 || off + (hi - 1) * step >= 20)) continue;
+            std::vector<float> got(size_t(rows * out_ld), -7.0f);
+            strided_rows(base, ld, rows, off, step, lo, hi, count, got.data(), out_ld);
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t o = 0; o < out_ld; ++o) {
+                const float want = o >= count          ? -7.0f
+                                   : o >= lo && o < hi ? float(r * 100 + off + o * step)
+                                                       : 0.0f;
+                ASSERT_EQ(got[size_t(r * out_ld + o)], want)
+                    << "step " << step << " count " << count << " off " << off << " lo " << lo
+                    << " hi " << hi << " row " << r << " lane " << o;
+              }
+          }
+}
+
 }  // namespace array_primitives

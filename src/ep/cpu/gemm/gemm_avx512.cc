@@ -29,6 +29,7 @@ struct StridedB {
   int64_t row, panel;
   const float* at(int64_t k, int q) const { return b + q * panel + k * row; }
   StridedB panels_from(int64_t q) const { return {b + q * panel, row, panel}; }
+  bool packed() const { return panel > row; }
 };
 template <int NR>
 struct RowsB {
@@ -36,7 +37,12 @@ struct RowsB {
   int64_t col;
   const float* at(int64_t k, int q) const { return rows[k] + col + q * NR; }
   RowsB panels_from(int64_t q) const { return {rows, col + q * NR}; }
+  static constexpr bool packed() { return false; }
 };
+
+// Rows ahead that packed panels are prefetched (a prefetch past a panel's end lands in the
+// next panel or past the buffer: prefetches do not fault).
+constexpr int64_t kPackedAhead = 12;
 
 // The last K slice of a direct convolution: each tile row m (output channel row0 + m) is
 // scaled, shifted and clamped in registers, then its columns go to their places in Y. The
@@ -189,11 +195,22 @@ __attribute__((target("avx512f"), always_inline)) inline void accumulate(
           bv[q * kVecs + s] = _mm512_loadu_ps(src);
       }
     // The next panel's row k: a B read in place has its rows far apart (one page each),
-    // where the hardware prefetchers lose track; packed panels just stream.
-    const float* next = b.at(k, NP);
+    // where the hardware prefetchers lose track. Packed panels (rows NR floats apart) are
+    // a whole L1 long, so their next panel's row would be evicted before its use: they
+    // prefetch a few rows ahead within each panel instead.
+    if (b.packed()) {
+#pragma GCC unroll 4
+      for (int q = 0; q < NP; ++q)
 #pragma GCC unroll 3
-    for (int s = 0; s < kVecs; ++s)
-      _mm_prefetch(reinterpret_cast<const char*>(next + 16 * s), _MM_HINT_T0);
+        for (int s = 0; s < kVecs; ++s)
+          _mm_prefetch(reinterpret_cast<const char*>(b.at(k + kPackedAhead, q) + 16 * s),
+                       _MM_HINT_T0);
+    } else {
+      const float* next = b.at(k, NP);
+#pragma GCC unroll 3
+      for (int s = 0; s < kVecs; ++s)
+        _mm_prefetch(reinterpret_cast<const char*>(next + 16 * s), _MM_HINT_T0);
+    }
     const float* ap = a + k * ak;
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {

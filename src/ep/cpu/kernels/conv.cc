@@ -179,6 +179,12 @@ void im2col_1d(const Lattice& L, int64_t channels, const T* image, T* col, int64
     const int64_t off = q * L.dilation[0] - L.pad[0];
     int64_t lo, hi;
     tap_span(off, s, il, gl, lo, hi);
+    if constexpr (std::is_same_v<T, float>) {
+      if (gl <= 16 && s <= 2) {  // rows of a few positions: one masked move each
+        vmath::strided_rows(image, il, channels, off, s, lo, hi, gl, col + q * ld, kl * ld);
+        continue;
+      }
+    }
     for (int64_t c = 0; c < channels; ++c) {
       T* dst = col + (c * kl + q) * ld;
       const T* src = image + c * il;
@@ -700,6 +706,24 @@ class ConvKernel final : public Kernel {
   void finish(T* y, const T* z, const T* bias, const T* scale, int64_t out_size, int64_t offset,
               int64_t first_channel, int64_t channels, int64_t cols) const {
     if (!bias && !z && !activation_) return;
+    if constexpr (std::is_same_v<T, float>) {
+      float lo, hi;
+      if (!z && cols < 16 && clamp_bounds(lo, hi)) {
+        // Rows of a few positions (the audio encoders' last layers): one inline loop over
+        // the block, where a vector call per row costs more than its handful of outputs.
+        for (int64_t c = 0; c < channels; ++c) {
+          const float s = scale ? scale[first_channel + c] : 1.0f;
+          const float b = bias ? bias[first_channel + c] : 0.0f;
+          float* row = y + offset + c * out_size;
+          for (int64_t i = 0; i < cols; ++i) {
+            float v = std::fma(row[i], s, b);
+            v = v < lo ? lo : v;  // NaN stays NaN, as in the vector epilogue
+            row[i] = v > hi ? hi : v;
+          }
+        }
+        return;
+      }
+    }
     for (int64_t c = 0; c < channels; ++c) {
       T* row = y + offset + c * out_size;
       if constexpr (std::is_same_v<T, float>) {

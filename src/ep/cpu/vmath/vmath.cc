@@ -239,6 +239,17 @@ void window_rows(const float* plane, int64_t H, int64_t W, int64_t ih0, int64_t 
   }
 }
 
+void strided_rows(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t step, int64_t lo,
+                  int64_t hi, int64_t count, float* out, int64_t out_ld) {
+  if (count <= 16 && (step == 1 || step == 2) && uses_avx512())
+    return detail::strided_rows_avx512(x, ld, rows, off, step, lo, hi, count, out, out_ld);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = x + r * ld + off;
+    float* dst = out + r * out_ld;
+    for (int64_t o = 0; o < count; ++o) dst[o] = o >= lo && o < hi ? src[o * step] : 0.0f;
+  }
+}
+
 void depthwise_plane(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
                      float* out) {
   if (uses_avx512() && w.SW < (int64_t(1) << 27))

@@ -116,6 +116,13 @@ bool softmax_rows(bool log, const float* x, float* y, int64_t rows, int64_t n);
 void window_rows(const float* plane, int64_t H, int64_t W, int64_t ih0, int64_t ih_step,
                  int64_t rows, int64_t off, int64_t lo, int64_t hi, int64_t OW, float* out);
 
+// out[r * out_ld + o] = x[r * ld + off + o * step] for o in [lo, hi), and 0 for the other
+// o < count, for r < rows: the few-position rows of a 1-D convolution's im2col (audio
+// encoders end in rows of 1 to 8). AVX-512 moves a row of up to 16 with one masked load
+// (stride 2: two and a permute) and one store, where the plain loops cost a few ns a row.
+void strided_rows(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t step, int64_t lo,
+                  int64_t hi, int64_t count, float* out, int64_t out_ld);
+
 // A depthwise convolution of one plane whose every window lies inside it (rows `ld`
 // floats apart): out[oh * OW + ow] = sum over the KH x KW window at (oh * SH, ow * SW)
 // (dilations DH, DW) of w[kh * KW + kw] times the input. One call per plane, like

@@ -404,6 +404,33 @@ void window_rows_avx512(const float* plane, int64_t H, int64_t W, int64_t ih0, i
   }
 }
 
+void strided_rows_avx512(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t step,
+                         int64_t lo, int64_t hi, int64_t count, float* out, int64_t out_ld) {
+  // Lanes [lo, hi) read x[off + o * step] (masked-off lanes never touch memory, so the
+  // row's start may lie before x); lanes [0, count) are written.
+  const __mmask16 read = hi > lo ? __mmask16(first_lanes(hi) & ~first_lanes(lo)) : 0;
+  const __mmask16 write = first_lanes(count);
+  if (step == 1) {
+    for (int64_t r = 0; r < rows; ++r)
+      _mm512_mask_storeu_ps(out + r * out_ld, write, _mm512_maskz_loadu_ps(read, x + r * ld + off));
+    return;
+  }
+  // Stride 2: the 2 * hi - 1 floats from off hold lanes [0, hi); lanes below lo may lie
+  // before the row (the padding), so only [2 * lo, 2 * hi - 1) is read.
+  const __mmask32 span =
+      hi > lo ? __mmask32(((uint64_t(1) << (2 * hi - 1)) - 1) & ~((uint64_t(1) << (2 * lo)) - 1))
+              : 0;
+  const __mmask16 span_lo = __mmask16(span), span_hi = __mmask16(span >> 16);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* p = x + r * ld + off;
+    const __m512 a = _mm512_maskz_loadu_ps(span_lo, p);
+    const __m512 b = _mm512_maskz_loadu_ps(span_hi, p + 16);
+    _mm512_mask_storeu_ps(out + r * out_ld, write,
+                          _mm512_maskz_mov_ps(read, _mm512_permutex2var_ps(a, even, b)));
+  }
+}
+
 void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
                        float* out) {
   if (w.SW == 1) {
@@ -499,6 +526,10 @@ void reduce_taps_avx512(bool max, const float* r, size_t count, int64_t stride, 
 void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
                        float* out) {
   pool_plane(max, x, ld, w, scale, out);
+}
+void strided_rows_avx512(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t step,
+                         int64_t lo, int64_t hi, int64_t count, float* out, int64_t out_ld) {
+  strided_rows(x, ld, rows, off, step, lo, hi, count, out, out_ld);
 }
 void window_rows_avx512(const float* plane, int64_t H, int64_t W, int64_t ih0, int64_t ih_step,
                         int64_t rows, int64_t off, int64_t lo, int64_t hi, int64_t OW, float* out) {
