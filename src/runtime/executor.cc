@@ -290,11 +290,39 @@ std::string profile_type_shapes(const Step& step, const RunState& state) {
   return out + "]";
 }
 
-void release_all(RunState& state) {
-  for (size_t s = 0; s < state.values.size(); ++s) {
-    release_slot(state, s);
-    state.sequences[s].reset();
+// Clears what the run put in its slots (constants stay: prepare_state set them once).
+void release_all(const ExecutableGraph& graph, RunState& state) {
+  for (int s : state.run_slots) {
+    if (state.root[size_t(s)] >= 0 || state.values[size_t(s)].defined())
+      release_slot(state, size_t(s));
+    if (state.sequences[size_t(s)]) state.sequences[size_t(s)].reset();
   }
+  for (int s : state.restore_slots) {
+    state.values[size_t(s)] = view_of(graph.constants[size_t(s)]);
+    state.sequences[size_t(s)].reset();
+  }
+}
+
+// Sizes the state for `graph` and puts its constants' views in place, once per state: a
+// subgraph of a few live nodes may have hundreds of slots (Silero's Constant nodes), and
+// re-viewing them all every run cost more than its kernels.
+void prepare_state(const ExecutableGraph& graph, RunState& state) {
+  const size_t num_slots = graph.slots.size();
+  if (state.prepared_for == &graph && state.values.size() == num_slots) return;
+  state.values.assign(num_slots, Tensor());
+  state.sequences.assign(num_slots, nullptr);
+  state.run_slots.clear();
+  state.restore_slots.clear();
+  for (size_t s = 0; s < num_slots; ++s) {
+    if (graph.constants[s].defined())
+      state.values[s] = view_of(graph.constants[s]);
+    else
+      state.run_slots.push_back(int(s));
+  }
+  for (const std::vector<int>* covered : {&graph.input_slots, &graph.outer_slots})
+    for (int s : *covered)
+      if (graph.constants[size_t(s)].defined()) state.restore_slots.push_back(s);
+  state.prepared_for = &graph;
 }
 
 }  // namespace
@@ -304,8 +332,7 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
                      std::vector<Value>& outputs, const RunFlags& flags,
                      std::span<const TensorSequence* const> outer_sequences) {
   const size_t num_slots = graph.slots.size();
-  state.values.resize(num_slots);
-  state.sequences.resize(num_slots);
+  prepare_state(graph, state);
   state.root.assign(num_slots, -1);
   state.refs.assign(num_slots, 0);
   state.block.assign(num_slots, nullptr);
@@ -315,8 +342,6 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
   if (flags.output_sink) state.sunk.assign(graph.output_slots.size(), nullptr);
   state.meter = flags.meter;
 
-  for (size_t s = 0; s < num_slots; ++s)
-    if (graph.constants[s].defined()) state.values[s] = view_of(graph.constants[s]);
   for (size_t i = 0; i < graph.outer_slots.size() && i < outer.size(); ++i)
     if (outer[i]) state.values[size_t(graph.outer_slots[i])] = view_of(*outer[i]);
   for (size_t i = 0; i < graph.outer_slots.size() && i < outer_sequences.size(); ++i) {
@@ -424,7 +449,7 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
       }
     }
   }
-  release_all(state);
+  release_all(graph, state);
   state.memory.end_run(status.ok(), state.pool);
   state.meter = nullptr;
   return status;

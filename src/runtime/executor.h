@@ -78,6 +78,13 @@ struct RunState {
   std::vector<Value> sub_results;
   // With RunFlags::output_sink: by graph output, the data the sink handed out for it.
   std::vector<const void*> sunk;
+  // The graph whose constants `values` holds as views (set once: constants never change
+  // after planning), and that graph's other slots, the only ones a run fills and clears.
+  // Constant slots that feeds or outer values may cover for a run (overridable
+  // initializers, outer constants) get their constant back after it.
+  const void* prepared_for = nullptr;
+  std::vector<int> run_slots;
+  std::vector<int> restore_slots;
   BufferPool pool;
   // Once the graph proves static for the feed shapes, intermediates come from one arena.
   MemoryPlan memory;

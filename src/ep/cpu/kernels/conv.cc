@@ -716,7 +716,9 @@ class ConvKernel final : public Kernel {
           const float b = bias ? bias[first_channel + c] : 0.0f;
           float* row = y + offset + c * out_size;
           for (int64_t i = 0; i < cols; ++i) {
-            float v = std::fma(row[i], s, b);
+            // (A scale of 1 adds exactly what the fused multiply-add would, without the
+            // libm call the baseline ISA makes of it.)
+            float v = s == 1.0f ? row[i] + b : std::fma(row[i], s, b);
             v = v < lo ? lo : v;  // NaN stays NaN, as in the vector epilogue
             row[i] = v > hi ? hi : v;
           }
@@ -1161,17 +1163,26 @@ class ConvKernel final : public Kernel {
     if constexpr (std::is_same_v<T, float>) {
       if (packed && out_size <= kPackedMaxPositions) {
         const std::vector<gemm::PackedMatrix>& wt = packed->get();
+        // One input channel, unpadded and undilated (an STFT's framing): output position
+        // o's window is x[o * stride, o * stride + kernel), a row of A read in place.
+        const bool windows = Cg == 1 && L.r == 1 && L.pad[0] == 0 &&
+                             L.dilation[0] == 1 && (gl - 1) * L.stride[0] + L.kernel[0] <= L.image[0];
         auto product = [&](int64_t task) {
           const int64_t n = task / G, g = task % G;
           const float* xg = x + (n * C + g * Cg) * in_size;
           // The input already is the column matrix when the conv is pointwise. The GEMM
           // reads col^T in place (its rows are out_size floats).
-          float* col = pointwise ? nullptr : column_scratch<float>(size_t(K * out_size));
-          if (!pointwise) im2col(L, Cg, 0, rows, xg, col, out_size);
-          // Y_g^T (positions x Mg) = col^T * W_g^T, stored transposed into Y_g.
-          gemm::sgemm_packed_right(true, out_size, 1.0f, pointwise ? xg : col, out_size,
-                                   wt[size_t(g)], 0.0f, y + (n * M + g * Mg) * out_size, out_size,
-                                   true);
+          float* col = pointwise || windows ? nullptr : column_scratch<float>(size_t(K * out_size));
+          if (col) im2col(L, Cg, 0, rows, xg, col, out_size);
+          // Y_g^T (positions x Mg) = col^T * W_g^T, stored transposed into Y_g; a
+          // single-channel signal's windows are col^T's rows in place, `stride` apart.
+          float* yg = y + (n * M + g * Mg) * out_size;
+          if (windows)
+            gemm::sgemm_packed_right(false, out_size, 1.0f, xg, L.stride[0], wt[size_t(g)], 0.0f,
+                                     yg, out_size, true);
+          else
+            gemm::sgemm_packed_right(true, out_size, 1.0f, pointwise ? xg : col, out_size,
+                                     wt[size_t(g)], 0.0f, yg, out_size, true);
           finish(y, z, bias, scale, out_size, (n * M + g * Mg) * out_size, g * Mg, Mg, out_size);
         };
         // Several (image, group) products go to the threads whole (each GEMM then runs

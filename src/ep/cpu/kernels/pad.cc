@@ -1,5 +1,6 @@
 // Pad: constant, reflect, edge and wrap modes; pads from the attribute (opset < 11) or
 // inputs (pads, constant_value, and from opset 18 axes). Negative pads crop.
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
@@ -128,7 +129,7 @@ class PadKernel final : public Kernel {
         const T fill = !from_inputs_              ? value_from_double<T>(attr_value_)
                        : (cv && cv->numel() == 1) ? cv->data<T>()[0]
                                                   : value_from_double<T>(0.0);
-        gather<T>(x, *y, maps, fill);
+        gather<T>(x, *y, maps, fill, full[size_t(rank - 1)]);
       })
       default:
         return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
@@ -146,7 +147,10 @@ class PadKernel final : public Kernel {
   };
 
   template <typename T>
-  static void gather(const Tensor& x, Tensor& y, const CoordMaps& maps, const T& fill) {
+  // begin_last: the last axis' begin pad (its outputs [begin_last, begin_last + n) are
+  // the input row, copied whole).
+  static void gather(const Tensor& x, Tensor& y, const CoordMaps& maps, const T& fill,
+                     int64_t begin_last) {
     const T* src = x.data<T>();
     T* dst = y.data<T>();
     const size_t rank = maps.start.size();
@@ -161,6 +165,8 @@ class PadKernel final : public Kernel {
     const int64_t* last = maps.axis(rank - 1);
     const int64_t row = out[rank - 1];
     const int64_t rows = y.numel() / row;
+    const int64_t copy_lo = std::clamp<int64_t>(begin_last, 0, row);
+    const int64_t copy_hi = std::clamp<int64_t>(begin_last + in[rank - 1], copy_lo, row);
     SmallVec<int64_t> idx(rank - 1, 0);
     for (int64_t r = 0; r < rows; ++r) {
       T* out_row = dst + r * row;
@@ -178,10 +184,16 @@ class PadKernel final : public Kernel {
         for (int64_t j = 0; j < row; ++j) out_row[j] = fill;
       } else {
         const T* in_row = src + base;
-        for (int64_t j = 0; j < row; ++j) {
-          const int64_t m = last[j];
-          out_row[j] = m >= 0 ? in_row[m] : fill;
-        }
+        auto mapped = [&](int64_t j0, int64_t j1) {
+          for (int64_t j = j0; j < j1; ++j) {
+            const int64_t m = last[j];
+            out_row[j] = m >= 0 ? in_row[m] : fill;
+          }
+        };
+        mapped(0, copy_lo);
+        std::copy(in_row + (copy_lo - begin_last), in_row + (copy_hi - begin_last),
+                  out_row + copy_lo);
+        mapped(copy_hi, row);
       }
       for (size_t d = rank - 1; d-- > 0;) {
         if (++idx[d] < out[d]) break;
