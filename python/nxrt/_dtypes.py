@@ -2,26 +2,47 @@
 
 import numpy as np
 
-try:  # bfloat16, float8 and the sub-byte types are exchanged as ml_dtypes types
-    import ml_dtypes
+# bfloat16, float8 and the sub-byte types are exchanged as ml_dtypes types. ml_dtypes is
+# imported on first need, not with nxrt: its import registers hundreds of numpy ufunc
+# loops and took 0.5 s, most of `import nxrt`, for models that never see these types.
+_BYTE_FLOAT_CODE_SET = frozenset((17, 18, 19, 20, 24))
+_SUB_BYTE_CODE_SET = frozenset((21, 22, 23, 25, 26))
+_tables = None  # (bfloat16 dtype or None, byte floats, sub-byte types, their reverse maps)
 
-    BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
-    # ONNX codes of the one-byte float types; they cross the native boundary as uint8 bits.
-    _BYTE_FLOATS = {17: np.dtype(ml_dtypes.float8_e4m3fn), 18: np.dtype(ml_dtypes.float8_e4m3fnuz),
-                    19: np.dtype(ml_dtypes.float8_e5m2), 20: np.dtype(ml_dtypes.float8_e5m2fnuz),
-                    24: np.dtype(ml_dtypes.float8_e8m0fnu)}
-    # ONNX codes of the sub-byte types. nxrt keeps them unpacked, one element per byte:
-    # int4/int2 as int8 values, uint4/uint2 as uint8 values, float4e2m1 as its 4-bit code
-    # in a uint8 (ml_dtypes arrays hold the same one element per byte).
-    _SUB_BYTE = {21: np.dtype(ml_dtypes.uint4), 22: np.dtype(ml_dtypes.int4),
-                 23: np.dtype(ml_dtypes.float4_e2m1fn), 25: np.dtype(ml_dtypes.uint2),
-                 26: np.dtype(ml_dtypes.int2)}
-except ImportError:  # pragma: no cover - exercised only without ml_dtypes
-    BFLOAT16 = None
-    _BYTE_FLOATS = {}
-    _SUB_BYTE = {}
-_BYTE_FLOAT_CODES = {dt: code for code, dt in _BYTE_FLOATS.items()}
-_SUB_BYTE_CODES = {dt: code for code, dt in _SUB_BYTE.items()}
+
+def _ml_tables():
+    global _tables
+    if _tables is None:
+        try:
+            import ml_dtypes
+        except ImportError:  # pragma: no cover - exercised only without ml_dtypes
+            _tables = (None, {}, {}, {}, {})
+        else:
+            # ONNX codes of the one-byte float types; they cross the native boundary as
+            # uint8 bits.
+            byte_floats = {17: np.dtype(ml_dtypes.float8_e4m3fn),
+                           18: np.dtype(ml_dtypes.float8_e4m3fnuz),
+                           19: np.dtype(ml_dtypes.float8_e5m2),
+                           20: np.dtype(ml_dtypes.float8_e5m2fnuz),
+                           24: np.dtype(ml_dtypes.float8_e8m0fnu)}
+            # ONNX codes of the sub-byte types. nxrt keeps them unpacked, one element per
+            # byte: int4/int2 as int8 values, uint4/uint2 as uint8 values, float4e2m1 as
+            # its 4-bit code in a uint8 (ml_dtypes arrays hold the same one element per byte).
+            sub_byte = {21: np.dtype(ml_dtypes.uint4), 22: np.dtype(ml_dtypes.int4),
+                        23: np.dtype(ml_dtypes.float4_e2m1fn), 25: np.dtype(ml_dtypes.uint2),
+                        26: np.dtype(ml_dtypes.int2)}
+            _tables = (np.dtype(ml_dtypes.bfloat16), byte_floats, sub_byte,
+                       {dt: code for code, dt in byte_floats.items()},
+                       {dt: code for code, dt in sub_byte.items()})
+    return _tables
+
+
+def __getattr__(name):
+    if name == "BFLOAT16":  # the ml_dtypes bfloat16 dtype, or None without ml_dtypes
+        return _ml_tables()[0]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _FLOAT4_CODE = 23
 _SIGNED_SUB_BYTE = (22, 26)
 
@@ -50,12 +71,11 @@ def code_of(dtype):
     """ONNX element type code of a numpy dtype, or None when unsupported."""
     if dtype.kind in "OUS":
         return STRING
-    if BFLOAT16 is not None and dtype == BFLOAT16:
-        return BFLOAT16_CODE
-    if dtype in _BYTE_FLOAT_CODES:
-        return _BYTE_FLOAT_CODES[dtype]
-    if dtype in _SUB_BYTE_CODES:
-        return _SUB_BYTE_CODES[dtype]
+    if dtype.type.__module__.startswith("ml_dtypes"):  # the caller imported ml_dtypes already
+        bfloat16, _, _, byte_float_codes, sub_byte_codes = _ml_tables()
+        if dtype == bfloat16:
+            return BFLOAT16_CODE
+        return byte_float_codes.get(dtype, sub_byte_codes.get(dtype))
     return _NUMPY_TO_CODE.get(dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype)
 
 
@@ -64,22 +84,22 @@ def numpy_dtype(code):
     if code == STRING:
         return np.dtype(object)
     if code == BFLOAT16_CODE:
-        return BFLOAT16 if BFLOAT16 is not None else np.dtype(np.uint16)
-    if code in _BYTE_FLOATS:
-        return _BYTE_FLOATS[code]
-    if code in _SUB_BYTE:
-        return _SUB_BYTE[code]
+        bfloat16 = _ml_tables()[0]
+        return bfloat16 if bfloat16 is not None else np.dtype(np.uint16)
+    if code in _BYTE_FLOAT_CODE_SET or code in _SUB_BYTE_CODE_SET:
+        _, byte_floats, sub_byte, _, _ = _ml_tables()
+        return byte_floats.get(code, sub_byte.get(code))
     return _CODE_TO_NUMPY.get(code)
 
 
 def is_byte_float(code):
-    """True for the float8 codes, which travel as uint8 bits."""
-    return code in _BYTE_FLOATS
+    """True for the float8 codes, which travel as uint8 bits (when ml_dtypes is there)."""
+    return code in _BYTE_FLOAT_CODE_SET and bool(_ml_tables()[1])
 
 
 def is_sub_byte(code):
-    """True for int4, uint4, float4e2m1, int2 and uint2."""
-    return code in _SUB_BYTE
+    """True for int4, uint4, float4e2m1, int2 and uint2 (when ml_dtypes is there)."""
+    return code in _SUB_BYTE_CODE_SET and bool(_ml_tables()[2])
 
 
 def sub_byte_to_native(code, value):
@@ -95,6 +115,7 @@ def sub_byte_to_native(code, value):
 
 def sub_byte_from_native(code, value):
     """The ml_dtypes array for a sub-byte result that nxrt returns one element per byte."""
+    sub_byte = _ml_tables()[2]
     if code in _SIGNED_SUB_BYTE:
-        return value.astype(_SUB_BYTE[code])
-    return value.view(_SUB_BYTE[code])
+        return value.astype(sub_byte[code])
+    return value.view(sub_byte[code])

@@ -1165,8 +1165,8 @@ class ConvKernel final : public Kernel {
         const std::vector<gemm::PackedMatrix>& wt = packed->get();
         // One input channel, unpadded and undilated (an STFT's framing): output position
         // o's window is x[o * stride, o * stride + kernel), a row of A read in place.
-        const bool windows = Cg == 1 && L.r == 1 && L.pad[0] == 0 &&
-                             L.dilation[0] == 1 && (gl - 1) * L.stride[0] + L.kernel[0] <= L.image[0];
+        const bool windows = Cg == 1 && L.r == 1 && L.pad[0] == 0 && L.dilation[0] == 1 &&
+                             (gl - 1) * L.stride[0] + L.kernel[0] <= L.image[0];
         auto product = [&](int64_t task) {
           const int64_t n = task / G, g = task % G;
           const float* xg = x + (n * C + g * Cg) * in_size;
