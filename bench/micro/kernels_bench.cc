@@ -205,6 +205,9 @@ BENCHMARK(BM_NchwcConv)
     ->Args({128, 128, 56, 3, 2, 1})
     ->Args({512, 512, 7, 3, 1, 1})
     ->Args({256, 128, 56, 1, 1, 2})
+    ->Args({1024, 256, 14, 1, 1, 2})
+    ->Args({128, 128, 56, 3, 2, 2})
+    ->Args({512, 512, 7, 3, 1, 2})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
