@@ -336,4 +336,42 @@ TEST(VmathArrays, StridedRowsCopyTheWindowAndZeroThePadding) {
           }
 }
 
+// Short-row 1-D depthwise convolutions against a double sum, over strides, paddings that
+// clip either end or both, tap counts and widths; false (and untouched output) where the
+// vector form does not apply.
+TEST(VmathArrays, DepthwiseShortRowsMatchTheWindowSums) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  const int64_t channels = 5;
+  for (int64_t step : {1, 2})
+    for (int64_t taps : {1, 3, 5, 7})
+      for (int64_t width : {1, 4, 9, 20})
+        for (int64_t pad : {0, 1, 2, 4}) {
+          const int64_t count = (width + 2 * pad - taps) / step + 1;
+          if (count < 1) continue;
+          std::vector<float> x(size_t(channels * width)), w(size_t(channels * taps));
+          for (float& v : x) v = dist(rng);
+          for (float& v : w) v = dist(rng);
+          std::vector<float> y(size_t(channels * count + 4), -7.0f);
+          if (!depthwise_short_rows(x.data(), width, channels, w.data(), taps, step, pad, count,
+                                    y.data())) {
+            EXPECT_TRUE(!uses_avx512() || count > 16) << count;
+            continue;
+          }
+          for (int64_t c = 0; c < channels; ++c)
+            for (int64_t o = 0; o < count; ++o) {
+              double want = 0.0;
+              for (int64_t q = 0; q < taps; ++q) {
+                const int64_t i = o * step + q - pad;
+                if (i >= 0 && i < width)
+                  want += double(w[size_t(c * taps + q)]) * double(x[size_t(c * width + i)]);
+              }
+              EXPECT_NEAR(y[size_t(c * count + o)], want, 1e-5)
+                  << "step " << step << " taps " << taps << " width " << width << " pad " << pad
+                  << " channel " << c << " position " << o;
+            }
+          for (size_t i = size_t(channels * count); i < y.size(); ++i) EXPECT_EQ(y[i], -7.0f);
+        }
+}
+
 }  // namespace array_primitives

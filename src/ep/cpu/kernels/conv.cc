@@ -1151,8 +1151,18 @@ class ConvKernel final : public Kernel {
       for (int64_t n = 0; n < N; ++n)
         parallel_for(size_t(blocks), [&](size_t b) {
           // Bias and activation per channel, while its outputs are still in L1.
-          const int64_t c1 = std::min(C, int64_t(b + 1) * block);
-          for (int64_t c = int64_t(b) * block; c < c1; ++c) {
+          const int64_t c0 = int64_t(b) * block, c1 = std::min(C, int64_t(b + 1) * block);
+          if constexpr (std::is_same_v<T, float>) {
+            // Short 1-D rows: the block's channels in one call, a row per register.
+            if (L.r == 1 && Mg == 1 && L.dilation[0] == 1 &&
+                vmath::depthwise_short_rows(x + (n * C + c0) * in_size, L.image[0], c1 - c0,
+                                            w + c0 * ksize, ksize, L.stride[0], L.pad[0], out_size,
+                                            y + (n * M + c0) * out_size)) {
+              finish(y, z, bias, scale, out_size, (n * M + c0) * out_size, c0, c1 - c0, out_size);
+              return;
+            }
+          }
+          for (int64_t c = c0; c < c1; ++c) {
             depthwise(L, 1, Mg, x + (n * C + c) * in_size, w + c * Mg * ksize,
                       y + (n * M + c * Mg) * out_size);
             finish(y, z, bias, scale, out_size, (n * M + c * Mg) * out_size, c * Mg, Mg, out_size);

@@ -239,6 +239,15 @@ void window_rows(const float* plane, int64_t H, int64_t W, int64_t ih0, int64_t 
   }
 }
 
+bool depthwise_short_rows(const float* x, int64_t width, int64_t channels, const float* w,
+                          int64_t taps, int64_t step, int64_t pad, int64_t count, float* y) {
+  if (count > 16 || count < 1 || taps > 16 || taps < 1 || (step != 1 && step != 2) ||
+      !uses_avx512())
+    return false;
+  detail::depthwise_short_rows_avx512(x, width, channels, w, taps, step, pad, count, y);
+  return true;
+}
+
 void strided_rows(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t step, int64_t lo,
                   int64_t hi, int64_t count, float* out, int64_t out_ld) {
   if (count <= 16 && (step == 1 || step == 2) && uses_avx512())

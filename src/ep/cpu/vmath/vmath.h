@@ -123,6 +123,15 @@ void window_rows(const float* plane, int64_t H, int64_t W, int64_t ih0, int64_t 
 void strided_rows(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t step, int64_t lo,
                   int64_t hi, int64_t count, float* out, int64_t out_ld);
 
+// A 1-D depthwise convolution of short rows (audio encoders: 5-tap filters over 2 to 16
+// positions): y[c * count + o] = sum over q < taps of w[c * taps + q] *
+// x[c * width + o * step + q - pad], a term counting 0 where its index lies outside
+// [0, width), for o < count and c < channels; each sum one fused multiply-add per tap, in
+// tap order. With AVX-512 (count <= 16, step 1 or 2, taps <= 16) a row is one register;
+// returns false, doing nothing, elsewhere (the caller keeps its loops).
+bool depthwise_short_rows(const float* x, int64_t width, int64_t channels, const float* w,
+                          int64_t taps, int64_t step, int64_t pad, int64_t count, float* y);
+
 // A depthwise convolution of one plane whose every window lies inside it (rows `ld`
 // floats apart): out[oh * OW + ow] = sum over the KH x KW window at (oh * SH, ow * SW)
 // (dilations DH, DW) of w[kh * KW + kw] times the input. One call per plane, like

@@ -6,6 +6,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -404,6 +405,52 @@ void window_rows_avx512(const float* plane, int64_t H, int64_t W, int64_t ih0, i
   }
 }
 
+void depthwise_short_rows_avx512(const float* x, int64_t width, int64_t channels, const float* w,
+                                 int64_t taps, int64_t step, int64_t pad, int64_t count, float* y) {
+  // Per tap: the lanes whose input index o * step + q - pad lies in [0, width), as a
+  // read mask over the loaded span (stride 2: the 32 floats two loads cover, of which
+  // lane o is element 2o) and over the result lanes.
+  __mmask16 lanes[16], span_lo[16], span_hi[16];
+  int64_t offset[16];
+  for (int64_t q = 0; q < taps; ++q) {
+    const int64_t off = q - pad;
+    int64_t lo = 0, hi = 0;
+    for (int64_t o = 0; o < count; ++o) {  // at most 16 lanes: no divisions needed
+      const int64_t i = o * step + off;
+      if (i < 0) lo = o + 1;
+      if (i < width) hi = o + 1;
+    }
+    hi = std::max(hi, lo);
+    lanes[q] = __mmask16(first_lanes(hi) & ~first_lanes(lo));
+    const uint64_t span =
+        hi > lo ? ((uint64_t(1) << (step * (hi - 1) + 1)) - 1) & ~((uint64_t(1) << (step * lo)) - 1)
+                : 0;
+    span_lo[q] = __mmask16(span);
+    span_hi[q] = __mmask16(span >> 16);
+    offset[q] = off;
+  }
+  const __mmask16 out = first_lanes(count);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* row = x + c * width;
+    const float* wc = w + c * taps;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t q = 0; q < taps; ++q) {
+      const float* p = row + offset[q];
+      __m512 v;
+      if (step == 1) {
+        v = _mm512_maskz_loadu_ps(lanes[q], p);
+      } else {
+        const __m512 a = _mm512_maskz_loadu_ps(span_lo[q], p);
+        const __m512 b = _mm512_maskz_loadu_ps(span_hi[q], p + 16);
+        v = _mm512_maskz_mov_ps(lanes[q], _mm512_permutex2var_ps(a, even, b));
+      }
+      acc = _mm512_fmadd_ps(_mm512_set1_ps(wc[q]), v, acc);
+    }
+    _mm512_mask_storeu_ps(y + c * count, out, acc);
+  }
+}
+
 void strided_rows_avx512(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t step,
                          int64_t lo, int64_t hi, int64_t count, float* out, int64_t out_ld) {
   // Lanes [lo, hi) read x[off + o * step] (masked-off lanes never touch memory, so the
@@ -527,6 +574,8 @@ void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w
                        float* out) {
   pool_plane(max, x, ld, w, scale, out);
 }
+void depthwise_short_rows_avx512(const float*, int64_t, int64_t, const float*, int64_t, int64_t,
+                                 int64_t, int64_t, float*) {}
 void strided_rows_avx512(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t step,
                          int64_t lo, int64_t hi, int64_t count, float* out, int64_t out_ld) {
   strided_rows(x, ld, rows, off, step, lo, hi, count, out, out_ld);
