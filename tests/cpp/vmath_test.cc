@@ -95,6 +95,44 @@ TEST(Vmath, MatchesReference) {
   expect_close(Unary::kAbs, {}, "abs");
   expect_close(Unary::kClip, {-1.0f, 6.0f, 0}, "clip");
   expect_close(Unary::kSoftsign, {}, "softsign");
+  expect_close(Unary::kLog, {}, "log");
+}
+
+// log's special cases and subnormal inputs, against libm in double.
+TEST(Vmath, LogCoversSubnormalsZerosAndNonFinite) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {0.0f,
+                          -0.0f,
+                          -1.0f,
+                          -inf,
+                          inf,
+                          std::numeric_limits<float>::quiet_NaN(),
+                          1.0f,
+                          2.0f,
+                          0.5f,
+                          1.41421354f,
+                          1.41421366f,
+                          0.70710677f,
+                          3.4e38f,
+                          std::numeric_limits<float>::min(),
+                          std::numeric_limits<float>::denorm_min()};
+  for (float v = 1e-44f; v < 1e-37f; v *= 3.1f) x.push_back(v);
+  for (float v = 0.9f; v < 1.1f; v += 0.0137f) x.push_back(v);
+  for (const auto& [isa, impl] : implementations()) {
+    SCOPED_TRACE(isa);
+    std::vector<float> got(x.size());
+    impl(Unary::kLog, {}, x.data(), got.data(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = std::log(double(x[i]));
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[i])) << x[i];
+      } else if (std::isinf(want)) {
+        EXPECT_EQ(double(got[i]), want) << x[i];
+      } else {
+        EXPECT_NEAR(got[i], want, 1e-7 + 2e-7 * std::fabs(want)) << x[i];
+      }
+    }
+  }
 }
 
 TEST(Vmath, AffineAppliesScaleAndShiftFirst) {

@@ -155,6 +155,7 @@ bool vector_form(const std::string& op, const Params& p, vmath::Unary& fn) {
                                                      {"Sqrt", U::kSqrt},
                                                      {"Reciprocal", U::kReciprocal},
                                                      {"Softsign", U::kSoftsign},
+                                                     {"Log", U::kLog},
                                                      {"Sin", U::kSin},
                                                      {"Cos", U::kCos},
                                                      {"Swish", U::kSwish},

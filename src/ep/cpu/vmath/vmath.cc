@@ -92,6 +92,8 @@ double reference(Unary fn, const UnaryParams& p, double x) {
       return std::min(double(p.beta), std::max(double(p.alpha), x));
     case Unary::kSoftsign:
       return x / (1.0 + std::fabs(x));
+    case Unary::kLog:
+      return std::log(x);
     case Unary::kIdentity:
       return x;
   }

@@ -70,6 +70,23 @@ struct Avx2 {
     const R s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
     return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
   }
+  static NXRT_AVX2 M is_nan(R a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
+  // x = m 2^e with m in [sqrt(1/2), sqrt(2)) for positive finite x: subnormals are scaled
+  // by 2^23 first, then the exponent field and the mantissa bits are read apart.
+  static NXRT_AVX2 R split_log2(R x, R& e) {
+    const R tiny = _mm256_cmp_ps(x, _mm256_set1_ps(1.17549435e-38f), _CMP_LT_OQ);
+    x = _mm256_blendv_ps(x, _mm256_mul_ps(x, _mm256_set1_ps(8388608.0f)), tiny);
+    const __m256i bits = _mm256_castps_si256(x);
+    const __m256i biased = _mm256_srli_epi32(bits, 23);
+    e = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(biased, _mm256_set1_epi32(127))),
+                      _mm256_and_ps(tiny, _mm256_set1_ps(23.0f)));
+    R m = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007FFFFF)),
+                                              _mm256_set1_epi32(0x3F800000)));
+    const R big = _mm256_cmp_ps(m, _mm256_set1_ps(1.41421356f), _CMP_GT_OQ);
+    m = _mm256_blendv_ps(m, _mm256_mul_ps(m, _mm256_set1_ps(0.5f)), big);
+    e = _mm256_add_ps(e, _mm256_and_ps(big, _mm256_set1_ps(1.0f)));
+    return m;
+  }
 };
 
 namespace avx2 {

@@ -24,6 +24,7 @@
 // reports as "may be used uninitialized" once inlined (a known false positive).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"  // the same, from vgetmantps / vgetexpps
 #endif
 
 #define NXRT_AVX512 __attribute__((always_inline)) inline
@@ -62,6 +63,17 @@ struct Avx512 {
   }
   // vscalefps: p * 2^n in one instruction, subnormal results and overflow included.
   static NXRT_AVX512 R scale_by_pow2(R p, R n) { return _mm512_scalef_ps(p, n); }
+  static NXRT_AVX512 M is_nan(R a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
+  // x = m 2^e with m in [sqrt(1/2), sqrt(2)) for positive finite x, subnormals included
+  // (vgetmantps / vgetexpps).
+  static NXRT_AVX512 R split_log2(R x, R& e) {
+    R m = _mm512_getmant_ps(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_src);
+    e = _mm512_getexp_ps(x);
+    const M big = _mm512_cmp_ps_mask(m, _mm512_set1_ps(1.41421356f), _CMP_GT_OQ);
+    m = _mm512_mask_mul_ps(m, big, m, _mm512_set1_ps(0.5f));
+    e = _mm512_mask_add_ps(e, big, e, _mm512_set1_ps(1.0f));
+    return m;
+  }
 };
 
 namespace avx512 {
