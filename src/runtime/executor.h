@@ -82,7 +82,7 @@ struct RunState {
   // after planning), and that graph's other slots, the only ones a run fills and clears.
   // Constant slots that feeds or outer values may cover for a run (overridable
   // initializers, outer constants) get their constant back after it.
-  const void* prepared_for = nullptr;
+  const ExecutableGraph* prepared_for = nullptr;
   std::vector<int> run_slots;
   std::vector<int> restore_slots;
   BufferPool pool;

@@ -417,77 +417,67 @@ void window_rows_avx512(const float* plane, int64_t H, int64_t W, int64_t ih0, i
   }
 }
 
+// Lanes [lo, hi) (hi <= 16) of p[o * step], step 1 or 2, the others zero: what the short
+// rows of strided_rows and depthwise_short_rows load. Masked-off lanes never touch memory,
+// so the row's start may lie before p's first read (the padding).
+struct StridedLanes {
+  __mmask16 lanes = 0, span_lo = 0, span_hi = 0;  // result lanes; stride 2's two loads
+  int64_t step = 1;
+
+  NXRT_AVX512 static StridedLanes make(int64_t lo, int64_t hi, int64_t step) {
+    StridedLanes s;
+    s.step = step;
+    if (hi <= lo) return s;
+    s.lanes = __mmask16(first_lanes(hi) & ~first_lanes(lo));
+    // Stride 2: lane o is element 2o of the 32 floats two loads cover; only
+    // [2 lo, 2 hi - 1) is read.
+    const uint64_t span =
+        ((uint64_t(1) << (step * (hi - 1) + 1)) - 1) & ~((uint64_t(1) << (step * lo)) - 1);
+    s.span_lo = __mmask16(span);
+    s.span_hi = __mmask16(span >> 16);
+    return s;
+  }
+
+  NXRT_AVX512 __m512 load(const float* p) const {
+    if (step == 1) return _mm512_maskz_loadu_ps(lanes, p);
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512 a = _mm512_maskz_loadu_ps(span_lo, p);
+    const __m512 b = _mm512_maskz_loadu_ps(span_hi, p + 16);
+    return _mm512_maskz_mov_ps(lanes, _mm512_permutex2var_ps(a, even, b));
+  }
+};
+
 void depthwise_short_rows_avx512(const float* x, int64_t width, int64_t channels, const float* w,
                                  int64_t taps, int64_t step, int64_t pad, int64_t count, float* y) {
-  // Per tap: the lanes whose input index o * step + q - pad lies in [0, width), as a
-  // read mask over the loaded span (stride 2: the 32 floats two loads cover, of which
-  // lane o is element 2o) and over the result lanes.
-  __mmask16 lanes[16], span_lo[16], span_hi[16];
-  int64_t offset[16];
+  // Per tap: the lanes whose input index o * step + q - pad lies in [0, width).
+  StridedLanes tap[16];
   for (int64_t q = 0; q < taps; ++q) {
-    const int64_t off = q - pad;
     int64_t lo = 0, hi = 0;
     for (int64_t o = 0; o < count; ++o) {  // at most 16 lanes: no divisions needed
-      const int64_t i = o * step + off;
+      const int64_t i = o * step + q - pad;
       if (i < 0) lo = o + 1;
       if (i < width) hi = o + 1;
     }
-    hi = std::max(hi, lo);
-    lanes[q] = __mmask16(first_lanes(hi) & ~first_lanes(lo));
-    const uint64_t span =
-        hi > lo ? ((uint64_t(1) << (step * (hi - 1) + 1)) - 1) & ~((uint64_t(1) << (step * lo)) - 1)
-                : 0;
-    span_lo[q] = __mmask16(span);
-    span_hi[q] = __mmask16(span >> 16);
-    offset[q] = off;
+    tap[q] = StridedLanes::make(lo, hi, step);
   }
   const __mmask16 out = first_lanes(count);
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   for (int64_t c = 0; c < channels; ++c) {
-    const float* row = x + c * width;
+    const float* row = x + c * width - pad;
     const float* wc = w + c * taps;
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t q = 0; q < taps; ++q) {
-      const float* p = row + offset[q];
-      __m512 v;
-      if (step == 1) {
-        v = _mm512_maskz_loadu_ps(lanes[q], p);
-      } else {
-        const __m512 a = _mm512_maskz_loadu_ps(span_lo[q], p);
-        const __m512 b = _mm512_maskz_loadu_ps(span_hi[q], p + 16);
-        v = _mm512_maskz_mov_ps(lanes[q], _mm512_permutex2var_ps(a, even, b));
-      }
-      acc = _mm512_fmadd_ps(_mm512_set1_ps(wc[q]), v, acc);
-    }
+    for (int64_t q = 0; q < taps; ++q)
+      acc = _mm512_fmadd_ps(_mm512_set1_ps(wc[q]), tap[q].load(row + q), acc);
     _mm512_mask_storeu_ps(y + c * count, out, acc);
   }
 }
 
 void strided_rows_avx512(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t step,
                          int64_t lo, int64_t hi, int64_t count, float* out, int64_t out_ld) {
-  // Lanes [lo, hi) read x[off + o * step] (masked-off lanes never touch memory, so the
-  // row's start may lie before x); lanes [0, count) are written.
-  const __mmask16 read = hi > lo ? __mmask16(first_lanes(hi) & ~first_lanes(lo)) : 0;
+  const StridedLanes read = StridedLanes::make(lo, hi, step);
   const __mmask16 write = first_lanes(count);
-  if (step == 1) {
-    for (int64_t r = 0; r < rows; ++r)
-      _mm512_mask_storeu_ps(out + r * out_ld, write, _mm512_maskz_loadu_ps(read, x + r * ld + off));
-    return;
-  }
-  // Stride 2: the 2 * hi - 1 floats from off hold lanes [0, hi); lanes below lo may lie
-  // before the row (the padding), so only [2 * lo, 2 * hi - 1) is read.
-  const __mmask32 span =
-      hi > lo ? __mmask32(((uint64_t(1) << (2 * hi - 1)) - 1) & ~((uint64_t(1) << (2 * lo)) - 1))
-              : 0;
-  const __mmask16 span_lo = __mmask16(span), span_hi = __mmask16(span >> 16);
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* p = x + r * ld + off;
-    const __m512 a = _mm512_maskz_loadu_ps(span_lo, p);
-    const __m512 b = _mm512_maskz_loadu_ps(span_hi, p + 16);
-    _mm512_mask_storeu_ps(out + r * out_ld, write,
-                          _mm512_maskz_mov_ps(read, _mm512_permutex2var_ps(a, even, b)));
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    _mm512_mask_storeu_ps(out + r * out_ld, write, read.load(x + r * ld + off));
 }
 
 void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w, float scale,
