@@ -1,10 +1,12 @@
 // The _nxrt extension module: thin glue only. Policy (argument checks, defaults,
 // onnxruntime-compatible classes) lives in the pure-Python package python/nxrt/.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "core/random_seed.h"
 #include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/image_codecs.h"
+#include "ep/cpu/kernel_types.h"
 #include "ep/cpu/registry.h"
 #include "errors.h"
 
@@ -41,13 +44,22 @@ NB_MODULE(_nxrt, m) {
   m.def(
       "kernel_table",
       [] {
-        std::vector<std::tuple<std::string, std::string, int, int, std::string>> rows;
+        using Types = std::optional<std::vector<std::string>>;
+        std::vector<std::tuple<std::string, std::string, int, int, std::string, Types>> rows;
         const std::string provider(nxrt::cpu::cpu_provider()->name());
-        for (const nxrt::cpu::KernelEntry& e : nxrt::cpu::kernel_table())
-          rows.emplace_back(e.domain, e.op_type, e.since_version, e.until_version, provider);
+        for (const nxrt::cpu::KernelEntry& e : nxrt::cpu::kernel_table()) {
+          Types types;
+          if (auto accepted = nxrt::cpu::accepted_input_types(e)) {
+            types.emplace();
+            for (nxrt::DataType t : *accepted) types->emplace_back(nxrt::dtype_name(t));
+          }
+          rows.emplace_back(e.domain, e.op_type, e.since_version, e.until_version, provider,
+                            std::move(types));
+        }
         return rows;
       },
-      "Every kernel nxrt has: (domain, op, first opset, last opset, provider).");
+      "Every kernel nxrt has: (domain, op, first opset, last opset, provider, element types "
+      "of its first input that it accepts, or None where the probe cannot tell).");
   nxrt::py::bind_value(m);
   nxrt::py::bind_session(m);
   nxrt::py::bind_eager(m);

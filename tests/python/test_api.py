@@ -702,10 +702,55 @@ def test_operators_doc_is_generated_from_the_kernel_table():
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     table = nxrt._nxrt.kernel_table()
-    assert ("", "Conv", 1, 99, "CPUExecutionProvider") in table
+    assert ("", "Conv", 1, 99, "CPUExecutionProvider", ["float", "float16", "double", "bfloat16"]) in table
     text = (root / "docs" / "OPERATORS.md").read_text()
-    assert "| Conv | 1 and later | CPUExecutionProvider |" in text
     assert "## com.microsoft" in text and "| OneHotMatMul |" in text
+    assert "| Conv | 1 and later | float, double, float16, bfloat16 | CPUExecutionProvider |" in text
+
+
+_TYPE_NAMES = {"tensor(float)": "float", "tensor(double)": "double", "tensor(float16)": "float16",
+               "tensor(bfloat16)": "bfloat16", "tensor(bool)": "bool", "tensor(string)": "string"}
+_TYPE_NAMES.update({f"tensor({k}{b})": f"{k}{b}" for k in ("int", "uint") for b in (8, 16, 32, 64)})
+
+
+def test_operator_types_are_what_sessions_accept():
+    """The types column of docs/OPERATORS.md (the kernels' answer to a probe) agrees with
+    planning real sessions: for each one-input, one-output ai.onnx op without required
+    attributes, a model whose input has a listed type loads, and one with any other type
+    the spec allows is refused with an error naming that type."""
+    from onnx import defs
+
+    accepted = refused = 0
+    for domain, op, since, until, _, types in nxrt._nxrt.kernel_table():
+        if domain or types is None:
+            continue
+        opset = min(until, defs.onnx_opset_version())
+        try:
+            schema = defs.get_schema(op, opset, "")
+        except defs.SchemaError:  # rows for opsets before the op entered ai.onnx
+            continue
+        if (schema.min_input != 1 or schema.max_input != 1 or schema.min_output != 1
+                or any(a.required for a in schema.attributes.values())):
+            continue
+        param = schema.inputs[0].type_str
+        allowed = next((c.allowed_type_strs for c in schema.type_constraints
+                        if c.type_param_str == param), [param])  # or a fixed "tensor(float)"
+        for type_str in allowed:
+            name = _TYPE_NAMES.get(type_str)
+            if name is None:  # float8, sub-byte, complex: no numpy/helper form needed here
+                continue
+            elem = helper.np_dtype_to_tensor_dtype(np.dtype(name if name != "string" else object)) \
+                if name not in ("bfloat16",) else TensorProto.BFLOAT16
+            model = _model([helper.make_node(op, ["x"], ["y"])], [_vi("x", None, elem)],
+                           [helper.make_empty_tensor_value_info("y")], opset=schema.since_version)
+            if name in types:
+                nxrt.InferenceSession(model)
+                accepted += 1
+            else:
+                with pytest.raises(Exception, match=f"type tensor\\({name}\\)|{name}"):
+                    nxrt.InferenceSession(model)
+                refused += 1
+    assert accepted > 300 and refused > 10, (accepted, refused)
 
 
 # ---------------------------------------------------------------- run's fast path
