@@ -30,7 +30,11 @@ DIFFERS_FROM_ORT = {
                    "differences; run node by node with onnxruntime's kernels for the ops whose "
                    "bits still differ (Softmax, FastGelu, LayerNormalization, ReduceMean, Sin, "
                    "Conv, ConvTranspose, Resize, STFT, ...) it matches exactly; with only some "
-                   "of them run by onnxruntime it still differs by 9-27% of its range",
+                   "of them run by onnxruntime it still differs by 9-27% of its range. The model "
+                   "is chaotic in its arithmetic: onnxruntime's own waveform moves by 18-24% of "
+                   "its range (max) when `style` carries relative noise of 1e-6, about 8 float32 "
+                   "ulps (bench/zoo_sensitivity.py kokoro_int8), so a 1% match needs every op "
+                   "to round bit for bit as onnxruntime's",
 }
 
 _OUTPUTS = {}  # (model id, optimization level) -> nxrt outputs, shared by the two tests
