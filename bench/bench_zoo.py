@@ -146,7 +146,7 @@ def plan(pair_us, quick):
     return {"rounds": rounds, "block": block, "warmup": warmup}
 
 
-def bench_one(entry, path, threads, quick, baseline_disabled=None):
+def bench_one(entry, path, threads, quick, baseline_disabled=None, cold=False):
     """Returns a result dict: status 'ok' / 'mismatch' / 'not loadable' / 'error'.
     BASELINE_DISABLED (graph pass names): the baseline is nxrt without those passes
     instead of onnxruntime (what a pass is worth, measured the same way)."""
@@ -175,7 +175,11 @@ def bench_one(entry, path, threads, quick, baseline_disabled=None):
     nx_run()
     rt_run()
     timing = plan((time.perf_counter() - t0) * 1e6, quick)
-    r = harness.compare(nx_run, rt_run, settle_s=harness.settle_for(threads), **timing)
+    before = harness.CacheFlush() if cold else None
+    if cold:  # each call pays for the flush too: fewer calls for the same wall time
+        timing = plan((time.perf_counter() - t0) * 1e6 + 2 * 2000.0, quick)
+    r = harness.compare(nx_run, rt_run, settle_s=harness.settle_for(threads), before=before,
+                        **timing)
     r.update(timing)
     r["status"] = "mismatch" if mismatch else "ok"
     if mismatch:
@@ -196,7 +200,7 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def markdown(entries, results, threads, missing, baseline="onnxruntime"):
+def markdown(entries, results, threads, missing, baseline="onnxruntime", cold=False):
     t0 = threads[0]
     unit = lambda t: f"{t} thread" + ("s" if t != 1 else "")  # noqa: E731
     head = ["model", f"nxrt, {unit(t0)}", f"{baseline}, {unit(t0)}", f"ratio, {unit(t0)}"]
@@ -234,7 +238,9 @@ def markdown(entries, results, threads, missing, baseline="onnxruntime"):
     text += (f"\nMedian per call, nxrt and {baseline} in one process, interleaved blocks, "
              f"same inputs, state carried; ratio = nxrt / {baseline} (below 1: nxrt is "
              "faster). The geometric mean leaves out models that could not be loaded"
-             + (" and those whose outputs differ." if notes else ".") + "\n")
+             + (" and those whose outputs differ." if notes else ".")
+             + (" Cold: 16 MiB written before every timed call, so no weights are left in "
+                "L1/L2." if cold else "") + "\n")
     return text
 
 
@@ -259,7 +265,7 @@ def run_bench(entries, args, missing):
         path = zoo.model_path(e)
         per = results.setdefault(mid, {})
         for threads in args.threads:
-            r = bench_one(e, path, threads, args.quick, args.baseline_disabled)
+            r = bench_one(e, path, threads, args.quick, args.baseline_disabled, args.cold)
             per[threads] = r
             if r["status"] in ("not loadable", "error"):
                 print(f"{mid:<28} {r['status']}: {r['error']}", flush=True)
@@ -280,7 +286,7 @@ def run_bench(entries, args, missing):
         if (mid, r["status"]) not in seen:
             seen.add((mid, r["status"]))
             print(f"  {mid}: {r['status']}: {r['error']}")
-    table = markdown(entries, results, args.threads, missing, baseline_label(args))
+    table = markdown(entries, results, args.threads, missing, baseline_label(args), args.cold)
     print("\n" + table)
     if args.markdown:
         with open(args.markdown, "w") as f:
@@ -382,6 +388,9 @@ def main(argv=None):
     ap.add_argument("--markdown", metavar="FILE", help="write the markdown table to FILE")
     ap.add_argument("--profile", action="store_true",
                     help="profile nxrt per op type instead of comparing with onnxruntime")
+    ap.add_argument("--cold", action="store_true",
+                    help="flush L1/L2 (write 16 MiB) before every timed call: the latency "
+                         "of a model run between other work, not back to back")
     ap.add_argument("--runs", type=int, default=10, help="profiled runs per model (--profile)")
     ap.add_argument("--top", type=int, default=8, help="op types to show (--profile)")
     ap.add_argument("--baseline-disabled", nargs="+", metavar="PASS",

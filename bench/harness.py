@@ -17,16 +17,19 @@ import time
 import numpy as np
 
 
-def time_calls(fn, calls):
+def time_calls(fn, calls, before=None):
+    """Times each of CALLS calls of FN; BEFORE (untimed) runs ahead of each."""
     out = np.empty(calls)
     for i in range(calls):
+        if before is not None:
+            before()
         t0 = time.perf_counter_ns()
         fn()
         out[i] = (time.perf_counter_ns() - t0) / 1000.0
     return out
 
 
-def compare(nx_fn, ort_fn, rounds=20, block=10, warmup=5, settle_s=0.0):
+def compare(nx_fn, ort_fn, rounds=20, block=10, warmup=5, settle_s=0.0, before=None):
     for _ in range(warmup):
         nx_fn()
         ort_fn()
@@ -34,9 +37,9 @@ def compare(nx_fn, ort_fn, rounds=20, block=10, warmup=5, settle_s=0.0):
     for r in range(rounds):
         first, second = (nx_fn, ort_fn) if r % 2 == 0 else (ort_fn, nx_fn)
         time.sleep(settle_s)
-        a = time_calls(first, block)
+        a = time_calls(first, block, before)
         time.sleep(settle_s)
-        b = time_calls(second, block)
+        b = time_calls(second, block, before)
         (nx if first is nx_fn else rt).append(a)
         (rt if first is nx_fn else nx).append(b)
     nx, rt = np.concatenate(nx), np.concatenate(rt)
@@ -45,6 +48,18 @@ def compare(nx_fn, ort_fn, rounds=20, block=10, warmup=5, settle_s=0.0):
         "ort_median_us": float(np.median(rt)), "ort_p99_us": float(np.percentile(rt, 99)),
         "ratio": float(np.median(nx) / np.median(rt)), "calls": len(nx),
     }
+
+
+class CacheFlush:
+    """Writes a buffer larger than this CPU's L2 (16 MiB) so that the next call finds no
+    weights in L1/L2: the latency of a model run now and then by an application that does
+    other work between runs (an audio frame every 32 ms), rather than back to back."""
+
+    def __init__(self, mib=16):
+        self.buffer = np.zeros(mib * (1 << 20) // 8)
+
+    def __call__(self):
+        self.buffer += 1.0
 
 
 def settle_for(threads):
