@@ -25,6 +25,13 @@ class Shape {
     if (this != &other) assign(other.begin(), other.end());
     return *this;
   }
+  // Moves take a heap array over and copy only the dims in use: every Tensor built from a
+  // Shape, and every Tensor moved, goes through these (without them each was a copy).
+  Shape(Shape&& other) noexcept { take(other); }
+  Shape& operator=(Shape&& other) noexcept {
+    if (this != &other) take(other);
+    return *this;
+  }
 
   template <typename It>
   void assign(It first, It last) {
@@ -81,6 +88,21 @@ class Shape {
   std::string to_string() const;  // "[2,3,4]"
 
  private:
+  // Leaves `other` empty.
+  void take(Shape& other) noexcept {
+    if (other.heap_) {
+      heap_ = std::move(other.heap_);
+      heap_capacity_ = other.heap_capacity_;
+    } else {
+      heap_.reset();
+      heap_capacity_ = 0;
+      for (size_t i = 0; i < other.rank_; ++i) inline_[i] = other.inline_[i];
+    }
+    rank_ = other.rank_;
+    other.heap_capacity_ = 0;
+    other.rank_ = 0;
+  }
+
   int64_t inline_[kInlineRank] = {};
   std::unique_ptr<int64_t[]> heap_;
   size_t heap_capacity_ = 0;

@@ -66,8 +66,9 @@ ir::Node probe_node(const KernelEntry& entry, size_t inputs, size_t outputs) {
   node.name = "type_probe";
   node.op_type = entry.op_type;
   node.domain = entry.domain;
-  for (size_t i = 0; i < inputs; ++i) node.inputs.push_back("x" + std::to_string(i));
-  for (size_t o = 0; o < outputs; ++o) node.outputs.push_back("y" + std::to_string(o));
+  // Appended, not "x" + to_string(i): GCC 12 warns (-Wrestrict) on that temporary.
+  for (size_t i = 0; i < inputs; ++i) node.inputs.emplace_back("x").append(std::to_string(i));
+  for (size_t o = 0; o < outputs; ++o) node.outputs.emplace_back("y").append(std::to_string(o));
   return node;
 }
 
