@@ -162,12 +162,15 @@ def test_bench_silero():
     assert re.search(r"throughput: [\d.]+ runs/s", out)
     assert re.search(r"heap allocations per warm run: [\d.]+ \(\d+ in 200 runs; 2 of 2 outputs bound", out), out
     assert re.search(r"peak resident memory \(VmHWM\): [\d.]+ MiB", out)
-    # The budget verdict is printed; the bar itself is held by tests/c/memory_test.c, on the
-    # library as an embedding app links it. This CLI is a 10 MB static binary (CLI11 and
-    # every kernel linked in) whose resident code, mapped in 64 KiB fault-around windows,
-    # moves by +-0.5 MiB with the page cache, around the budget's edge.
-    assert re.search(r"resident memory holding the session \(VmRSS\): .*budget 2 x model \+ 10 MiB = "
-                     r"14\.\d MiB: (within|OVER) budget", out), out
+    # The verdict is on what loading the session added (this CLI's own code, CLI11 and the
+    # server included, is no part of it); the whole-process bar of an embedding app is
+    # held by tests/c/memory_test.c.
+    m = re.search(r"resident memory \(VmRSS\): [\d.]+ MiB, of which the session holds ([\d.]+) "
+                  r"(KiB|MiB) .*budget for the session 2 x model \+ 10 MiB = 14\.\d MiB: "
+                  r"(within|OVER) budget", out)
+    assert m, out
+    held_mib = float(m.group(1)) / (1024 if m.group(2) == "KiB" else 1)
+    assert (held_mib <= 14.4) == (m.group(3) == "within"), out
     assert "threads created: 0" in out
     assert "\r" not in out  # no progress bar when stdout is not a terminal
 

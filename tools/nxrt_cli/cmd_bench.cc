@@ -203,12 +203,17 @@ Status bench_command(const BenchArgs& args) {
   const int64_t hwm = proc_status_bytes("VmHWM");
   const int64_t budget = 2 * model_bytes + 10 * 1024 * 1024;
   std::printf("peak resident memory (VmHWM): %s\n", bytes_text(double(hwm)).c_str());
+  // The budget is for what the session holds: the increase since before loading. The
+  // whole process also holds this tool's own code (CLI, HTTP server, tokenizers), which
+  // an application embedding libnxrt does not load (tests/c/memory_test.c measures that
+  // case as a whole process).
+  const int64_t held = rss - rss_before;
   std::printf(
-      "resident memory holding the session (VmRSS): %s (%s more than before loading; "
-      "anonymous %s, file-backed %s); budget 2 x model + 10 MiB = %s: %s\n",
-      bytes_text(double(rss)).c_str(), bytes_text(double(rss - rss_before)).c_str(),
+      "resident memory (VmRSS): %s, of which the session holds %s (anonymous %s, "
+      "file-backed %s in all); budget for the session 2 x model + 10 MiB = %s: %s\n",
+      bytes_text(double(rss)).c_str(), bytes_text(double(held)).c_str(),
       bytes_text(double(rss_anon)).c_str(), bytes_text(double(rss_file)).c_str(),
-      bytes_text(double(budget)).c_str(), rss <= budget ? "within budget" : "OVER budget");
+      bytes_text(double(budget)).c_str(), held <= budget ? "within budget" : "OVER budget");
   return Status();
 }
 
