@@ -453,40 +453,9 @@ void JsonState::number(Branch& b, unsigned char c, JsonState& out) const {
   step(b, c, out);
 }
 
-namespace {
-
-// The characters of `bytes` as plain string text: whole UTF-8 characters, no quote,
-// backslash or control character; 0 when it is not (or is too long to count here).
-uint16_t plain_string_chars(std::string_view bytes) {
-  uint16_t chars = 0;
-  for (size_t i = 0; i < bytes.size(); ++chars) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    if (c < 0x20 || c == '"' || c == '\\' || chars == UINT16_MAX) return 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    const Utf8Lead lead = utf8_lead(c);
-    if (lead.length == 0 || i + lead.length > bytes.size()) return 0;
-    for (size_t k = 1; k < lead.length; ++k) {
-      const auto next = static_cast<unsigned char>(bytes[i + k]);
-      if (k == 1 ? (next < lead.low || next > lead.high) : (next < 0x80 || next > 0xBF)) return 0;
-    }
-    i += lead.length;
-  }
-  return chars;
-}
-
-}  // namespace
-
 JsonConstraint::JsonConstraint(const Tokenizer& tokenizer,
                                std::shared_ptr<const JsonGrammar> grammar)
-    : tokenizer_(tokenizer),
-      grammar_(std::move(grammar)),
-      order_(tokenizer.byte_order()),
-      plain_chars_(size_t(tokenizer.vocab_size()), 0) {
-  for (int32_t id : order_.ids) plain_chars_[size_t(id)] = plain_string_chars(bytes(id));
-}
+    : tokenizer_(tokenizer), grammar_(std::move(grammar)), order_(tokenizer.byte_order()) {}
 
 std::string_view JsonConstraint::bytes(int32_t id) const {
   auto b = tokenizer_.token_bytes(id, /*skip_special_tokens=*/true);
@@ -511,8 +480,8 @@ const std::vector<uint64_t>& JsonConstraint::allowed(const JsonState& state) con
     shared = std::min<size_t>(shared, order_.common[i]);
     if (refused <= shared) continue;  // begins with the refused bytes
     bool ok = true;
-    if (room >= 0 && plain_chars_[size_t(id)] > 0) {
-      ok = plain_chars_[size_t(id)] <= room;
+    if (room >= 0 && order_.plain_chars[size_t(id)] > 0) {
+      ok = order_.plain_chars[size_t(id)] <= room;
     } else {
       const std::string_view b = bytes(id);
       refused = SIZE_MAX;

@@ -97,7 +97,6 @@ class JsonConstraint {
   const Tokenizer& tokenizer_;
   std::shared_ptr<const JsonGrammar> grammar_;
   const Tokenizer::ByteOrder& order_;    // the vocabulary in byte order
-  std::vector<uint16_t> plain_chars_;    // per token: its characters as plain string text, or 0
   mutable std::vector<JsonState> walk_;  // the state after each byte of the token walked
   mutable std::unordered_map<std::string, std::vector<uint64_t>> allowed_;  // by state key
 };

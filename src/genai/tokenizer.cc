@@ -7,6 +7,7 @@
 #include "genai/byte_level.h"
 #include "genai/nfc.h"
 #include "genai/tokenizer_json.h"
+#include "genai/utf8.h"
 
 namespace nxrt::genai {
 namespace {
@@ -201,6 +202,9 @@ const Tokenizer::ByteOrder& Tokenizer::byte_order() const {
       byte_order_.common[i] =
           uint32_t(std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin());
     }
+    byte_order_.plain_chars.assign(size_t(vocab_size()), 0);
+    for (int32_t id : ids)
+      byte_order_.plain_chars[size_t(id)] = plain_text_chars(bytes_[size_t(id)]);
   });
   return byte_order_;
 }

@@ -93,10 +93,13 @@ class Tokenizer {
   std::optional<int32_t> eos_id() const { return eos_id_; }
   // The ids that stand for bytes (special and unused ids left out) sorted by their bytes,
   // and how many bytes each shares with the one before it: the vocabulary as a trie, for
-  // constrained decoding's walks. Built on first use, once.
+  // constrained decoding's walks. With it, by id, each token's plain_text_chars (utf8.h;
+  // 0 for special and unused ids), which JSON string constraints test tokens by. Built on
+  // first use, once per tokenizer (not per constrained request).
   struct ByteOrder {
     std::vector<int32_t> ids;
     std::vector<uint32_t> common;
+    std::vector<uint16_t> plain_chars;
   };
   const ByteOrder& byte_order() const;
   // Spaces decode drops from the start of a text (SentencePiece's leading "▁").

@@ -57,6 +57,26 @@ Utf8Lead utf8_lead(unsigned char lead) {
   return l;
 }
 
+uint16_t plain_text_chars(std::string_view bytes) {
+  uint16_t chars = 0;
+  for (size_t i = 0; i < bytes.size(); ++chars) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c < 0x20 || c == '"' || c == '\\' || chars == UINT16_MAX) return 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const Utf8Lead lead = utf8_lead(c);
+    if (lead.length == 0 || i + lead.length > bytes.size()) return 0;
+    for (size_t k = 1; k < lead.length; ++k) {
+      const auto next = static_cast<unsigned char>(bytes[i + k]);
+      if (k == 1 ? (next < lead.low || next > lead.high) : (next < 0x80 || next > 0xBF)) return 0;
+    }
+    i += lead.length;
+  }
+  return chars;
+}
+
 void decode_utf8_lenient(std::string_view text, DecodedText& out) {
   out.chars.clear();
   out.offsets.clear();

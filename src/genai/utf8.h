@@ -31,6 +31,11 @@ struct Utf8Lead {
 };
 Utf8Lead utf8_lead(unsigned char lead);
 
+// The characters of `bytes` when it is whole, valid UTF-8 characters none of which is a
+// control character, a quote or a backslash (text a JSON string holds as it is); 0 when
+// it is not, or holds 65535 characters or more.
+uint16_t plain_text_chars(std::string_view bytes);
+
 // Decodes `text`; every byte that is not part of a valid sequence becomes a raw-byte char.
 void decode_utf8_lenient(std::string_view text, DecodedText& out);
 // Appends the UTF-8 of `c` (a raw-byte char appends its byte).

@@ -10,10 +10,9 @@ namespace {
 
 // Tensor types tried for ops that have no ONNX schema (com.microsoft, nxrt's own).
 constexpr DataType kCommonTypes[] = {
-    DataType::kFloat,  DataType::kDouble, DataType::kFloat16, DataType::kBFloat16,
-    DataType::kInt8,   DataType::kUint8,  DataType::kInt16,   DataType::kUint16,
-    DataType::kInt32,  DataType::kUint32, DataType::kInt64,   DataType::kUint64,
-    DataType::kBool,   DataType::kString};
+    DataType::kFloat, DataType::kDouble, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8,
+    DataType::kUint8, DataType::kInt16,  DataType::kUint16,  DataType::kInt32,    DataType::kUint32,
+    DataType::kInt64, DataType::kUint64, DataType::kBool,    DataType::kString};
 
 bool allows(uint64_t mask, DataType t) { return (mask >> uint32_t(t)) & 1u; }
 
@@ -73,8 +72,7 @@ ir::Node probe_node(const KernelEntry& entry, size_t inputs, size_t outputs) {
 }
 
 std::optional<std::vector<DataType>> probe_with_schema(const KernelEntry& entry,
-                                                       const ops::OpSchema& schema,
-                                                       int64_t opset) {
+                                                       const ops::OpSchema& schema, int64_t opset) {
   if (schema.min_inputs < 1 || schema.inputs.empty() || holds_graphs(schema)) return std::nullopt;
   const size_t inputs = size_t(schema.min_inputs);
   const size_t outputs = size_t(std::max(schema.min_outputs, 1));
@@ -120,8 +118,7 @@ std::optional<std::vector<DataType>> probe_with_schema(const KernelEntry& entry,
       const ops::FormalSpec* formal = schema.formal_input(i);
       if (formal && formal->constraint == probed) types[i] = DataType(e);
     }
-    if (factory_accepts(entry, node, opset, types, kinds, outputs))
-      accepted.push_back(DataType(e));
+    if (factory_accepts(entry, node, opset, types, kinds, outputs)) accepted.push_back(DataType(e));
   }
   if (accepted.empty()) return std::nullopt;
   return accepted;
@@ -129,8 +126,7 @@ std::optional<std::vector<DataType>> probe_with_schema(const KernelEntry& entry,
 
 // Without a schema the arity is unknown: the smallest input count (up to 8) at which
 // some type gets through, every input of the probed type.
-std::optional<std::vector<DataType>> probe_without_schema(const KernelEntry& entry,
-                                                          int64_t opset) {
+std::optional<std::vector<DataType>> probe_without_schema(const KernelEntry& entry, int64_t opset) {
   constexpr size_t kMostInputs = 8;
   for (size_t inputs = 1; inputs <= kMostInputs; ++inputs) {
     const ir::Node node = probe_node(entry, inputs, 1);
@@ -155,8 +151,8 @@ std::optional<std::vector<DataType>> accepted_input_types(const KernelEntry& ent
   if (schema && entry.until_version >= kOpenEnded)
     opset = std::max<int64_t>(schema->since_version, entry.since_version);
   if (schema) return probe_with_schema(entry, *schema, opset);
-  return probe_without_schema(entry, entry.until_version >= kOpenEnded ? entry.since_version
-                                                                        : entry.until_version);
+  return probe_without_schema(
+      entry, entry.until_version >= kOpenEnded ? entry.since_version : entry.until_version);
 }
 
 }  // namespace nxrt::cpu
