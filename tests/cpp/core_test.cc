@@ -55,6 +55,34 @@ TEST(Shape, InlineAndHeapRanks) {
   EXPECT_EQ(checked_numel(negative), -1);
 }
 
+TEST(Shape, MovesTakeTheDimsAndLeaveTheSourceEmpty) {
+  Shape inline_dims{2, 3, 4};
+  Shape moved(std::move(inline_dims));
+  EXPECT_EQ(moved, (Shape{2, 3, 4}));
+  EXPECT_TRUE(inline_dims.empty());  // NOLINT(bugprone-use-after-move): documented state
+  Shape big;
+  for (int i = 0; i < 12; ++i) big.push_back(i + 1);
+  const int64_t* heap = big.data();
+  Shape taken(std::move(big));
+  EXPECT_EQ(taken.size(), 12u);
+  EXPECT_EQ(taken.data(), heap);  // the heap array changed hands, no copy
+  EXPECT_EQ(taken[11], 12);
+  EXPECT_TRUE(big.empty());  // NOLINT(bugprone-use-after-move)
+  // Assignment both ways between heap and inline ranks, and reuse of a moved-from shape.
+  Shape target{7};
+  target = std::move(taken);
+  EXPECT_EQ(target.size(), 12u);
+  target = Shape{5, 6};
+  EXPECT_EQ(target, (Shape{5, 6}));
+  target.push_back(7);
+  EXPECT_EQ(target, (Shape{5, 6, 7}));
+  big.push_back(9);
+  EXPECT_EQ(big, Shape{9});
+  Tensor t(DataType::kFloat, Shape{1, 2, 3}, nullptr);
+  Tensor u = std::move(t);
+  EXPECT_EQ(u.shape(), (Shape{1, 2, 3}));
+}
+
 TEST(Tensor, AllocateRejectsAbsurdSizes) {
   auto ok = Tensor::allocate(DataType::kFloat, Shape{4});
   ASSERT_TRUE(ok.ok());
