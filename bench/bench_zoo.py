@@ -171,13 +171,13 @@ def bench_one(entry, path, threads, quick, baseline_disabled=None, cold=False):
     mismatch = zoo.compare_outputs(entry, got, expected, names)
     nx_run = Runner(nx, entry, zoo.carry(entry, got, feeds))
     rt_run = Runner(rt, entry, zoo.carry(entry, expected, feeds))
-    t0 = time.perf_counter()
-    nx_run()
-    rt_run()
-    timing = plan((time.perf_counter() - t0) * 1e6, quick)
     before = harness.CacheFlush() if cold else None
-    if cold:  # each call pays for the flush too: fewer calls for the same wall time
-        timing = plan((time.perf_counter() - t0) * 1e6 + 2 * 2000.0, quick)
+    t0 = time.perf_counter()
+    for run in (nx_run, rt_run):  # the pair the timed loop repeats, flushes included
+        if before:
+            before()
+        run()
+    timing = plan((time.perf_counter() - t0) * 1e6, quick)
     r = harness.compare(nx_run, rt_run, settle_s=harness.settle_for(threads), before=before,
                         **timing)
     r.update(timing)

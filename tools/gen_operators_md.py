@@ -17,7 +17,8 @@ OUT = os.path.join(ROOT, "docs", "OPERATORS.md")
 LAST = 99  # kernels.inc's "every later opset"
 
 
-# The column's order: floating point widest first, then signed and unsigned integers.
+# The column's order: floating point types (float32 first), then signed and unsigned
+# integers, then the rest.
 TYPE_ORDER = ["float", "double", "float16", "bfloat16", "float8e4m3fn", "float8e4m3fnuz",
               "float8e5m2", "float8e5m2fnuz", "float8e8m0", "float4e2m1", "int8", "int16",
               "int32", "int64", "int4", "int2", "uint8", "uint16", "uint32", "uint64", "uint4",

@@ -58,8 +58,9 @@ NB_MODULE(_nxrt, m) {
         }
         return rows;
       },
-      "Every kernel nxrt has: (domain, op, first opset, last opset, provider, element types "
-      "of its first input that it accepts, or None where the probe cannot tell).");
+      "Every kernel nxrt has: (domain, op, first opset, last opset, provider, the element "
+      "types of the op's main type parameter it accepts, or None where the probe cannot "
+      "tell; see cpu::accepted_input_types).");
   nxrt::py::bind_value(m);
   nxrt::py::bind_session(m);
   nxrt::py::bind_eager(m);

@@ -22,12 +22,12 @@ DataType representative(uint64_t mask) {
   if (allows(mask, DataType::kInt64)) return DataType::kInt64;
   if (allows(mask, DataType::kFloat)) return DataType::kFloat;
   for (uint32_t e = 1; e < 64; ++e)
-    if ((mask >> e) & 1u) return DataType(e);
+    if (allows(mask, DataType(e))) return DataType(e);
   return DataType::kUndefined;
 }
 
-// A value a required attribute can take whatever the op: 1, 1.0, "" (Cast's `to` = 1
-// makes it a cast to float).
+// A value a required attribute can take whatever the op: 1, 1.0, [1], an empty string
+// (Cast's `to` = 1 makes it a cast to float).
 ir::Attribute neutral_attribute(const ops::AttrSpec& spec) {
   ir::Attribute a;
   a.name = spec.name;
@@ -113,7 +113,7 @@ std::optional<std::vector<DataType>> probe_with_schema(const KernelEntry& entry,
   const uint64_t candidates =
       sequence_only(probed) ? probed_constraint.sequences : probed_constraint.tensors;
   for (uint32_t e = 1; e < 64; ++e) {
-    if (!((candidates >> e) & 1u)) continue;
+    if (!allows(candidates, DataType(e))) continue;
     for (size_t i = 0; i < inputs; ++i) {
       const ops::FormalSpec* formal = schema.formal_input(i);
       if (formal && formal->constraint == probed) types[i] = DataType(e);
@@ -145,14 +145,12 @@ std::optional<std::vector<DataType>> probe_without_schema(const KernelEntry& ent
 std::optional<std::vector<DataType>> accepted_input_types(const KernelEntry& entry) {
   // The newest opset the kernel implements that has a schema version: what the table's
   // "and later" row describes.
-  constexpr int kOpenEnded = 99;
+  const bool open_ended = entry.until_version >= kEveryLaterOpset;
   int64_t opset = entry.until_version;
   const ops::OpSchema* schema = ops::find_schema(entry.domain, entry.op_type, opset);
-  if (schema && entry.until_version >= kOpenEnded)
-    opset = std::max<int64_t>(schema->since_version, entry.since_version);
+  if (schema && open_ended) opset = std::max<int64_t>(schema->since_version, entry.since_version);
   if (schema) return probe_with_schema(entry, *schema, opset);
-  return probe_without_schema(
-      entry, entry.until_version >= kOpenEnded ? entry.since_version : entry.until_version);
+  return probe_without_schema(entry, open_ended ? entry.since_version : entry.until_version);
 }
 
 }  // namespace nxrt::cpu

@@ -13,9 +13,12 @@ struct KernelEntry {
   const char* domain;  // "" for ai.onnx
   const char* op_type;
   int since_version;  // first opset this kernel implements
-  int until_version;  // last opset it implements (inclusive)
+  int until_version;  // last opset it implements (inclusive); kEveryLaterOpset: no end
   KernelFactory factory;
 };
+
+// kernels.inc's `until` for a kernel that implements every later opset too.
+constexpr int kEveryLaterOpset = 99;
 
 std::span<const KernelEntry> kernel_table();
 
