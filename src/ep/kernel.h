@@ -192,6 +192,9 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual Status compute(KernelContext& ctx) const = 0;
+  // True when compute() may make output 0 a view of input 0 (KernelContext::alias_input):
+  // a memory plan made before any run keeps input 0's block alive as long as output 0.
+  virtual bool may_alias_input0() const { return false; }
 };
 
 using KernelPtr = std::unique_ptr<Kernel>;

@@ -1,7 +1,8 @@
-// The shape rules of shape_inference.h, one function per op or op family, in three files:
+// The shape rules of shape_inference.h, one function per op or op family, in four files:
 // shape_rules_elementwise.cc (same shape, broadcasting), shape_rules_layout.cc (ops that
-// move or select data: Reshape, Concat, Slice, Gather, ...) and shape_rules_nn.cc
-// (MatMul, Conv, pooling, reductions, normalization, recurrent and attention ops).
+// move or select data: Reshape, Concat, Slice, Gather, ...), shape_rules_nn.cc (MatMul,
+// Conv, pooling, reductions, normalization, recurrent and attention ops) and
+// shape_rules_nxrt.cc (the ops of nxrt's own domain that graph passes write).
 // shape_rules.inc maps (domain, op) to them.
 #pragma once
 
@@ -72,5 +73,12 @@ Status onnx_attention(InferContext& ctx);  // ai.onnx Attention (opset 23)
 Status grid_sample(InferContext& ctx);
 Status classification_loss(InferContext& ctx);  // NegativeLogLikelihood, SoftmaxCrossEntropy
 Status einsum(InferContext& ctx);
+
+// shape_rules_nxrt.cc: nxrt's own ops
+Status nchwc_conv(InferContext& ctx);
+Status nchwc_pool(InferContext& ctx);  // NchwcMaxPool, NchwcAveragePool
+Status nchwc_global_pool(InferContext& ctx);
+Status nchwc_to_nchw(InferContext& ctx);
+Status one_hot_matmul(InferContext& ctx);
 
 }  // namespace nxrt::ops::rules

@@ -62,6 +62,9 @@ class ExecutableGraph {
   std::vector<std::unique_ptr<ir::Node>> copy_nodes;
   // The session's limits: run-time allocations (tensor size, session memory) check them.
   Limits limits;
+  // The plans of the subgraphs its steps' kernels compiled (If branches, Loop and Scan
+  // bodies), for reports that cover the whole model.
+  std::vector<std::shared_ptr<const ExecutableGraph>> subgraphs;
   // Run states for this graph when it runs as a subgraph (If branch, Loop body), made by
   // the executor on first use and freed with the graph.
   mutable std::once_flag subgraph_states_once;

@@ -108,6 +108,7 @@ class Planner : public SubgraphCompiler {
       out.output_types.push_back(plan->slots[size_t(slot)].dtype);
       out.output_kinds.push_back(plan->slots[size_t(slot)].kind);
     }
+    compiled_.push_back(plan);
     out.graph = std::move(plan);
     return out;
   }
@@ -196,6 +197,7 @@ class Planner : public SubgraphCompiler {
   // Implicit inputs of the node being prepared whose data a compiled subgraph reads.
   std::unordered_set<std::string> implicit_data_read_;
   bool compiled_subgraph_ = false;  // the node's factory compiled at least one subgraph
+  std::vector<std::shared_ptr<const ExecutableGraph>> compiled_;  // every subgraph, in order
 };
 
 Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
@@ -538,6 +540,7 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       g.steps[size_t(last_use[size_t(s)])].release_after.push_back(s);
     }
   }
+  g.subgraphs = std::move(compiled_);
   return exe;
 }
 

@@ -41,8 +41,6 @@ void append_type_shape(std::string& out, const Tensor* t) {
 
 }  // namespace
 
-namespace {
-
 // Subgraphs keep their own RunState caches, created on first use and owned by the graph,
 // so runs of different sessions never contend for one lock and the states go away with
 // their session.
@@ -51,6 +49,8 @@ RunStateCache& subgraph_cache(const ExecutableGraph& graph) {
                  [&] { graph.subgraph_states = std::make_shared<RunStateCache>(); });
   return *graph.subgraph_states;
 }
+
+namespace {
 
 // Drops a slot's value; its pool block returns when no alias of it is left.
 void release_slot(RunState& state, size_t slot) {

@@ -108,6 +108,9 @@ class RunStateCache {
   std::vector<std::unique_ptr<RunState>> free_;
 };
 
+// The run states of `graph` when it runs as a subgraph (made on first use).
+RunStateCache& subgraph_cache(const ExecutableGraph& graph);
+
 // Executes `graph`. `feeds` align with graph.input_slots (nullptr: not fed, so the
 // initializer or an empty optional), `outer` with graph.outer_slots. `outputs` receives
 // one owning Value per graph output.

@@ -13,32 +13,55 @@ constexpr size_t kAlignment = 64;
 size_t round_up(size_t bytes) { return bytes == 0 ? kAlignment : (bytes + 63) / 64 * 64; }
 
 void append_shape(std::vector<int64_t>& signature, const Tensor& t) {
-  signature.push_back(int64_t(t.dtype()));
-  signature.push_back(int64_t(t.rank()));
-  for (size_t d = 0; d < t.rank(); ++d) signature.push_back(t.shape()[d]);
+  MemoryPlan::append_signature(signature, t.dtype(), t.shape().span());
 }
 
 }  // namespace
 
 MemoryPlan::~MemoryPlan() { std::free(arena_); }
 
-void MemoryPlan::begin_run(std::span<const Value* const> feeds,
-                           std::span<const Tensor* const> outer) {
+void MemoryPlan::append_signature(std::vector<int64_t>& signature, DataType dtype,
+                                  std::span<const int64_t> dims) {
+  signature.push_back(int64_t(dtype));
+  signature.push_back(int64_t(dims.size()));
+  signature.insert(signature.end(), dims.begin(), dims.end());
+}
+
+void MemoryPlan::adopt(std::span<const int64_t> signature, std::span<const int32_t> events,
+                       std::span<const size_t> bytes, BufferPool& pool) {
+  offered_ = true;
   current_.clear();
+  current_.signature.assign(signature.begin(), signature.end());
+  current_.events.assign(events.begin(), events.end());
+  for (size_t b : bytes) current_.sizes.push_back(round_up(b));
+  last_recorded_valid_ = false;
+  build_plan(pool);
+  predicted_ = planned_;
+}
+
+void MemoryPlan::signature_of(std::span<const Value* const> feeds,
+                              std::span<const Tensor* const> outer, std::vector<int64_t>& out) {
+  constexpr int64_t kNotFed = -1, kSequence = -2;
   for (const Value* feed : feeds) {
     if (!feed)
-      current_.signature.push_back(-1);
+      out.push_back(kNotFed);
     else if (feed->is_sequence())
-      current_.signature.push_back(-2);  // element shapes unknown here: the trace check guards
+      out.push_back(kSequence);  // element shapes unknown here: the trace check guards
     else
-      append_shape(current_.signature, feed->tensor);
+      append_shape(out, feed->tensor);
   }
   for (const Tensor* t : outer) {
     if (t && t->defined())
-      append_shape(current_.signature, *t);
+      append_shape(out, *t);
     else
-      current_.signature.push_back(-1);
+      out.push_back(kNotFed);
   }
+}
+
+void MemoryPlan::begin_run(std::span<const Value* const> feeds,
+                           std::span<const Tensor* const> outer) {
+  current_.clear();
+  signature_of(feeds, outer, current_.signature);
   position_ = 0;
   next_block_ = 0;
   if (planned_ && current_.signature == plan_.signature) {
@@ -118,6 +141,7 @@ void MemoryPlan::end_run(bool ok, BufferPool& pool) {
 }
 
 void MemoryPlan::build_plan(BufferPool& pool) {
+  predicted_ = false;
   std::swap(plan_, current_);
   const size_t n = plan_.sizes.size();
   // Block k lives from its acquire to its release (event positions); a block never

@@ -1,6 +1,8 @@
 // The static memory plan of one run state: intermediates at fixed offsets in one arena.
 //
-// Kernels learn their output shapes only when they run, so the plan is learned from runs:
+// A static graph's plan is predicted at session creation from shape inference
+// (runtime/predicted_traffic.h) and adopted before a state's first run; otherwise the
+// plan is learned from runs:
 // each run records its pool traffic (acquire of block k with its size, release of block k,
 // in order). When two consecutive runs with the same feed shapes record the same traffic,
 // the graph is static for those shapes: every block gets an offset in one arena (blocks
@@ -40,8 +42,24 @@ class MemoryPlan {
   size_t release(int id, void* data, BufferPool& pool);
   // Ends the run (after every block was released); `ok` is false when it failed.
   void end_run(bool ok, BufferPool& pool);
+  // Plans from a predicted run instead of a recorded one, for feeds whose signature is
+  // `signature` (as signature_of() writes it): `events` as recorded (k: acquire of block
+  // k, ~k: its release), `bytes` by block. Runs check it as they check a learned plan; a
+  // run that differs drops it and learning starts over.
+  void adopt(std::span<const int64_t> signature, std::span<const int32_t> events,
+             std::span<const size_t> bytes, BufferPool& pool);
+  // The run signature of these feeds and outer values: what selects a plan.
+  static void signature_of(std::span<const Value* const> feeds,
+                           std::span<const Tensor* const> outer, std::vector<int64_t>& out);
+  // A run signature's part for one tensor feed (or outer value).
+  static void append_signature(std::vector<int64_t>& signature, DataType dtype,
+                               std::span<const int64_t> dims);
 
   bool has_plan() const { return planned_; }
+  // The current plan came from adopt(), not from recorded runs.
+  bool predicted() const { return planned_ && predicted_; }
+  // adopt() was called (a prediction is offered once per run state).
+  bool offered() const { return offered_; }
   size_t arena_bytes() const { return planned_ ? arena_bytes_ : 0; }
   uint64_t planned_runs() const { return planned_runs_; }
 
@@ -67,6 +85,8 @@ class MemoryPlan {
 
   Mode mode_ = Mode::kRecord;
   bool planned_ = false;
+  bool predicted_ = false;
+  bool offered_ = false;
   bool last_recorded_valid_ = false;  // last_ holds the run just before this one
   Trace current_;                     // this run's (recording) or its signature (planned)
   Trace last_;                        // the previous run's recording

@@ -146,6 +146,9 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   if (!graph) return std::move(graph).status();
   session->graph_ = std::move(graph).value();
   session->weight_bytes_ = count_weight_bytes(session->model_->graph);
+  // Before the weights go: shape inference reads the shape tensors among them.
+  session->predicted_traffic_ = predict_static_traffic(
+      model->graph, model->opset_imports, *session->graph_, &session->not_predicted_why_);
   if (limits.max_session_memory_bytes > 0 &&
       session->weight_bytes_ > uint64_t(limits.max_session_memory_bytes))
     return make_error(StatusCode::kFail, "the model's weights take ", session->weight_bytes_,
@@ -348,6 +351,9 @@ Status Session::run(std::span<const std::string> input_names, std::span<const Va
     run_flags.meter = &meter;
   }
   ParallelScope parallel(parallel_.get());
+  if (predicted_traffic_ && !state->memory.offered())
+    state->memory.adopt(predicted_traffic_->signature, predicted_traffic_->events,
+                        predicted_traffic_->bytes, state->pool);
   Status status = execute_graph(g, *state, feeds, {}, all, run_flags);
   if (config_.enable_profiling) record_profile(timings);
   NXRT_RETURN_IF_ERROR(status);
@@ -365,12 +371,35 @@ Status Session::run(std::span<const std::string> input_names, std::span<const Va
   return Status();
 }
 
+namespace {
+
+void add_subgraph_plan_stats(const ExecutableGraph& graph, Session::MemoryPlanStats& stats) {
+  for (const auto& sub : graph.subgraphs) {
+    size_t arena = 0, states = 0;
+    bool planned = false;
+    subgraph_cache(*sub).for_each_idle([&](const RunState& state) {
+      ++states;  // a subgraph's states exist once it ran
+      arena = std::max(arena, state.memory.arena_bytes());
+      planned = planned || state.memory.has_plan();
+    });
+    stats.subgraphs_run += states > 0;
+    stats.subgraphs_planned += planned;
+    stats.subgraph_arena_bytes += arena;
+    add_subgraph_plan_stats(*sub, stats);
+  }
+}
+
+}  // namespace
+
 Session::MemoryPlanStats Session::memory_plan_stats() const {
   MemoryPlanStats stats;
   states_.for_each_idle([&](const RunState& state) {
     stats.arena_bytes = std::max(stats.arena_bytes, state.memory.arena_bytes());
     stats.planned_runs += state.memory.planned_runs();
+    stats.predicted = stats.predicted || state.memory.predicted();
   });
+  stats.not_predicted_why = not_predicted_why_;
+  add_subgraph_plan_stats(*graph_, stats);
   return stats;
 }
 

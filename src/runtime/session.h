@@ -14,6 +14,7 @@
 #include "ir/graph.h"
 #include "planner/plan.h"
 #include "runtime/executor.h"
+#include "runtime/predicted_traffic.h"
 
 namespace nxrt {
 
@@ -70,11 +71,21 @@ class Session {
   const std::vector<std::string>& optimized_model_nxrt_ops() const { return written_nxrt_ops_; }
   const Limits& limits() const { return limits_; }
 
-  // The static memory plans of the idle run states (runtime/memory_plan.h): the largest
-  // arena in bytes (0 while no state has a plan) and the runs served from plans.
+  // The static memory plans of the idle run states (runtime/memory_plan.h), of the main
+  // graph: the largest arena in bytes (0 while no state has a plan), the runs served from
+  // plans; `predicted`: a state's plan came from shape inference at session creation,
+  // else `not_predicted_why` says why plans are learned from runs instead. Of the
+  // subgraphs that have run (If branches, Loop bodies, nested ones too; their plans are
+  // learned, as their outer values' shapes are known only when their node runs): how
+  // many, how many have a plan, and their largest arenas' bytes, summed.
   struct MemoryPlanStats {
     size_t arena_bytes = 0;
     uint64_t planned_runs = 0;
+    bool predicted = false;
+    std::string not_predicted_why;
+    size_t subgraphs_run = 0;
+    size_t subgraphs_planned = 0;
+    size_t subgraph_arena_bytes = 0;
   };
   MemoryPlanStats memory_plan_stats() const;
 
@@ -99,6 +110,10 @@ class Session {
   std::vector<ir::ValueInfo> inputs_;
   std::vector<ir::ValueInfo> overridable_;
   std::vector<std::string> written_nxrt_ops_;
+  // The pool traffic of a run at the declared input shapes, when they are all fixed and
+  // shape inference sizes every intermediate: each run state plans from it at once.
+  std::optional<PredictedTraffic> predicted_traffic_;
+  std::string not_predicted_why_;
   SessionConfig config_;
   uint64_t weight_bytes_ = 0;
   Limits limits_;

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 
+#include "model_builder.h"
 #include "runtime/session.h"
 
 namespace nxrt {
@@ -79,6 +82,157 @@ TEST(MemoryPlan, OtherShapesRecordAndADivergentRunFallsBackToThePool) {
   EXPECT_FALSE(plan.has_plan());
   EXPECT_GE(pool.blocks_allocated(), 1u);
   EXPECT_EQ(static_cast<const unsigned char*>(diverged.c)[4999], 3);
+}
+
+// A predicted run (shape inference before any run) plans the very first run.
+TEST(MemoryPlan, AnAdoptedPredictionPlansTheFirstRun) {
+  MemoryPlan plan;
+  BufferPool pool;
+  std::vector<float> x(8);
+  Value feed(Tensor(DataType::kFloat, Shape{2, 4}, x.data()));
+  const Value* feeds[] = {&feed};
+  std::vector<int64_t> signature;
+  MemoryPlan::append_signature(signature, DataType::kFloat, std::vector<int64_t>{2, 4});
+  const std::vector<int32_t> events = {0, 1, ~0, ~1, 2, ~2};
+  const std::vector<size_t> bytes = {1000, 3000, 2000};
+  plan.adopt(signature, events, bytes, pool);
+  ASSERT_TRUE(plan.predicted());
+  EXPECT_TRUE(plan.offered());
+  simulate_run(plan, pool, feeds);
+  EXPECT_EQ(plan.planned_runs(), 1u);
+  EXPECT_EQ(pool.blocks_allocated(), 0u);
+  EXPECT_TRUE(plan.predicted());
+}
+
+// A prediction that gets the lifetimes wrong (here: a and b never live together, so it
+// lets them share bytes) is caught at the first event that differs: b comes from the
+// pool, nothing is overwritten, and the plan is learned from runs instead.
+TEST(MemoryPlan, AWrongPredictionFallsBackToThePoolAndIsLearnedAgain) {
+  MemoryPlan plan;
+  BufferPool pool;
+  std::vector<float> x(8);
+  Value feed(Tensor(DataType::kFloat, Shape{2, 4}, x.data()));
+  const Value* feeds[] = {&feed};
+  std::vector<int64_t> signature;
+  MemoryPlan::append_signature(signature, DataType::kFloat, std::vector<int64_t>{2, 4});
+  const std::vector<int32_t> events = {0, ~0, 1, ~1, 2, ~2};
+  const std::vector<size_t> bytes = {1000, 3000, 2000};
+  plan.adopt(signature, events, bytes, pool);
+  ASSERT_TRUE(plan.predicted());
+  EXPECT_EQ(plan.arena_bytes(), 3008u);  // everything on the same bytes
+  const Blocks diverged = simulate_run(plan, pool, feeds);
+  const auto* a = static_cast<const unsigned char*>(diverged.a);
+  const auto* b = static_cast<const unsigned char*>(diverged.b);
+  EXPECT_TRUE(a + 1000 <= b || b + 3000 <= a);
+  EXPECT_FALSE(plan.has_plan());
+  EXPECT_EQ(plan.planned_runs(), 0u);
+  simulate_run(plan, pool, feeds);
+  simulate_run(plan, pool, feeds);
+  ASSERT_TRUE(plan.has_plan());
+  EXPECT_FALSE(plan.predicted());
+  EXPECT_EQ(plan.arena_bytes(), 1024u + 3008u);
+}
+
+// A CNN with fixed input dims: shape inference sizes every intermediate of the optimized
+// graph (channel-blocked convolutions included), so its first run already comes from the
+// arena, and later runs give the same result.
+TEST(MemoryPlan, AStaticCnnRunsItsFirstRunFromAPredictedPlan) {
+  const std::string path =
+      std::string(NXRT_SHARED_DIR) + "/onnx-backend-data/light/light_squeezenet.onnx";
+  auto session = Session::create_from_file(path, {});
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  const ir::ValueInfo& input = (*session)->inputs()[0];
+  std::vector<int64_t> dims;
+  for (const ir::Dim& d : input.type.dims) dims.push_back(d.value);
+  const Shape shape(dims);
+  std::vector<float> image(size_t(shape.numel()));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  for (float& v : image) v = uniform(rng);
+  std::vector<Value> feeds = {Tensor(DataType::kFloat, shape, image.data())};
+  std::vector<std::string> names = {input.name};
+  std::vector<float> first;
+  for (int run = 0; run < 3; ++run) {
+    std::vector<Value> outputs;
+    Status s = (*session)->run(names, feeds, {}, outputs);
+    ASSERT_TRUE(s.ok()) << s.message();
+    const Tensor& out = outputs[0].tensor;
+    std::vector<float> result(out.data<float>(), out.data<float>() + out.numel());
+    if (run == 0) {
+      const Session::MemoryPlanStats stats = (*session)->memory_plan_stats();
+      EXPECT_TRUE(stats.predicted) << stats.not_predicted_why;
+      EXPECT_EQ(stats.planned_runs, 1u);
+      EXPECT_GT(stats.arena_bytes, 0u);
+      first = result;
+    } else {
+      EXPECT_EQ(result, first) << "run " << run;
+    }
+  }
+  EXPECT_EQ((*session)->memory_plan_stats().planned_runs, 3u);
+}
+
+std::vector<float> run_once(Session& session, const std::vector<float>& x, Shape shape) {
+  std::vector<float> data = x;
+  std::vector<Value> feeds = {Tensor(DataType::kFloat, std::move(shape), data.data())};
+  std::vector<std::string> names = {"x"};
+  std::vector<Value> outputs;
+  Status s = session.run(names, feeds, {}, outputs);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok()) return {};
+  const Tensor& y = outputs[0].tensor;
+  return std::vector<float>(y.data<float>(), y.data<float>() + y.numel());
+}
+
+// Fixed input dims: the plan is predicted at session creation, so the first run already
+// uses it, a reshape-like view (Flatten) keeping its input's block alive. Other feed shapes
+// are refused (the input declares its dims). Without declared dims the same graph learns
+// its plan from two runs, and says why it was not predicted.
+TEST(MemoryPlan, FixedInputDimsPlanTheFirstRunAndSymbolicOnesLearn) {
+  const std::vector<testing::NodeSpec> nodes = {{"Neg", {"x"}, {"a"}, "neg"},
+                                                {"Flatten", {"a"}, {"f"}, "flat"},  // a view of a
+                                                {"Relu", {"x"}, {"r"}, "relu"},
+                                                {"Add", {"f", "r"}, {"s"}, "add"},
+                                                {"Exp", {"s"}, {"y"}, "exp"}};
+  std::vector<float> x(32);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) - 3.0f;
+  std::vector<float> expected;
+  for (float v : x) expected.push_back(std::exp(-v + std::max(v, 0.0f)));
+
+  const std::string fixed = testing::build_model(nodes, {"x"}, {"y"}, {}, 17, 8, {{4, 8}});
+  auto session = Session::create_from_bytes(fixed.data(), fixed.size(), {});
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  EXPECT_EQ(run_once(**session, x, Shape{4, 8}), expected);
+  Session::MemoryPlanStats stats = (*session)->memory_plan_stats();
+  EXPECT_TRUE(stats.predicted) << stats.not_predicted_why;
+  EXPECT_EQ(stats.planned_runs, 1u);
+  EXPECT_EQ(stats.arena_bytes, 3u * 128u);  // a (alive as f), r and s, all live at the Add
+  EXPECT_EQ(run_once(**session, x, Shape{4, 8}), expected);
+  EXPECT_EQ((*session)->memory_plan_stats().planned_runs, 2u);
+
+  const std::string symbolic = testing::build_model(nodes, {"x"}, {"y"});
+  session = Session::create_from_bytes(symbolic.data(), symbolic.size(), {});
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  for (int run = 0; run < 3; ++run) EXPECT_EQ(run_once(**session, x, Shape{4, 8}), expected);
+  stats = (*session)->memory_plan_stats();
+  EXPECT_FALSE(stats.predicted);
+  EXPECT_EQ(stats.not_predicted_why, "input 'x' declares no tensor shape");
+  EXPECT_EQ(stats.planned_runs, 1u);  // the third run, after two equal recordings
+}
+
+// A data-dependent size (NonZero's count) leaves the plan to be learned, and says why.
+TEST(MemoryPlan, ADataDependentSizeIsNotPredicted) {
+  const std::string bytes = testing::build_model({{"NonZero", {"x"}, {"nz"}, "nonzero"},
+                                                  {"Cast", {"nz"}, {"c"}, "cast", {{"to", 1}}},
+                                                  {"Neg", {"c"}, {"y"}, "neg"}},
+                                                 {"x"}, {"y"}, {}, 17, 8, {{6}});
+  auto session = Session::create_from_bytes(bytes.data(), bytes.size(), {});
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  std::vector<float> x = {0, 1, 0, 2, 3, 0};
+  EXPECT_EQ(run_once(**session, x, Shape{6}), (std::vector<float>{-1, -3, -4}));
+  const Session::MemoryPlanStats stats = (*session)->memory_plan_stats();
+  EXPECT_FALSE(stats.predicted);
+  EXPECT_EQ(stats.not_predicted_why, "shape inference leaves 'nz' open");
+  EXPECT_EQ(stats.planned_runs, 0u);
 }
 
 // A real model at a fixed frame size: after two runs its intermediates come from one arena,

@@ -22,12 +22,14 @@ struct InitSpec {
   std::vector<float> values;
 };
 
-// A float-typed model: graph inputs and outputs are float tensors of unknown shape.
+// A float-typed model: graph inputs and outputs are float tensors of unknown shape, or
+// inputs of the fixed shapes `input_dims` gives (aligned with `inputs`) when not empty.
 inline std::string build_model(const std::vector<NodeSpec>& nodes,
                                const std::vector<std::string>& inputs,
                                const std::vector<std::string>& outputs,
                                const std::vector<InitSpec>& inits = {}, int64_t opset = 17,
-                               int64_t ir_version = 8) {
+                               int64_t ir_version = 8,
+                               const std::vector<std::vector<int64_t>>& input_dims = {}) {
   std::string model;
   protozero::pbf_writer m(model);
   m.add_int64(1, ir_version);
@@ -69,19 +71,31 @@ inline std::string build_model(const std::vector<NodeSpec>& nodes,
       t.add_string(8, init.name);
       g.add_message(5, tensor);
     }
-    auto value_info = [](const std::string& name) {
+    auto value_info = [](const std::string& name, const std::vector<int64_t>* dims = nullptr) {
       std::string vi;
       protozero::pbf_writer v(vi);
       v.add_string(1, name);
       std::string type, tensor_type;
       protozero::pbf_writer tt(tensor_type);
       tt.add_int32(1, 1);
+      if (dims) {
+        std::string shape;
+        protozero::pbf_writer sh(shape);
+        for (int64_t d : *dims) {
+          std::string dim;
+          protozero::pbf_writer dw(dim);
+          dw.add_int64(1, d);
+          sh.add_message(1, dim);
+        }
+        tt.add_message(2, shape);
+      }
       protozero::pbf_writer tp(type);
       tp.add_message(1, tensor_type);
       v.add_message(2, type);
       return vi;
     };
-    for (const auto& i : inputs) g.add_message(11, value_info(i));
+    for (size_t i = 0; i < inputs.size(); ++i)
+      g.add_message(11, value_info(inputs[i], i < input_dims.size() ? &input_dims[i] : nullptr));
     for (const auto& o : outputs) g.add_message(12, value_info(o));
     m.add_message(7, graph);
   }

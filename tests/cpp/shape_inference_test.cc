@@ -10,6 +10,7 @@
 
 #include "onnx/decoder.h"
 #include "optimizer/inline_functions.h"
+#include "optimizer/pass.h"
 
 namespace nxrt::ops {
 namespace {
@@ -44,6 +45,39 @@ TEST(ShapeInference, EveryBackendNodeModelInfersWithoutCrashing) {
   }
   EXPECT_GT(models, 1000u);
   EXPECT_GT(known, values / 2) << known << " of " << values << " values with numbers";
+}
+
+// The graph passes' own ops (channel-blocked convolutions and pools, FusedConv, ...) have
+// rules: after optimizing, every value is sized, and every value both graphs have (the
+// plain-layout results the blocked ops hand back under their original names) gets the
+// shape it has in the original graph.
+TEST(ShapeInference, OptimizedCnnsInferLikeTheirOriginals) {
+  for (const char* name : {"light_squeezenet", "light_densenet121", "light_inception_v1"}) {
+    const std::string path = shared(std::string("onnx-backend-data/light/") + name + ".onnx");
+    const ShapeInferenceResult original = infer_file(path);
+    auto model = onnx::load_model_file(path);
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    ASSERT_TRUE(optimizer::optimize(**model, {}, Limits{}).ok()) << name;
+    ShapeInferenceOptions options;
+    options.use_value_info = false;
+    const ShapeInferenceResult optimized =
+        infer_shapes((*model)->graph, (*model)->opset_imports, options);
+    EXPECT_TRUE(optimized.conflicts.empty()) << name << ": " << optimized.conflicts[0];
+    EXPECT_TRUE(optimized.ops_without_rule.empty())
+        << name << ": " << *optimized.ops_without_rule.begin();
+    size_t shared_values = 0;
+    for (const ir::Node& node : (*model)->graph.nodes)
+      for (const std::string& out : node.outputs) {
+        auto facts = optimized.values.find(out);
+        ASSERT_TRUE(facts != optimized.values.end() && facts->second.shape.fully_known())
+            << name << ": " << out << " is " << optimized.shape_text(out);
+        if (original.values.count(out)) {
+          ++shared_values;
+          EXPECT_EQ(optimized.shape_text(out), original.shape_text(out)) << name << ": " << out;
+        }
+      }
+    EXPECT_GT(shared_values, 0u) << name;
+  }
 }
 
 TEST(ShapeInference, RealModelsWithFixedInputs) {

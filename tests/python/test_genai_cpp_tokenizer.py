@@ -6,7 +6,7 @@ strings, other Sequences); plus the errors of bad files and arguments.
 
 The text is test_genai_tokenizer.py's: 100,000 characters of English, German, French,
 Spanish, Russian, Greek, Chinese, Japanese, Korean, Arabic, Hindi, emoji, code, numbers,
-white space runs and special tokens. Skipped without the GGUF file or the built tool."""
+white space runs and special tokens. Skipped when the GGUF file cannot be fetched or the tool is not built."""
 
 import json
 import os
@@ -14,16 +14,12 @@ import re
 import subprocess
 
 import pytest
+import smollm2_gguf
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("NXRT_BUILD_DIR", os.path.join(ROOT, "build"))
 NXRT = os.path.join(BUILD, "tools", "nxrt")
-GGUF_PATH = os.path.join(os.environ.get("NXRT_ZOO_CACHE",
-                                        os.path.expanduser("~/.cache/nxrt-zoo")),
-                         "gguf", "SmolLM2-135M-Instruct.Q4_1.gguf")
-if not os.path.exists(GGUF_PATH):
-    pytest.skip(f"{GGUF_PATH} is absent (fetch the zoo's GGUF models first)",
-                allow_module_level=True)
+GGUF_PATH = smollm2_gguf.path(module_level=True)
 if not os.path.exists(NXRT):
     pytest.skip(f"{NXRT} is not built (scripts/build.sh builds it)", allow_module_level=True)
 

@@ -1,23 +1,19 @@
 """nxrt.genai.tokenizer on SmolLM2-135M-Instruct's vocabulary (GGUF metadata), compared with
 Hugging Face `tokenizers` reading the tokenizer.json that write_tokenizer_files writes.
 
-The GGUF file comes from the zoo cache (~/.cache/nxrt-zoo or $NXRT_ZOO_CACHE); without it
-the whole file is skipped."""
+The GGUF file is fetched into the zoo cache on first use (smollm2_gguf.py); when it cannot
+be, the whole file is skipped."""
 
 import json
 import os
 
 import pytest
+import smollm2_gguf
 
 from nxrt.genai.gguf import GGUFFile
 from nxrt.genai.tokenizer import PRE_TOKENIZERS, Tokenizer, write_tokenizer_files
 
-GGUF_PATH = os.path.join(os.environ.get("NXRT_ZOO_CACHE",
-                                        os.path.expanduser("~/.cache/nxrt-zoo")),
-                         "gguf", "SmolLM2-135M-Instruct.Q4_1.gguf")
-if not os.path.exists(GGUF_PATH):
-    pytest.skip(f"{GGUF_PATH} is absent (fetch the zoo's GGUF models first)",
-                allow_module_level=True)
+GGUF_PATH = smollm2_gguf.path(module_level=True)
 
 CHAT_PROMPT = ("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
                "<|im_start|>assistant\n")

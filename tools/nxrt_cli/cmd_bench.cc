@@ -194,11 +194,21 @@ Status bench_command(const BenchArgs& args) {
   const Session::MemoryPlanStats plan = session->memory_plan_stats();
   if (plan.arena_bytes > 0)
     std::printf(
-        "static memory plan: intermediates in one %s arena (%llu runs from it, warm-up included)\n",
+        "static memory plan: intermediates in one %s arena (%llu runs from it, warm-up "
+        "included), %s\n",
         bytes_text(double(plan.arena_bytes)).c_str(),
-        static_cast<unsigned long long>(plan.planned_runs));
+        static_cast<unsigned long long>(plan.planned_runs),
+        plan.predicted
+            ? "predicted by shape inference before the first run"
+            : ("learned from runs (not predicted: " + plan.not_predicted_why + ")").c_str());
   else
     std::printf("static memory plan: none (shapes vary between runs, or no intermediates)\n");
+  if (plan.subgraphs_run > 0)
+    std::printf(
+        "subgraph memory plans: %zu of the %zu subgraphs that ran have one (learned from "
+        "runs), %s of arenas\n",
+        plan.subgraphs_planned, plan.subgraphs_run,
+        bytes_text(double(plan.subgraph_arena_bytes)).c_str());
 
   const int64_t hwm = proc_status_bytes("VmHWM");
   const int64_t budget = 2 * model_bytes + 10 * 1024 * 1024;

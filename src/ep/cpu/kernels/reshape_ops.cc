@@ -18,6 +18,7 @@ Status copy_to_output(KernelContext& ctx, const Tensor& x, const Shape& shape) {
 
 class IdentityKernel final : public Kernel {
  public:
+  bool may_alias_input0() const override { return true; }
   Status compute(KernelContext& ctx) const override {
     return copy_to_output(ctx, *ctx.input(0), ctx.input(0)->shape());
   }
@@ -25,6 +26,7 @@ class IdentityKernel final : public Kernel {
 
 class ReshapeKernel final : public Kernel {
  public:
+  bool may_alias_input0() const override { return true; }
   explicit ReshapeKernel(bool allow_zero) : allow_zero_(allow_zero) {}
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
@@ -79,6 +81,7 @@ class ReshapeKernel final : public Kernel {
 
 class FlattenKernel final : public Kernel {
  public:
+  bool may_alias_input0() const override { return true; }
   explicit FlattenKernel(int64_t axis) : axis_(axis) {}
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
@@ -99,6 +102,7 @@ class FlattenKernel final : public Kernel {
 // Squeeze (remove=true) and Unsqueeze; axes from the attribute (old opsets) or input 1.
 class AxesKernel final : public Kernel {
  public:
+  bool may_alias_input0() const override { return true; }
   AxesKernel(bool squeeze, std::vector<int64_t> axes, bool has_axes)
       : squeeze_(squeeze), axes_(std::move(axes)), has_axes_(has_axes) {}
   Status compute(KernelContext& ctx) const override {
