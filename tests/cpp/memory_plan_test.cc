@@ -40,12 +40,17 @@ Blocks simulate_run(MemoryPlan& plan, BufferPool& pool, std::span<const Value* c
   return out;
 }
 
-TEST(MemoryPlan, PlansAfterTwoEqualRecordingsAndPacksByLifetime) {
+// A plan, its pool and one float [2, 4] feed.
+class MemoryPlanOfOneFeed : public ::testing::Test {
+ protected:
   MemoryPlan plan;
   BufferPool pool;
-  std::vector<float> x(8);
-  Value feed(Tensor(DataType::kFloat, Shape{2, 4}, x.data()));
-  const Value* feeds[] = {&feed};
+  std::vector<float> x = std::vector<float>(8);
+  Value feed{Tensor(DataType::kFloat, Shape{2, 4}, x.data())};
+  const Value* feeds[1] = {&feed};
+};
+
+TEST_F(MemoryPlanOfOneFeed, PlansAfterTwoEqualRecordingsAndPacksByLifetime) {
   simulate_run(plan, pool, feeds);
   EXPECT_FALSE(plan.has_plan());
   simulate_run(plan, pool, feeds);
@@ -84,18 +89,17 @@ TEST(MemoryPlan, OtherShapesRecordAndADivergentRunFallsBackToThePool) {
   EXPECT_EQ(static_cast<const unsigned char*>(diverged.c)[4999], 3);
 }
 
-// A predicted run (shape inference before any run) plans the very first run.
-TEST(MemoryPlan, AnAdoptedPredictionPlansTheFirstRun) {
-  MemoryPlan plan;
-  BufferPool pool;
-  std::vector<float> x(8);
-  Value feed(Tensor(DataType::kFloat, Shape{2, 4}, x.data()));
-  const Value* feeds[] = {&feed};
+// Adopts a predicted run of simulate_run()'s blocks (1000, 3000 and 2000 bytes) with
+// these events, for one float [2, 4] feed.
+void adopt_prediction(MemoryPlan& plan, BufferPool& pool, const std::vector<int32_t>& events) {
   std::vector<int64_t> signature;
   MemoryPlan::append_signature(signature, DataType::kFloat, std::vector<int64_t>{2, 4});
-  const std::vector<int32_t> events = {0, 1, ~0, ~1, 2, ~2};
-  const std::vector<size_t> bytes = {1000, 3000, 2000};
-  plan.adopt(signature, events, bytes, pool);
+  plan.adopt(signature, events, std::vector<size_t>{1000, 3000, 2000}, pool);
+}
+
+// A predicted run (shape inference before any run) plans the very first run.
+TEST_F(MemoryPlanOfOneFeed, AnAdoptedPredictionPlansTheFirstRun) {
+  adopt_prediction(plan, pool, {0, 1, ~0, ~1, 2, ~2});
   ASSERT_TRUE(plan.predicted());
   EXPECT_TRUE(plan.offered());
   simulate_run(plan, pool, feeds);
@@ -107,17 +111,8 @@ TEST(MemoryPlan, AnAdoptedPredictionPlansTheFirstRun) {
 // A prediction that gets the lifetimes wrong (here: a and b never live together, so it
 // lets them share bytes) is caught at the first event that differs: b comes from the
 // pool, nothing is overwritten, and the plan is learned from runs instead.
-TEST(MemoryPlan, AWrongPredictionFallsBackToThePoolAndIsLearnedAgain) {
-  MemoryPlan plan;
-  BufferPool pool;
-  std::vector<float> x(8);
-  Value feed(Tensor(DataType::kFloat, Shape{2, 4}, x.data()));
-  const Value* feeds[] = {&feed};
-  std::vector<int64_t> signature;
-  MemoryPlan::append_signature(signature, DataType::kFloat, std::vector<int64_t>{2, 4});
-  const std::vector<int32_t> events = {0, ~0, 1, ~1, 2, ~2};
-  const std::vector<size_t> bytes = {1000, 3000, 2000};
-  plan.adopt(signature, events, bytes, pool);
+TEST_F(MemoryPlanOfOneFeed, AWrongPredictionFallsBackToThePoolAndIsLearnedAgain) {
+  adopt_prediction(plan, pool, {0, ~0, 1, ~1, 2, ~2});
   ASSERT_TRUE(plan.predicted());
   EXPECT_EQ(plan.arena_bytes(), 3008u);  // everything on the same bytes
   const Blocks diverged = simulate_run(plan, pool, feeds);
