@@ -1,5 +1,7 @@
 #include "genai/batch_decoder.h"
 
+#include <algorithm>
+
 namespace nxrt::genai {
 
 Expected<Generation> BatchDecoder::Job::wait() {
@@ -64,6 +66,11 @@ size_t BatchDecoder::active() const {
   return active_;
 }
 
+BatchDecoder::PrefillCounts BatchDecoder::prefill_counts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return prefills_;
+}
+
 void BatchDecoder::finish(std::shared_ptr<Job>& job, Status status) {
   {
     std::lock_guard<std::mutex> lock(job->mutex);
@@ -76,18 +83,64 @@ void BatchDecoder::finish(std::shared_ptr<Job>& job, Status status) {
   --active_;
 }
 
-Status BatchDecoder::prefill(int64_t slot) {
-  Sequence& seq = *slots_[size_t(slot)]->sequence;
-  seq.begin();
-  const std::span<const int32_t> prompt(seq.prompt());
-  // The slot's cache already holds this many of the prompt's tokens: run only the rest.
-  const int64_t reuse = Engine::reusable_prefix(cached_[size_t(slot)], prompt);
-  seq.result().stats.cached_prompt_tokens = int(reuse);
-  cached_[size_t(slot)].clear();  // known again when the sequence ends
-  NXRT_RETURN_IF_ERROR(engine_.run(*feeds_, prompt.subspan(size_t(reuse)), 1, slot,
-                                   std::span<const int64_t>(&reuse, 1)));
-  NXRT_ASSIGN_OR_RETURN(bool done, seq.advance(engine_.logits(*feeds_, 0), int64_t(prompt.size())));
-  if (done) finish_slot(size_t(slot));
+Status BatchDecoder::prefill(const std::vector<int64_t>& slots) {
+  // What each prompt's slot already holds, and the tokens left to run.
+  std::vector<int64_t> reuse(slots.size()), tokens(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Sequence& seq = *slots_[size_t(slots[i])]->sequence;
+    seq.begin();
+    reuse[i] = Engine::reusable_prefix(cached_[size_t(slots[i])], seq.prompt());
+    tokens[i] = int64_t(seq.prompt().size()) - reuse[i];
+    seq.result().stats.cached_prompt_tokens = int(reuse[i]);
+    cached_[size_t(slots[i])].clear();  // known again when the sequence ends
+  }
+  for (size_t i = 0; i < slots.size();) {
+    // Grow a run over neighbouring slots while the rules allow.
+    size_t j = i + 1;
+    int64_t longest = tokens[i], real = tokens[i];
+    while (tokens[i] >= kBatchedPrefillMinTokens && j < slots.size() &&
+           slots[j] == slots[j - 1] + 1 && tokens[j] >= kBatchedPrefillMinTokens) {
+      const int64_t wider = std::max(longest, tokens[j]);
+      const int64_t rows = int64_t(j - i + 1) * wider;
+      bool fits = rows <= kMaxBatchedPrefillRows && rows <= kMaxPaddingFactor * (real + tokens[j]);
+      for (size_t r = i; r <= j && fits; ++r) fits = reuse[r] + wider <= capacity_;
+      if (!fits) break;
+      longest = wider, real += tokens[j], ++j;
+    }
+    const std::vector<int64_t> run_reuse(reuse.begin() + ptrdiff_t(i),
+                                         reuse.begin() + ptrdiff_t(j));
+    NXRT_RETURN_IF_ERROR(prefill_run(slots[i], int64_t(j - i), run_reuse, longest));
+    i = j;
+  }
+  return Status();
+}
+
+Status BatchDecoder::prefill_run(int64_t first, int64_t count, const std::vector<int64_t>& reuse,
+                                 int64_t longest) {
+  std::vector<int32_t> ids(size_t(count * longest));
+  std::vector<int64_t> last(static_cast<size_t>(count));
+  for (int64_t b = 0; b < count; ++b) {
+    const std::vector<int32_t>& prompt = slots_[size_t(first + b)]->sequence->prompt();
+    const auto rest = prompt.begin() + ptrdiff_t(reuse[size_t(b)]);
+    const int64_t n = int64_t(prompt.end() - rest);
+    std::copy(rest, prompt.end(), ids.begin() + b * longest);
+    // The padding repeats the last token: its keys and values land past the prompt, where
+    // this sequence's own next tokens overwrite them.
+    std::fill_n(ids.begin() + b * longest + n, longest - n, prompt.back());
+    last[size_t(b)] = n - 1;
+  }
+  NXRT_RETURN_IF_ERROR(engine_.run(*feeds_, ids, count, first, reuse, last));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++prefills_.runs;
+    prefills_.sequences += count;
+  }
+  for (int64_t b = 0; b < count; ++b) {
+    Sequence& seq = *slots_[size_t(first + b)]->sequence;
+    NXRT_ASSIGN_OR_RETURN(bool done,
+                          seq.advance(engine_.logits(*feeds_, b), int64_t(seq.prompt().size())));
+    if (done) finish_slot(size_t(first + b));
+  }
   return Status();
 }
 
@@ -148,9 +201,8 @@ void BatchDecoder::loop() {
         admitted.push_back(best);
       }
     }
-    Status status;
-    for (int64_t slot : admitted)
-      if (status.ok()) status = prefill(slot);
+    std::sort(admitted.begin(), admitted.end());
+    Status status = prefill(admitted);
     if (status.ok()) status = decode_step();
     if (!status.ok()) {  // a failed run ends every sequence in flight with its error
       for (auto& job : slots_)

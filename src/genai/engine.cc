@@ -114,10 +114,15 @@ int64_t Engine::reusable_prefix(std::span<const int32_t> cached, std::span<const
 }
 
 Status Engine::run(Feeds& f, std::span<const int32_t> ids, int64_t batch, int64_t first_slot,
-                   std::span<const int64_t> lengths) const {
+                   std::span<const int64_t> lengths, std::span<const int64_t> last) const {
   const ModelConfig& c = config_;
   const int64_t n = int64_t(ids.size()) / batch;  // new tokens per sequence
-  int64_t width = 0;                              // the mask: the longest sequence
+  if (!last.empty() && int64_t(last.size()) != batch)
+    return invalid_argument("the run has ", batch, " sequences but ", last.size(), " last rows");
+  for (int64_t row : last)
+    if (row < 0 || row >= n)
+      return invalid_argument("last row ", row, " is not one of the ", n, " new tokens");
+  int64_t width = 0;  // the mask: the longest sequence
   for (int64_t b = 0; b < batch; ++b) width = std::max(width, lengths[size_t(b)] + n);
   if (cache_in_place() && (first_slot + batch > f.slots || width > f.capacity))
     return invalid_argument("the run needs slots [", first_slot, ", ", first_slot + batch, ") and ",
@@ -170,8 +175,10 @@ Status Engine::run(Feeds& f, std::span<const int32_t> ids, int64_t batch, int64_
     f.vocab = logits.shape()[2];
     f.logits.resize(size_t(batch * f.vocab));
     for (int64_t b = 0; b < batch; ++b)
-      std::memcpy(f.logits.data() + b * f.vocab, logits.data<float>() + (b * n + n - 1) * f.vocab,
-                  size_t(f.vocab) * sizeof(float));
+      std::memcpy(
+          f.logits.data() + b * f.vocab,
+          logits.data<float>() + (b * n + (last.empty() ? n - 1 : last[size_t(b)])) * f.vocab,
+          size_t(f.vocab) * sizeof(float));
   }
   if (!cache_in_place())  // the grown cache is the next step's past
     for (size_t i = 0; i < present_out_.size(); ++i)

@@ -129,10 +129,12 @@ class Engine {
   static int64_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt);
   // Runs `batch` sequences of `ids.size() / batch` new tokens each on the cache slots
   // [first_slot, first_slot + batch); sequence b has lengths[b] tokens in its cache
-  // already. Leaves each sequence's last logits row in logits(f, b). Thread-safe across
-  // distinct Feeds.
+  // already. Leaves each sequence's logits row `last[b]` (of its new tokens; the last one
+  // when `last` is empty) in logits(f, b): prompts of different lengths run together
+  // padded at the end, and a padding token only follows the real ones, which causal
+  // attention keeps it out of. Thread-safe across distinct Feeds.
   Status run(Feeds& f, std::span<const int32_t> ids, int64_t batch, int64_t first_slot,
-             std::span<const int64_t> lengths) const;
+             std::span<const int64_t> lengths, std::span<const int64_t> last = {}) const;
   std::span<const float> logits(const Feeds& f, int64_t b) const;
 
  private:

@@ -53,12 +53,12 @@ def _feeds(B, S, Hq, Hkv, D, P, lengths, packed, rotary, max_pos=64):
     return feeds
 
 
-def _compare(attrs, B, S, Hq, Hkv, D, P, lengths, packed=False, rotary=0):
+def _compare(attrs, B, S, Hq, Hkv, D, P, lengths, packed=False, rotary=0, max_pos=64):
     attrs = dict(num_heads=Hq, kv_num_heads=Hkv, **attrs)
     if rotary:
         attrs["do_rotary"] = 1
     data = _model(attrs, packed, P > 0, rotary)
-    feeds = _feeds(B, S, Hq, Hkv, D, P, lengths, packed, rotary)
+    feeds = _feeds(B, S, Hq, Hkv, D, P, lengths, packed, rotary, max_pos)
     got = nxrt.InferenceSession(data).run(None, feeds)
     want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
@@ -101,6 +101,73 @@ def test_packed_qkv():
 def test_local_window_and_softcap():
     _compare({"local_window_size": 3}, B=1, S=7, Hq=2, Hkv=1, D=16, P=0, lengths=[7])
     _compare({"softcap": 2.5, "scale": 0.3}, B=1, S=1, Hq=2, Hkv=2, D=16, P=11, lengths=[12])
+
+
+# From 5 new tokens a sequence's attention runs as matrix products over blocks of 64
+# queries (group_query_attention.cc); the cases below take that path.
+
+
+def _compare_rows_alone(attrs, S, Hq, Hkv, D, P, lengths, rotary=0):
+    """Several sequences' prompts after different pasts in one run (nxrt's extension, a
+    server's batched prompts), each against onnxruntime running it alone (which refuses
+    batches of prompts with a past)."""
+    attrs = dict(num_heads=Hq, kv_num_heads=Hkv, **attrs)
+    if rotary:
+        attrs["do_rotary"] = 1
+    data = _model(attrs, False, True, rotary)
+    feeds = _feeds(len(lengths), S, Hq, Hkv, D, P, lengths, False, rotary)
+    got = nxrt.InferenceSession(data).run(None, feeds)
+    ort_sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    for b, n in enumerate(lengths):
+        row = {k: (v[b:b + 1] if k in ("query", "key", "value", "past_key", "past_value")
+                   else v) for k, v in feeds.items()}
+        row["seqlens_k"] = np.array([n - 1], np.int32)
+        row["total_sequence_length"] = np.array(n, np.int32)
+        want = ort_sess.run(None, row)
+        np.testing.assert_allclose(got[0][b], want[0][0], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got[1][b, :, :n], want[1][0, :, :n], rtol=1e-5, atol=1e-6)
+
+
+def test_prompts_in_a_cache_with_different_lengths():
+    _compare_rows_alone({}, S=7, Hq=4, Hkv=2, D=16, P=24, lengths=[12, 20], rotary=16)
+    _compare_rows_alone({"local_window_size": 4}, S=8, Hq=2, Hkv=1, D=16, P=24, lengths=[13, 18])
+
+
+def test_long_prompt_over_several_query_blocks():
+    _compare({}, B=1, S=150, Hq=2, Hkv=1, D=16, P=0, lengths=[150], rotary=16, max_pos=160)
+    _compare({}, B=1, S=70, Hq=2, Hkv=2, D=16, P=90, lengths=[160], rotary=16, max_pos=160)
+
+
+def test_prompt_with_softcap_window_and_packed_qkv():
+    _compare({"softcap": 2.5, "scale": 0.3}, B=1, S=9, Hq=2, Hkv=2, D=16, P=0, lengths=[9])
+    _compare({"local_window_size": 4}, B=1, S=8, Hq=2, Hkv=1, D=16, P=0, lengths=[8])
+    _compare({}, B=2, S=5, Hq=4, Hkv=2, D=8, P=0, lengths=[5, 5], packed=True)
+
+
+def test_a_prompts_rows_do_not_depend_on_what_runs_beside_it():
+    """A prompt's outputs are bit for bit the same alone and padded at the end beside
+    another sequence: the batch decoder of `nxrt serve` runs prompts so."""
+    Hq, Hkv, D, P, rot = 4, 2, 16, 32, 16
+    data = _model(dict(num_heads=Hq, kv_num_heads=Hkv, do_rotary=1), False, True, rot)
+    sess = nxrt.InferenceSession(data)
+    alone = _feeds(1, 6, Hq, Hkv, D, P, [9], False, rot)  # 3 cached tokens, 6 new
+    other = _feeds(1, 9, Hq, Hkv, D, P, [20], False, rot)
+    pad = RNG.standard_normal((1, 3, Hq * D)).astype(np.float32)
+    padk = RNG.standard_normal((1, 3, Hkv * D)).astype(np.float32)
+    together = {
+        "query": np.concatenate([np.concatenate([alone["query"], pad], 1), other["query"]]),
+        "key": np.concatenate([np.concatenate([alone["key"], padk], 1), other["key"]]),
+        "value": np.concatenate([np.concatenate([alone["value"], padk], 1), other["value"]]),
+        "past_key": np.concatenate([alone["past_key"], other["past_key"]]),
+        "past_value": np.concatenate([alone["past_value"], other["past_value"]]),
+        "seqlens_k": np.array([3 + 9 - 1, 19], np.int32),
+        "total_sequence_length": np.array(20, np.int32),
+        "cos_cache": alone["cos_cache"], "sin_cache": alone["sin_cache"]}
+    got_alone = sess.run(None, alone)
+    got_together = sess.run(None, together)
+    np.testing.assert_array_equal(got_together[0][0, :6], got_alone[0][0])
+    for g, a in zip(got_together[1:], got_alone[1:]):
+        np.testing.assert_array_equal(g[0, :, :9], a[0, :, :9])
 
 
 def test_bad_inputs_are_named():

@@ -662,6 +662,56 @@ def test_concurrent_streams_are_batched_and_equal_their_twins(server, client):
     assert "nxrt_active_sequences 0" in text.decode()
 
 
+def _counter(server, name):
+    text = server.request("GET", "/metrics")[1].decode()
+    return int(next(line.split()[1] for line in text.splitlines() if line.startswith(name + " ")))
+
+
+def test_prompts_that_arrive_together_run_together_and_equal_their_twins(folder):
+    """Requests that queue while the server is busy join the batch together: their prompts
+    run in one run (padded to the longest), and each text equals the same request's on an
+    idle server."""
+    s = _Server(folder, "--batch", 8)
+    try:
+        prompts = [f"Question {i}: name a colour whose name starts with the letter {c}."
+                   for i, c in enumerate("BGRYPW")]
+
+        def ask(prompt, tokens=12):
+            status, text = s.request("POST", "/v1/completions",
+                                     {"prompt": prompt, "max_tokens": tokens, "temperature": 0})
+            assert status == 200, text
+            return json.loads(text)["choices"][0]["text"]
+
+        alone = [ask(p) for p in prompts]
+        runs, sequences = (_counter(s, "nxrt_prefill_runs_total"),
+                           _counter(s, "nxrt_prefill_sequences_total"))
+        assert runs == sequences == len(prompts)
+        # A long request keeps the scheduler stepping; the others queue between its steps.
+        busy = threading.Thread(target=ask, args=("Tell me a long story.", 96))
+        busy.start()
+        time.sleep(0.3)
+        barrier = threading.Barrier(len(prompts))
+        together = [None] * len(prompts)
+
+        def run(i):
+            barrier.wait()
+            together[i] = ask(prompts[i])
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(prompts))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        busy.join()
+        assert together == alone
+        runs = _counter(s, "nxrt_prefill_runs_total") - runs
+        sequences = _counter(s, "nxrt_prefill_sequences_total") - sequences
+        assert sequences == len(prompts) + 1
+        assert runs < sequences  # some prompts ran together
+    finally:
+        s.stop()
+
+
 def _rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:

@@ -59,6 +59,10 @@ std::string ServerMetrics::prometheus_text() const {
   gauge("nxrt_timed_out_requests_total", "counter",
         "Requests stopped by --request-timeout (answered 504).",
         static_cast<long long>(timed_out.load()));
+  gauge("nxrt_prefill_runs_total", "counter", "Runs of prompts (one or several at once).",
+        prefill_runs.load());
+  gauge("nxrt_prefill_sequences_total", "counter", "Prompts those runs ran.",
+        prefill_sequences.load());
   gauge("nxrt_queue_depth", "gauge", "Requests waiting for the engine.", queued.load());
   gauge("nxrt_active_sequences", "gauge", "Sequences being generated.", active.load());
   time_to_first_token.write(out, "nxrt_time_to_first_token_seconds",

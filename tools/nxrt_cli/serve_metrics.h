@@ -32,6 +32,9 @@ class ServerMetrics {
   std::atomic<uint64_t> prompt_tokens{0}, cached_prompt_tokens{0}, completion_tokens{0},
       timed_out{0};
   std::atomic<int64_t> queued{0}, active{0};
+  // Prompt runs of the batch decoder, and the prompts they ran (several a run when
+  // requests arrive together).
+  std::atomic<int64_t> prefill_runs{0}, prefill_sequences{0};
   Histogram time_to_first_token, time_per_token;
   std::string prometheus_text() const;
 

@@ -22,8 +22,10 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/kernels/attention_rows.h"
 #include "ep/cpu/kernels/common.h"
+#include "ep/cpu/vmath/vmath.h"
 #include "ops/attrs.h"
 
 namespace nxrt::cpu {
@@ -44,6 +46,69 @@ void rotate(float* x, int64_t half, bool interleaved, const float* cos_row, cons
     const float x1 = x[i1], x2 = x[i2];
     x[i1] = cos_row[j] * x1 - sin_row[j] * x2;
     x[i2] = sin_row[j] * x1 + cos_row[j] * x2;
+  }
+}
+
+// From this many new tokens per sequence (a prompt), a (sequence, head)'s attention runs
+// as two matrix products per block of kQueryBlock queries (scores = Q K^T, then weights
+// times V), which the packed GEMM runs near its peak; fewer (decode steps) take one dot
+// product per key. Each score and output is the same sum whatever else runs beside it
+// (the GEMM's K slices are fixed, a key past a query's last weighs exactly 0), so a
+// prompt's rows do not depend on how many queries or sequences come with it, from 5 on.
+constexpr int64_t kProductQueries = 5;
+constexpr int64_t kQueryBlock = 64;
+
+// One (sequence, query head) of a GroupQueryAttention: where its queries, keys, values
+// and outputs are.
+struct HeadTask {
+  const float* q;  // query row i at q + i * q_row
+  int64_t q_row;
+  const float* k;  // key row j at k + j * D (the cache, rotated)
+  const float* v;  // value row j at v + j * D
+  float* y;        // output row i at y + i * y_row
+  int64_t y_row;
+  int64_t S, D, past;  // new tokens, head size, tokens before them
+};
+
+// attend_values' softmax and weighted sum, for queries [0, S) of `t` as matrix products;
+// `scratch` holds kQueryBlock * (D + past + S) floats. rotate_q(q, position) rotates a
+// query in place (or does nothing).
+template <typename Rotate>
+void attend_by_products(const HeadTask& t, const GqaAttrs& a, float scale, float* scratch,
+                        Rotate&& rotate_q) {
+  float* q = scratch;
+  float* scores = scratch + kQueryBlock * t.D;
+  for (int64_t i0 = 0; i0 < t.S; i0 += kQueryBlock) {
+    const int64_t rows = std::min(kQueryBlock, t.S - i0);
+    const int64_t keys = t.past + i0 + rows;  // what the block's last query attends to
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(q + r * t.D, t.q + (i0 + r) * t.q_row, size_t(t.D) * sizeof(float));
+      rotate_q(q + r * t.D, t.past + i0 + r);
+    }
+    gemm::sgemm(false, true, rows, keys, t.D, scale, q, t.D, t.k, t.D, 0.0f, scores, keys);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* s = scores + r * keys;
+      const int64_t last = t.past + i0 + r;
+      const int64_t first =
+          a.local_window > 0 ? std::max<int64_t>(0, last - a.local_window + 1) : 0;
+      float max = -std::numeric_limits<float>::infinity();
+      for (int64_t j = first; j <= last; ++j) {
+        if (a.softcap > 0.0f) s[j] = a.softcap * std::tanh(s[j] / a.softcap);
+        max = std::max(max, s[j]);
+      }
+      if (a.smooth_softmax) max = std::max(max, 0.0f);
+      float sum = a.smooth_softmax ? std::exp(-max) : 0.0f;
+      for (int64_t j = first; j <= last; ++j) s[j] -= max;
+      // The vectorized exp: a prompt's scores are most of its softmax's cost.
+      vmath::unary(vmath::Unary::kExp, {}, s + first, s + first, size_t(last + 1 - first));
+      for (int64_t j = first; j <= last; ++j) sum += s[j];
+      const float inv = 1.0f / sum;
+      std::fill(s, s + first, 0.0f);
+      for (int64_t j = first; j <= last; ++j) s[j] *= inv;
+      std::fill(s + last + 1, s + keys, 0.0f);
+    }
+    gemm::sgemm(false, false, rows, t.D, keys, 1.0f, scores, keys, t.v, t.D, 0.0f,
+                t.y + i0 * t.y_row, t.y_row);
   }
 }
 
@@ -184,14 +249,27 @@ class GroupQueryAttentionKernel final : public Kernel {
     const double work = double(B * Hq) * double(S) * double(T) * double(D);
     const size_t pieces = parallel_pieces(work, double(1 << 17));
     const size_t tasks = size_t(B * Hq), per_piece = (tasks + pieces - 1) / pieces;
+    const bool by_products = S >= kProductQueries;
     parallel_for(pieces, [&](size_t piece) {
-      float* scores = thread_scratch<float>(size_t(T) + size_t(D), 2);
+      float* scores = thread_scratch<float>(
+          by_products ? size_t(kQueryBlock * (D + T)) : size_t(T) + size_t(D), 2);
       float* q = scores + T;
       for (size_t task = piece * per_piece; task < std::min(tasks, (piece + 1) * per_piece);
            ++task) {
         const int64_t b = int64_t(task) / Hq, h = int64_t(task) % Hq, hk = h / group;
         const float* k_rows = pk + (b * Hkv + hk) * T * D;
         const float* v_rows = pv + (b * Hkv + hk) * T * D;
+        if (by_products) {
+          const HeadTask t{qp + b * S * row + h * D,   row,    k_rows, v_rows,
+                           y + b * S * Hq * D + h * D, Hq * D, S,      D,
+                           past_len[size_t(b)]};
+          attend_by_products(t, a_, scale, scores, [&](float* x, int64_t pos) {
+            if (a_.rotary)
+              rotate(x, half, a_.rotary_interleaved, cos_t->data<float>() + pos * half,
+                     sin_t->data<float>() + pos * half);
+          });
+          continue;
+        }
         for (int64_t i = 0; i < S; ++i) {
           const int64_t pos = past_len[size_t(b)] + i;
           std::memcpy(q, qp + (b * S + i) * row + h * D, size_t(D) * sizeof(float));
