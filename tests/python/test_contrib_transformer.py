@@ -336,7 +336,9 @@ def test_matmul_nbits_row_does_not_depend_on_its_batch(bits):
     data, feeds = _nbits_model(192, 40, bits, 32, "u8", True, True, (70, 192))
     sess = nxrt.InferenceSession(data)
     whole = sess.run(None, feeds)[0]
-    for rows in (slice(0, 5), slice(3, 15), slice(10, 23), slice(0, 12), slice(20, 53)):
+    # 5 and 8 rows take an 8-row tile, 70 rows 12-row tiles; 20 rows end in 8 (12 + 8).
+    for rows in (slice(0, 5), slice(3, 15), slice(10, 23), slice(0, 12), slice(20, 53),
+                 slice(40, 48), slice(30, 50)):
         part = sess.run(None, {"a": np.ascontiguousarray(feeds["a"][rows])})[0]
         np.testing.assert_array_equal(part, whole[rows], err_msg=str(rows))
 

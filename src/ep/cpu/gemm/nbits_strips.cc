@@ -20,6 +20,7 @@ namespace {
 constexpr int64_t kChunk = 32;  // codes per chunk: a block holds whole chunks
 constexpr int64_t S = kNBitsStripRows;
 constexpr int64_t G = kNBitsGroupRows;
+constexpr int kNarrowRows = 8;  // the register tile of a group of at most 8 rows
 
 // The weights of strip t of a quad's block: its scale and offset vectors, and the codes
 // of byte position j of its chunk c (counted within the block).
@@ -57,10 +58,12 @@ __attribute__((always_inline)) inline __mmask16 strip_mask(int64_t N, int64_t st
 }
 
 // The first group of rows (x at xg: element (i, k) at xg[k * 12 + i]) times strips s and
-// s + 1 (count 1: s alone), decoding the codes as it goes, in a 12 x 32 register tile.
-// With `tile` it also keeps the decoded weights there for the other groups: weight (n, k)
-// at tile[k * 32 + (n - 16 s)] (zero for a missing second strip).
-template <int Bits>
+// s + 1 (count 1: s alone), decoding the codes as it goes, in an R x 32 register tile (R:
+// 12, or 8 for a group of at most 8 rows, which then spends no FMAs on empty rows; each
+// row's sum is the same chain either way). With `tile` it also keeps the decoded weights
+// there for the other groups: weight (n, k) at tile[k * 32 + (n - 16 s)] (zero for a
+// missing second strip).
+template <int Bits, int R>
 __attribute__((target("avx512f"))) void first_group(const NBitsStrips& w, int64_t s, int64_t count,
                                                     const float* xg, int64_t rows, float* y,
                                                     int64_t ldy, __mmask16 mask0, __mmask16 mask1,
@@ -70,7 +73,7 @@ __attribute__((target("avx512f"))) void first_group(const NBitsStrips& w, int64_
   const int64_t q = s / kNBitsQuadStrips, first = s % kNBitsQuadStrips;
   if (tile && count < 2)
     for (int64_t k = 0; k < w.K; ++k) _mm512_storeu_ps(tile + k * 2 * S + S, _mm512_setzero_ps());
-  __m512 acc[G][2];
+  __m512 acc[R][2];
   for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const QuadBlock qb{w.block(q, b), kBytes};
@@ -90,7 +93,7 @@ __attribute__((target("avx512f"))) void first_group(const NBitsStrips& w, int64_
             if (tile) _mm512_storeu_ps(tile + k * 2 * S + t * S, wv);
             const float* x = xg + k * G;
 #pragma GCC unroll 12
-            for (int i = 0; i < G; ++i)
+            for (int i = 0; i < R; ++i)
               acc[i][t] = _mm512_fmadd_ps(_mm512_set1_ps(x[i]), wv, acc[i][t]);
           }
         }
@@ -103,18 +106,20 @@ __attribute__((target("avx512f"))) void first_group(const NBitsStrips& w, int64_
 }
 
 // Rows of one group (x at xg: element (i, k) at xg[k * 12 + i]) times a decoded pair of
-// strips, in a 12 x 32 register tile; rows < 12 and the strips' outputs that exist stored.
+// strips, in an R x 32 register tile (as in first_group); rows <= R and the strips'
+// outputs that exist stored.
+template <int R>
 __attribute__((target("avx512f"))) void tile_rows(const float* tile, int64_t K, const float* xg,
                                                   int64_t rows, float* y, int64_t ldy,
                                                   __mmask16 mask0, __mmask16 mask1) {
-  __m512 acc[G][2];
+  __m512 acc[R][2];
   for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
     const __m512 w0 = _mm512_loadu_ps(tile + k * 2 * S);
     const __m512 w1 = _mm512_loadu_ps(tile + k * 2 * S + S);
     const float* x = xg + k * G;
 #pragma GCC unroll 12
-    for (int i = 0; i < G; ++i) {
+    for (int i = 0; i < R; ++i) {
       const __m512 a = _mm512_set1_ps(x[i]);
       acc[i][0] = _mm512_fmadd_ps(a, w0, acc[i][0]);
       acc[i][1] = _mm512_fmadd_ps(a, w1, acc[i][1]);
@@ -132,11 +137,19 @@ void strips_gemm(const NBitsStrips& w, const float* xp, int64_t M, int64_t s0, i
   for (int64_t s = s0; s < s1; s += 2) {
     const int64_t count = std::min<int64_t>(2, s1 - s);
     const __mmask16 mask0 = strip_mask(w.N, s), mask1 = count > 1 ? strip_mask(w.N, s + 1) : 0;
-    first_group<Bits>(w, s, count, xp, std::min(G, M), y + s * S, ldy, mask0, mask1,
-                      M > G ? scratch : nullptr);
-    for (int64_t g = 1; g * G < M; ++g)
-      tile_rows(scratch, w.K, xp + g * w.K * G, std::min(G, M - g * G), y + g * G * ldy + s * S,
-                ldy, mask0, mask1);
+    if (M <= kNarrowRows)
+      first_group<Bits, kNarrowRows>(w, s, count, xp, M, y + s * S, ldy, mask0, mask1, nullptr);
+    else
+      first_group<Bits, G>(w, s, count, xp, std::min(G, M), y + s * S, ldy, mask0, mask1,
+                           M > G ? scratch : nullptr);
+    for (int64_t g = 1; g * G < M; ++g) {
+      const int64_t rows = std::min(G, M - g * G);
+      float* yg = y + g * G * ldy + s * S;
+      if (rows <= kNarrowRows)
+        tile_rows<kNarrowRows>(scratch, w.K, xp + g * w.K * G, rows, yg, ldy, mask0, mask1);
+      else
+        tile_rows<G>(scratch, w.K, xp + g * w.K * G, rows, yg, ldy, mask0, mask1);
+    }
   }
 }
 

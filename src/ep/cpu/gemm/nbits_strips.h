@@ -11,7 +11,8 @@
 // 64 outputs) are interleaved block by block, scales and offsets first. Two strips at a
 // time, the first group of 12 rows decodes the codes as it multiplies them in a 12 x 32
 // register tile and leaves the floats in a [K][32] tile (L2) that the other groups of 12
-// multiply.
+// multiply. A group of at most 8 rows (a short product, the last group) takes an 8 x 32
+// tile instead, with the same sums.
 //
 // (A decode step's 1-4 rows read row-major codes, gemm/nbits_gemv.h: with strips they
 // ran 13-25% slower, measured by `nxrt generate` on SmolLM2-135M int4.)
