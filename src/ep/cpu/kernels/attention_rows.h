@@ -81,4 +81,17 @@ inline void attend_values(float* scores, int64_t first, int64_t last, float max,
   }
 }
 
+// One query row against keys [first, last] of one head (keys and values D floats a row):
+// o = softmax(q.k * scale, softcapped when softcap > 0, with smooth softmax's sink)
+// times the values, on AVX-512 (attention_row_avx512.cc). False, with nothing written,
+// when this CPU lacks AVX-512 or D is not 16, 32, 64 or 128: the caller then takes
+// attention_dot and attend_values. `scores` holds at least last + 1 floats.
+struct AttendRow {
+  int64_t first = 0, last = 0;
+  float scale = 1.0f, softcap = 0.0f;
+  bool smooth_softmax = false;
+};
+bool attend_row_avx512(const float* q, const float* k_rows, const float* v_rows, int64_t D,
+                       const AttendRow& a, float* scores, float* o);
+
 }  // namespace nxrt::cpu

@@ -279,6 +279,9 @@ class GroupQueryAttentionKernel final : public Kernel {
           const int64_t last = pos;
           const int64_t first =
               a_.local_window > 0 ? std::max<int64_t>(0, pos - a_.local_window + 1) : 0;
+          float* o = y + (b * S + i) * Hq * D + h * D;
+          const AttendRow one{first, last, scale, a_.softcap, a_.smooth_softmax};
+          if (attend_row_avx512(q, k_rows, v_rows, D, one, scores, o)) continue;
           float max = -std::numeric_limits<float>::infinity();
           for (int64_t j = first; j <= last; ++j) {
             float s = attention_dot(q, k_rows + j * D, D) * scale;
@@ -289,7 +292,7 @@ class GroupQueryAttentionKernel final : public Kernel {
           // Smooth softmax adds an exp(0) term to the denominator (a virtual sink at 0).
           if (a_.smooth_softmax) max = std::max(max, 0.0f);
           attend_values(scores, first, last, max, a_.smooth_softmax ? std::exp(-max) : 0.0f, v_rows,
-                        D, y + (b * S + i) * Hq * D + h * D);
+                        D, o);
         }
       }
     });
