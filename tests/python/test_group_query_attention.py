@@ -170,6 +170,16 @@ def test_a_prompts_rows_do_not_depend_on_what_runs_beside_it():
         np.testing.assert_array_equal(g[0, :, :9], a[0, :, :9])
 
 
+@pytest.mark.parametrize("D", [16, 32, 64, 128])
+def test_decode_rows_by_head_size(D):
+    """Decode steps take one query row at a time (on AVX-512 for these head sizes; the
+    portable loop takes the others, such as 8 above)."""
+    _compare({}, B=2, S=1, Hq=4, Hkv=2, D=D, P=40, lengths=[17, 33], rotary=16)
+    _compare({"local_window_size": 5, "softcap": 3.0}, B=1, S=2, Hq=2, Hkv=1, D=D, P=30,
+             lengths=[21])
+    _compare({"smooth_softmax": 1}, B=1, S=1, Hq=2, Hkv=2, D=D, P=12, lengths=[9])
+
+
 def test_bad_inputs_are_named():
     data = _model({"num_heads": 4, "kv_num_heads": 2}, False, True, 0)
     feeds = _feeds(1, 1, 4, 2, 8, 4, [5], False, 0)
