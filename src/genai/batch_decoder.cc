@@ -66,9 +66,9 @@ size_t BatchDecoder::active() const {
   return active_;
 }
 
-BatchDecoder::PrefillCounts BatchDecoder::prefill_counts() const {
+BatchDecoder::Counts BatchDecoder::counts() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return prefills_;
+  return counts_;
 }
 
 void BatchDecoder::finish(std::shared_ptr<Job>& job, Status status) {
@@ -132,8 +132,8 @@ Status BatchDecoder::prefill_run(int64_t first, int64_t count, const std::vector
   NXRT_RETURN_IF_ERROR(engine_.run(*feeds_, ids, count, first, reuse, last));
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    ++prefills_.runs;
-    prefills_.sequences += count;
+    ++counts_.runs;
+    counts_.sequences += count;
   }
   for (int64_t b = 0; b < count; ++b) {
     Sequence& seq = *slots_[size_t(first + b)]->sequence;
@@ -149,7 +149,25 @@ void BatchDecoder::finish_slot(size_t slot) {
   finish(slots_[slot], Status());
 }
 
+void BatchDecoder::close_gaps() {
+  size_t free = 0, last = slots_.size();
+  while (true) {
+    while (free < slots_.size() && slots_[free]) ++free;
+    while (last > 0 && !slots_[last - 1]) --last;
+    if (free + 1 >= last) return;  // no free slot below the last busy one
+    const size_t from = last - 1;
+    const int64_t tokens =
+        std::max(slots_[from]->sequence->position(), int64_t(cached_[free].size()));
+    engine_.swap_slots(*feeds_, int64_t(from), int64_t(free), tokens);
+    slots_[free] = std::move(slots_[from]);
+    std::swap(cached_[free], cached_[from]);  // a busy slot's list is empty
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counts_.slot_moves;
+  }
+}
+
 Status BatchDecoder::decode_step() {
+  close_gaps();
   int64_t batch = 0;  // up to the last busy slot; free slots in between run a dummy token
   for (size_t s = 0; s < slots_.size(); ++s)
     if (slots_[s]) batch = int64_t(s) + 1;

@@ -104,6 +104,17 @@ Status Engine::reserve(Feeds& f, int64_t capacity) const {
   return Status();
 }
 
+void Engine::swap_slots(Feeds& f, int64_t a, int64_t b, int64_t tokens) const {
+  const int64_t heads = config_.kv_heads, D = config_.head_size;
+  tokens = std::min(tokens, f.capacity);
+  for (auto& buffer : f.cache)
+    for (int64_t h = 0; h < heads; ++h) {
+      float* first = buffer.data() + ((a * heads + h) * f.capacity) * D;
+      std::swap_ranges(first, first + tokens * D,
+                       buffer.data() + ((b * heads + h) * f.capacity) * D);
+    }
+}
+
 int64_t Engine::reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt) {
   const int64_t keep = int64_t(prompt.size()) >= kRerunTokens ? kRerunTokens : 1;
   const size_t limit =

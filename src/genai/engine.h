@@ -126,6 +126,9 @@ class Engine {
   // runs with them), so a prompt's last tokens run as they would in a full prefill and
   // the same request gives the same logits, cached or not.
   static constexpr int64_t kRerunTokens = 5;
+  // Swaps the first `tokens` cached positions of slots a and b in every layer's in-place
+  // cache (a batch decoder closing a gap below its last busy slot).
+  void swap_slots(Feeds& f, int64_t a, int64_t b, int64_t tokens) const;
   static int64_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt);
   // Runs `batch` sequences of `ids.size() / batch` new tokens each on the cache slots
   // [first_slot, first_slot + batch); sequence b has lengths[b] tokens in its cache

@@ -712,6 +712,47 @@ def test_prompts_that_arrive_together_run_together_and_equal_their_twins(folder)
         s.stop()
 
 
+def test_a_sequence_above_a_finished_one_moves_down_and_keeps_its_text(folder):
+    """A decode step runs every slot up to the last busy one: when the sequence below
+    ends, the one above it moves down (its cache copied) instead of leaving an empty slot
+    in every step, and its text is the same as alone."""
+    s = _Server(folder, "--batch", 4)
+
+    def start(body):  # a streamed completion, once its first token has come
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
+        conn.request("POST", "/v1/completions", json.dumps({**body, "stream": True}),
+                     {"Content-Type": "application/json"})
+        res = conn.getresponse()
+        assert res.status == 200
+        first = res.readline()
+        assert first.startswith(b"data: ")
+        return conn, res, first
+
+    try:
+        story = {"prompt": "Write a short note about topic 2.", "max_tokens": 32,
+                 "temperature": 0}
+        status, text = s.request("POST", "/v1/completions", story)
+        assert status == 200, text
+        alone = json.loads(text)["choices"][0]["text"]
+        assert len(alone) > 40  # long enough to outlive the other note
+        # Another note takes slot 0 (its cache holds the shared prefix) and the story slot
+        # 1; then the other note's client leaves.
+        other, _, _ = start({"prompt": "Write a short note about topic 1.", "max_tokens": 200,
+                             "temperature": 0})
+        conn, res, first = start(story)
+        other.sock.shutdown(socket.SHUT_RDWR)
+        other.close()
+        text = ""
+        for line in [first, *res]:
+            if line.startswith(b"data: ") and line.strip() != b"data: [DONE]":
+                text += "".join(c["text"] for c in json.loads(line[6:])["choices"])
+        conn.close()
+        assert text == alone
+        assert _counter(s, "nxrt_slot_moves_total") >= 1
+    finally:
+        s.stop()
+
+
 def _rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:

@@ -390,9 +390,10 @@ void Server::routes() {
     if (batch_) {
       metrics_.queued = int64_t(batch_->waiting());
       metrics_.active = int64_t(batch_->active());
-      const genai::BatchDecoder::PrefillCounts prefills = batch_->prefill_counts();
-      metrics_.prefill_runs = prefills.runs;
-      metrics_.prefill_sequences = prefills.sequences;
+      const genai::BatchDecoder::Counts counts = batch_->counts();
+      metrics_.prefill_runs = counts.runs;
+      metrics_.prefill_sequences = counts.sequences;
+      metrics_.slot_moves = counts.slot_moves;
     }
     res.set_content(metrics_.prometheus_text(), "text/plain; version=0.0.4");
   });

@@ -63,6 +63,9 @@ std::string ServerMetrics::prometheus_text() const {
         prefill_runs.load());
   gauge("nxrt_prefill_sequences_total", "counter", "Prompts those runs ran.",
         prefill_sequences.load());
+  gauge("nxrt_slot_moves_total", "counter",
+        "Sequences moved to a lower cache slot so that decode steps run no empty slots.",
+        slot_moves.load());
   gauge("nxrt_queue_depth", "gauge", "Requests waiting for the engine.", queued.load());
   gauge("nxrt_active_sequences", "gauge", "Sequences being generated.", active.load());
   time_to_first_token.write(out, "nxrt_time_to_first_token_seconds",

@@ -35,6 +35,7 @@ class ServerMetrics {
   // Prompt runs of the batch decoder, and the prompts they ran (several a run when
   // requests arrive together).
   std::atomic<int64_t> prefill_runs{0}, prefill_sequences{0};
+  std::atomic<int64_t> slot_moves{0};  // sequences moved down to close a gap in the batch
   Histogram time_to_first_token, time_per_token;
   std::string prometheus_text() const;
 
