@@ -168,26 +168,17 @@ void BatchDecoder::close_gaps() {
 
 Status BatchDecoder::decode_step() {
   close_gaps();
-  int64_t batch = 0;  // up to the last busy slot; free slots in between run a dummy token
-  for (size_t s = 0; s < slots_.size(); ++s)
-    if (slots_[s]) batch = int64_t(s) + 1;
+  int64_t batch = 0;  // the busy slots, [0, batch) after close_gaps
+  while (batch < int64_t(slots_.size()) && slots_[size_t(batch)]) ++batch;
   if (batch == 0) return Status();
-  step_ids_.assign(size_t(batch), 0);
-  step_lengths_.assign(size_t(batch), 0);
+  step_ids_.resize(size_t(batch));
+  step_lengths_.resize(size_t(batch));
   for (int64_t b = 0; b < batch; ++b) {
-    if (slots_[size_t(b)]) {
-      step_ids_[size_t(b)] = slots_[size_t(b)]->sequence->next_token();
-      step_lengths_[size_t(b)] = slots_[size_t(b)]->sequence->position();
-    } else {
-      // A free slot's dummy token goes right after the tokens its cache keeps for reuse.
-      std::vector<int32_t>& kept = cached_[size_t(b)];
-      if (int64_t(kept.size()) >= capacity_) kept.resize(size_t(capacity_ - 1));
-      step_lengths_[size_t(b)] = int64_t(kept.size());
-    }
+    step_ids_[size_t(b)] = slots_[size_t(b)]->sequence->next_token();
+    step_lengths_[size_t(b)] = slots_[size_t(b)]->sequence->position();
   }
   NXRT_RETURN_IF_ERROR(engine_.run(*feeds_, step_ids_, batch, 0, step_lengths_));
   for (int64_t b = 0; b < batch; ++b) {
-    if (!slots_[size_t(b)]) continue;
     NXRT_ASSIGN_OR_RETURN(bool done,
                           slots_[size_t(b)]->sequence->advance(engine_.logits(*feeds_, b), 1));
     if (done) finish_slot(size_t(b));

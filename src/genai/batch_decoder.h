@@ -73,10 +73,9 @@ class BatchDecoder {
   Status prefill_run(int64_t first, int64_t count, const std::vector<int64_t>& reuse,
                      int64_t longest);
   // Swaps the sequence in the last busy slot with a free slot below it until the busy
-  // slots are [0, active): a decode step runs every slot up to the last busy one, so a
-  // gap would cost a dummy row per step (measured: a quarter of a loaded server's step
-  // rows). The caches trade places (exact copies), so the free slot's kept tokens stay
-  // reusable from their new slot.
+  // slots are [0, active), which a decode step then runs as one view of the caches (a
+  // gap used to cost a dummy row per step: a quarter of a loaded server's step rows). The caches
+  // trade places (exact copies), so the free slot's kept tokens stay reusable from their new slot.
   void close_gaps();
   Status decode_step();
 

@@ -2,15 +2,12 @@
 // The portable path (attention_rows.h) spends most of its time on what vectorizes here: a
 // horizontal sum per key in SSE-width pieces, a libm exp per key and a 4-wide weighted
 // sum of the values. Here a key's score is V vector FMAs and one reduction, the exps go
-// through vmath's vector exp, and the values accumulate in V zmm registers.
+// through vmath's vector exp (softmax_weights), and the values accumulate in V zmm
+// registers.
 #include <immintrin.h>
-
-#include <cmath>
-#include <limits>
 
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/kernels/attention_rows.h"
-#include "ep/cpu/vmath/vmath.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's AVX-512 reduction intrinsics start from _mm512_undefined_ps(), which its flow
@@ -28,25 +25,15 @@ __attribute__((target("avx512f"))) void attend_row(const float* q, const float* 
   constexpr int64_t D = 16 * V;
   __m512 qv[V];
   for (int v = 0; v < V; ++v) qv[v] = _mm512_loadu_ps(q + 16 * v);
-  float max = -std::numeric_limits<float>::infinity();
   for (int64_t j = a.first; j <= a.last; ++j) {
     const float* k = k_rows + j * D;
     __m512 acc = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k));
     for (int v = 1; v < V; ++v) acc = _mm512_fmadd_ps(qv[v], _mm512_loadu_ps(k + 16 * v), acc);
-    float s = _mm512_reduce_add_ps(acc) * a.scale;
-    if (a.softcap > 0.0f) s = a.softcap * std::tanh(s / a.softcap);
-    scores[j] = s;
-    max = std::max(max, s);
+    scores[j] = _mm512_reduce_add_ps(acc) * a.scale;
   }
-  // Smooth softmax adds an exp(0) term to the denominator (a virtual sink at 0).
-  if (a.smooth_softmax) max = std::max(max, 0.0f);
   const int64_t n = a.last + 1 - a.first;
   float* s = scores + a.first;
-  for (int64_t j = 0; j < n; ++j) s[j] -= max;
-  vmath::unary(vmath::Unary::kExp, {}, s, s, size_t(n));
-  float sum = a.smooth_softmax ? std::exp(-max) : 0.0f;
-  for (int64_t j = 0; j < n; ++j) sum += s[j];
-  const float inv = 1.0f / sum;
+  const float inv = softmax_weights(s, n, a.softcap, a.smooth_softmax);
   __m512 acc[V];
   for (int v = 0; v < V; ++v) acc[v] = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; ++j) {

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "core/parallel.h"
 #include "core/scratch.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "ep/cpu/vmath/vmath.h"
 
 namespace nxrt::cpu {
 
@@ -79,6 +81,24 @@ inline void attend_values(float* scores, int64_t first, int64_t last, float max,
     const float* vj = v + j * dv;
     for (int64_t d = 0; d < dv; ++d) o[d] += p * vj[d];
   }
+}
+
+// Softmax weights of one query row's scores s[0, n) in place, unnormalized: each score
+// softcapped (softcap * tanh(s / softcap)) when softcap > 0, then exp(s - max) by vmath's
+// vector exp. Returns 1 / their sum (with smooth softmax's sink at 0 in the max and the
+// sum). The matrix-product and AVX-512 row paths share it; attend_values keeps libm's exp.
+inline float softmax_weights(float* s, int64_t n, float softcap, bool smooth_softmax) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) {
+    if (softcap > 0.0f) s[j] = softcap * std::tanh(s[j] / softcap);
+    max = std::max(max, s[j]);
+  }
+  if (smooth_softmax) max = std::max(max, 0.0f);
+  for (int64_t j = 0; j < n; ++j) s[j] -= max;
+  vmath::unary(vmath::Unary::kExp, {}, s, s, size_t(n));
+  float sum = smooth_softmax ? std::exp(-max) : 0.0f;
+  for (int64_t j = 0; j < n; ++j) sum += s[j];
+  return 1.0f / sum;
 }
 
 // One query row against keys [first, last] of one head (keys and values D floats a row):

@@ -25,7 +25,6 @@
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/kernels/attention_rows.h"
 #include "ep/cpu/kernels/common.h"
-#include "ep/cpu/vmath/vmath.h"
 #include "ops/attrs.h"
 
 namespace nxrt::cpu {
@@ -91,18 +90,7 @@ void attend_by_products(const HeadTask& t, const GqaAttrs& a, float scale, float
       const int64_t last = t.past + i0 + r;
       const int64_t first =
           a.local_window > 0 ? std::max<int64_t>(0, last - a.local_window + 1) : 0;
-      float max = -std::numeric_limits<float>::infinity();
-      for (int64_t j = first; j <= last; ++j) {
-        if (a.softcap > 0.0f) s[j] = a.softcap * std::tanh(s[j] / a.softcap);
-        max = std::max(max, s[j]);
-      }
-      if (a.smooth_softmax) max = std::max(max, 0.0f);
-      float sum = a.smooth_softmax ? std::exp(-max) : 0.0f;
-      for (int64_t j = first; j <= last; ++j) s[j] -= max;
-      // The vectorized exp: a prompt's scores are most of its softmax's cost.
-      vmath::unary(vmath::Unary::kExp, {}, s + first, s + first, size_t(last + 1 - first));
-      for (int64_t j = first; j <= last; ++j) sum += s[j];
-      const float inv = 1.0f / sum;
+      const float inv = softmax_weights(s + first, last + 1 - first, a.softcap, a.smooth_softmax);
       std::fill(s, s + first, 0.0f);
       for (int64_t j = first; j <= last; ++j) s[j] *= inv;
       std::fill(s + last + 1, s + keys, 0.0f);
