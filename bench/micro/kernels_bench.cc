@@ -18,6 +18,7 @@
 #include "eager/eager.h"
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/gemm/nbits_gemv.h"
+#include "ep/cpu/gemm/nbits_q8.h"
 #include "ep/cpu/gemm/nbits_strips.h"
 #include "ep/cpu/gemm/qgemm.h"
 #include "ep/cpu/vmath/nchwc.h"
@@ -251,7 +252,8 @@ BENCHMARK(BM_Qgemm)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMicrosecond
 // SmolLM2-135M's feed-forward shape, K = 576, N = 1536, per kernel (arg 0: 1 AVX2 rows and
 // 2 AVX-512 rows, up to 4; 3 the AVX-512 strips' tiles, what MatMulNBits does for more
 // rows; 0 the float GEMM on a dequantized, packed copy, what it does for more rows
-// without AVX-512) and rows (arg 1). The weights (442 KiB of codes) stay in L2, so this
+// without AVX-512; 4 the 8-bit A of accuracy_level 4 on AVX-512 VNNI, any number of
+// rows) and rows (arg 1). The weights (442 KiB of codes) stay in L2, so this
 // measures the unpacking, not memory.
 void BM_NBitsRows(benchmark::State& state) {
   const auto kernel =
@@ -294,6 +296,24 @@ void BM_NBitsRows(benchmark::State& state) {
     }
     return;
   }
+  if (state.range(0) == 4) {  // 8-bit A on AVX-512 VNNI (nbits_q8.h), any number of rows
+    if (!nxrt::gemm::nbits_q8_available()) {
+      state.SkipWithError("needs AVX-512 VNNI");
+      return;
+    }
+    const auto w = nxrt::gemm::NBitsQ8Strips::pack(N, K, block, codes.data(), scale.data(),
+                                                   neg_zp_scale.data());
+    const int64_t row_bytes = nxrt::gemm::nbits_q8_row_bytes(K, block);
+    std::vector<uint8_t> prepared(size_t(row_bytes * rows));
+    std::vector<float> y(size_t(N * rows));
+    for (auto _ : state) {
+      for (int64_t r = 0; r < rows; ++r)
+        nxrt::gemm::nbits_q8_prepare(x.data() + r * K, K, block, prepared.data() + r * row_bytes);
+      nxrt::gemm::nbits_q8_gemm(w, prepared.data(), rows, 0, w.strips(), y.data(), N);
+      benchmark::DoNotOptimize(y.data());
+    }
+    return;
+  }
   if (!nxrt::gemm::kernel_available(kernel) || rows > nxrt::gemm::kNBitsRowsAtOnce) {
     state.SkipWithError("kernel not available on this CPU, or too many rows for it");
     return;
@@ -309,7 +329,7 @@ void BM_NBitsRows(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_NBitsRows)
-    ->ArgsProduct({{0, 1, 2, 3}, {1, 2, 4, 8, 16, 32, 64}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2, 4, 8, 16, 32, 64}})
     ->Unit(benchmark::kMicrosecond);
 
 // One ONNX op on float tensors of 1M elements through nxrt's eager path (the kernel a

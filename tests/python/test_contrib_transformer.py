@@ -256,7 +256,7 @@ def test_contrib_range_trilu_and_grid_sample():
                  {"x": _f(1, 2, 6, 7), "grid": _f(1, 4, 5, 2, scale=0.8)}, ["y"])
 
 
-def _nbits_model(K, N, bits, block, zp_kind, bias, b_const, a_shape):
+def _nbits_model(K, N, bits, block, zp_kind, bias, b_const, a_shape, accuracy_level=None):
     blocks = (K + block - 1) // block
     blob = block * bits // 8
     b = RNG.integers(0, 256, (N, blocks, blob), dtype=np.uint8)
@@ -281,8 +281,9 @@ def _nbits_model(K, N, bits, block, zp_kind, bias, b_const, a_shape):
     else:
         graph_inputs.append(helper.make_tensor_value_info("b", TensorProto.UINT8, None))
         feeds["b"] = b
+    extra = {} if accuracy_level is None else {"accuracy_level": accuracy_level}
     node = helper.make_node("MatMulNBits", inputs, ["y"], domain="com.microsoft", K=K, N=N,
-                            bits=bits, block_size=block)
+                            bits=bits, block_size=block, **extra)
     graph = helper.make_graph([node], "g", graph_inputs,
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
@@ -341,6 +342,40 @@ def test_matmul_nbits_row_does_not_depend_on_its_batch(bits):
                  slice(40, 48), slice(30, 50)):
         part = sess.run(None, {"a": np.ascontiguousarray(feeds["a"][rows])})[0]
         np.testing.assert_array_equal(part, whole[rows], err_msg=str(rows))
+
+
+def _avx512_vnni():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return (" avx512_vnni" in f.read() and not os.environ.get("NXRT_GEMM_KERNEL")
+                    and not os.environ.get("NXRT_QGEMM"))
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _avx512_vnni(),
+                    reason="nxrt computes A in 8 bits on AVX-512 VNNI only (in float elsewhere)")
+@pytest.mark.parametrize("zp_kind", [None, "u8"])
+@pytest.mark.parametrize("block", [32, 64, 128])
+@pytest.mark.parametrize("M", [1, 3, 7, 33])
+def test_matmul_nbits_accuracy_level_4_quantizes_a_as_onnxruntime(zp_kind, block, M):
+    """accuracy_level 4 with integer zero points: A in 8 bits per block, as onnxruntime
+    computes it (in float the two differ by about 0.1 here, outputs up to about 30)."""
+    data, feeds = _nbits_model(256, 40, 4, block, zp_kind, True, True, (M, 256),
+                               accuracy_level=4)
+    got, want = _run_both(data, feeds)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+    sess = nxrt.InferenceSession(data)
+    for m in range(M):  # each row alone: the same bits as within the batch
+        np.testing.assert_array_equal(sess.run(None, {"a": feeds["a"][m:m + 1]})[0],
+                                      got[0][m:m + 1])
+
+
+def test_matmul_nbits_accuracy_level_4_float_zero_points_stay_float():
+    """Float zero points (GGUF Q4_1): onnxruntime keeps A in float, and so does nxrt."""
+    data, feeds = _nbits_model(256, 40, 4, 32, "float", True, True, (3, 256), accuracy_level=4)
+    got, want = _run_both(data, feeds)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
 
 
 def test_matmul_nbits_names_bad_weights():

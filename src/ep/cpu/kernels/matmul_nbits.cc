@@ -10,13 +10,16 @@
 // bound by the bytes of weights they read; on AVX-512 more rows read them from strips
 // (gemm/nbits_strips.h) and no float copy (eight times the bytes) is made. Elsewhere a
 // constant B is also dequantized once and packed for the float GEMM; a B computed at run
-// time is dequantized on every run.
+// time is dequantized on every run. With accuracy_level 4 ("int8 compute"), 4-bit codes
+// and integer zero points, CPUs with AVX-512 VNNI compute A in 8 bits, as onnxruntime
+// does (gemm/nbits_q8.h), whatever the number of rows.
 #include <algorithm>
 #include <optional>
 #include <vector>
 
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/gemm/nbits_gemv.h"
+#include "ep/cpu/gemm/nbits_q8.h"
 #include "ep/cpu/gemm/nbits_strips.h"
 #include "ep/cpu/kernels/common.h"
 
@@ -90,32 +93,45 @@ Expected<Tensor> dequantize_weights(const NBitsShape& g, const Tensor& b, const 
 
 class MatMulNBitsKernel final : public Kernel {
  public:
-  explicit MatMulNBitsKernel(NBitsShape g) : g_(g) {}
+  MatMulNBitsKernel(NBitsShape g, int64_t accuracy_level)
+      : g_(g), accuracy_level_(accuracy_level) {}
 
   // Dequantizes and packs constant weights once; keeps 4- and 8-bit codes for few-row
-  // products.
+  // products, or packs 4-bit codes for the 8-bit-A product.
   Status pack(const Tensor& b, const Tensor& scales, const Tensor* zero_points) {
+    NXRT_RETURN_IF_ERROR(check_weights(g_, b, scales, zero_points));
     const bool codes_fit =
         (g_.bits == 4 || g_.bits == 8) && g_.block_size % 32 == 0 && g_.K % g_.block_size == 0;
-    if (!codes_fit || !gemm::nbits_strips_available()) {
+    // A in 8 bits where onnxruntime computes it so: accuracy_level 4 with integer zero
+    // points (or none). With float zero points (GGUF Q4_1's minimums) onnxruntime stays
+    // in float, and so does this kernel, to give the same results.
+    const bool integer_zero_points = !zero_points || zero_points->dtype() == DataType::kUint8;
+    const bool int8_a = codes_fit && g_.bits == 4 && accuracy_level_ == 4 && integer_zero_points &&
+                        gemm::nbits_q8_available();
+    if (!codes_fit || (!gemm::nbits_strips_available() && !int8_a)) {
       NXRT_ASSIGN_OR_RETURN(Tensor w, dequantize_weights(g_, b, scales, zero_points));
       packed_ = gemm::PackedMatrix::pack_right(true, g_.K, g_.N, w.data<float>(), g_.K);
     }
-    if (codes_fit) {
-      const uint8_t* codes = b.data<uint8_t>();
-      codes_.assign(codes, codes + g_.N * g_.K * g_.bits / 8);
-      const float* scale = scales.data<float>();
-      scale_.assign(scale, scale + g_.N * g_.blocks());
-      neg_zp_scale_.resize(scale_.size());
-      for (int64_t n = 0; n < g_.N; ++n)
-        for (int64_t blk = 0; blk < g_.blocks(); ++blk) {
-          const int64_t q = n * g_.blocks() + blk;
-          neg_zp_scale_[size_t(q)] = -zero_point(g_, zero_points, n, blk) * scale[q];
-        }
-      if (gemm::nbits_strips_available())
-        strips_ = gemm::NBitsStrips::pack(g_.N, g_.K, g_.block_size, g_.bits, codes_.data(),
-                                          scale_.data(), neg_zp_scale_.data());
+    if (!codes_fit) return Status();
+    const uint8_t* codes = b.data<uint8_t>();
+    const float* scale = scales.data<float>();
+    std::vector<float> neg_zp_scale(size_t(g_.N * g_.blocks()));
+    for (int64_t n = 0; n < g_.N; ++n)
+      for (int64_t blk = 0; blk < g_.blocks(); ++blk) {
+        const int64_t q = n * g_.blocks() + blk;
+        neg_zp_scale[size_t(q)] = -zero_point(g_, zero_points, n, blk) * scale[q];
+      }
+    if (int8_a) {
+      q8_strips_ =
+          gemm::NBitsQ8Strips::pack(g_.N, g_.K, g_.block_size, codes, scale, neg_zp_scale.data());
+      return Status();
     }
+    codes_.assign(codes, codes + g_.N * g_.K * g_.bits / 8);
+    scale_.assign(scale, scale + g_.N * g_.blocks());
+    neg_zp_scale_ = std::move(neg_zp_scale);
+    if (gemm::nbits_strips_available())
+      strips_ = gemm::NBitsStrips::pack(g_.N, g_.K, g_.block_size, g_.bits, codes_.data(),
+                                        scale_.data(), neg_zp_scale_.data());
     return Status();
   }
 
@@ -134,7 +150,9 @@ class MatMulNBitsKernel final : public Kernel {
     const int64_t M = a.numel() / g_.K;  // K > 0 (checked at creation)
     float* py = y->data<float>();
     if (y->numel() == 0) return Status();
-    if (!codes_.empty() && M <= kGemvRows) {
+    if (!q8_strips_.empty()) {
+      int8_product(a.data<float>(), M, py);
+    } else if (!codes_.empty() && M <= kGemvRows) {
       gemv_4bit(a.data<float>(), M, py);
     } else if (!strips_.empty()) {
       strips_product(a.data<float>(), M, py);
@@ -185,6 +203,22 @@ class MatMulNBitsKernel final : public Kernel {
     });
   }
 
+  // A in 8 bits (accuracy_level 4): every row quantized, then the strips split between
+  // threads, each taking all rows.
+  void int8_product(const float* a, int64_t M, float* y) const {
+    const int64_t row_bytes = gemm::nbits_q8_row_bytes(g_.K, g_.block_size);
+    uint8_t* prepared = thread_scratch<uint8_t>(size_t(row_bytes * M));
+    for (int64_t m = 0; m < M; ++m)
+      gemm::nbits_q8_prepare(a + m * g_.K, g_.K, g_.block_size, prepared + m * row_bytes);
+    const int64_t strips = q8_strips_.strips();
+    const size_t pieces = std::min<size_t>(
+        parallel_pieces(double(g_.N) * double(g_.K) * double(M), kMinMacsPerPiece), size_t(strips));
+    parallel_for(pieces, [&](size_t i) {
+      gemm::nbits_q8_gemm(q8_strips_, prepared, M, strips * int64_t(i) / int64_t(pieces),
+                          strips * int64_t(i + 1) / int64_t(pieces), y, g_.N);
+    });
+  }
+
   void gemv_4bit(const float* a, int64_t M, float* y) const {
     const gemm::NBitsWeights w = weights();
     const int64_t stride = gemm::nbits_prepared_floats(g_.K, g_.block_size);
@@ -203,9 +237,11 @@ class MatMulNBitsKernel final : public Kernel {
   }
 
   NBitsShape g_;
+  int64_t accuracy_level_ = 0;
   gemm::PackedMatrix packed_;
-  gemm::NBitsStrips strips_;    // constant 4- or 8-bit B on AVX-512; empty otherwise
-  std::vector<uint8_t> codes_;  // constant 4- or 8-bit B as given; empty when not used
+  gemm::NBitsQ8Strips q8_strips_;  // 4-bit B for 8-bit A (gemm/nbits_q8.h); else empty
+  gemm::NBitsStrips strips_;       // constant 4- or 8-bit B on AVX-512; empty otherwise
+  std::vector<uint8_t> codes_;     // constant 4- or 8-bit B as given; empty when not used
   std::vector<float> scale_, neg_zp_scale_;
 };
 
@@ -236,7 +272,8 @@ Expected<KernelPtr> create_matmul_nbits(KernelInit& init) {
     return init.error(StatusCode::kInvalidGraph, "K and N must be in [1, 2^31], got K = ", g.K,
                       ", N = ", g.N);
   init.set_all_outputs(DataType::kFloat);
-  auto kernel = std::make_unique<MatMulNBitsKernel>(g);
+  const int64_t accuracy_level = attrs.get_int("accuracy_level", 0);
+  auto kernel = std::make_unique<MatMulNBitsKernel>(g, accuracy_level);
   const Tensor* b = init.constant_input(1);
   const Tensor* scales = init.constant_input(2);
   const Tensor* zero_points = init.has_input(3) ? init.constant_input(3) : nullptr;

@@ -1,0 +1,262 @@
+#include "ep/cpu/gemm/nbits_q8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#include "ep/cpu/gemm/gemm.h"
+#include "ep/cpu/gemm/qgemm.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which its flow analysis
+// reports as "may be used uninitialized" once inlined (a known false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace nxrt::gemm {
+namespace {
+
+constexpr int64_t kChunk = 32;      // k per x scale, and per 256 bytes of a strip's codes
+constexpr int64_t kRowsAtOnce = 8;  // rows sharing each strip's decoded codes
+constexpr int64_t kPrefetchBytes = 4096;
+
+// Where the parts of a prepared row lie (bytes from its start).
+struct RowLayout {
+  int64_t K, blocks;
+  RowLayout(int64_t k, int64_t block_size) : K(k), blocks(k / block_size) {}
+  int64_t scales_at() const { return (K + 63) / 64 * 64; }
+  int64_t sums_at() const { return scales_at() + K / kChunk * int64_t(sizeof(float)); }
+  int64_t bytes() const { return (sums_at() + blocks * int64_t(sizeof(float)) + 63) / 64 * 64; }
+};
+
+// The 4-bit code of element k of row n.
+inline uint8_t code_at(const uint8_t* codes, int64_t K, int64_t n, int64_t k) {
+  const uint8_t byte = codes[n * (K / 2) + k / 2];
+  return k % 2 ? byte >> 4 : byte & 15;
+}
+
+float quantize_portable(const float* x, int64_t count, int8_t* q) {
+  float max_abs = 0.0f;
+  bool finite = true;
+  for (int64_t i = 0; i < count; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    max_abs = std::max(max_abs, std::fabs(x[i]));
+  }
+  const float inverse = finite && max_abs > 0.0f ? 127.0f / max_abs : 0.0f;
+  for (int64_t i = 0; i < count; ++i) q[i] = int8_t(std::lrint(x[i] * inverse));
+  return finite ? max_abs / 127.0f : std::numeric_limits<float>::quiet_NaN();
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+// The same 16 at a time: vcvtps2dq rounds as lrint does (to nearest even).
+__attribute__((target("avx512f,avx512bw"))) float quantize_avx512(const float* x, int64_t count,
+                                                                  int8_t* q) {
+  const __m512 infinity = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  __m512 max_abs = _mm512_setzero_ps();
+  __mmask16 not_finite = 0;
+  for (int64_t i = 0; i < count; i += 16) {
+    const __m512 a = _mm512_abs_ps(_mm512_loadu_ps(x + i));
+    not_finite |= _mm512_cmp_ps_mask(a, infinity, _CMP_NLT_UQ);
+    max_abs = _mm512_max_ps(max_abs, a);
+  }
+  if (not_finite) {
+    std::memset(q, 0, size_t(count));
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+  const float largest = _mm512_reduce_max_ps(max_abs);
+  const __m512 inverse = _mm512_set1_ps(largest > 0.0f ? 127.0f / largest : 0.0f);
+  for (int64_t i = 0; i < count; i += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i),
+                     _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i),
+                                                                            inverse))));
+  return largest / 127.0f;
+}
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+
+inline int32_t four_bytes(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// R rows against one strip: per 32 k, the 256 bytes of codes split into 4 vectors of low
+// and 4 of high nibbles, then per row 8 vpdpbusd against x's 4 values broadcast, the 32-bit
+// sums converted, times x's scale, times the 16 outputs' block scales into the row's
+// accumulator; per block, the offsets times the block's sum of x'.
+template <int R>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void strip_rows(
+    const NBitsQ8Strips& w, int64_t strip, const uint8_t* prepared, int64_t row_bytes,
+    __mmask16 outputs, float* y, int64_t ldy) {
+  const RowLayout layout(w.K, w.block_size);
+  const int64_t chunks_per_block = w.block_size / kChunk;
+  const __m512i low4 = _mm512_set1_epi8(15);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < layout.blocks; ++b) {
+    const uint8_t* block = w.block(strip, b);
+    const __m512 scale = _mm512_load_ps(block);
+    const __m512 offset = _mm512_load_ps(block + 64);
+    for (int64_t cc = 0; cc < chunks_per_block; ++cc) {
+      const int64_t c = b * chunks_per_block + cc;
+      const uint8_t* q = block + 128 + cc * 256;
+      // The codes a few blocks ahead, a line at a time: a decode step streams them from
+      // memory, and the hardware prefetcher alone leaves this loop waiting.
+      for (int line = 0; line < 4; ++line)
+        _mm_prefetch(reinterpret_cast<const char*>(q) + kPrefetchBytes + 64 * line, _MM_HINT_T0);
+      __m512i low[4], high[4];
+      for (int j = 0; j < 4; ++j) {
+        const __m512i v = _mm512_load_si512(q + 64 * j);
+        low[j] = _mm512_and_si512(v, low4);
+        high[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      }
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* row = prepared + r * row_bytes;
+        const auto* x = reinterpret_cast<const int8_t*>(row) + c * kChunk;
+        // Two chains of four (a vpdpbusd waits for the one before it in its chain).
+        __m512i sum_low = _mm512_setzero_si512(), sum_high = _mm512_setzero_si512();
+        for (int j = 0; j < 4; ++j) {
+          sum_low =
+              _mm512_dpbusd_epi32(sum_low, low[j], _mm512_set1_epi32(four_bytes(x + 8 * j)));
+          sum_high =
+              _mm512_dpbusd_epi32(sum_high, high[j], _mm512_set1_epi32(four_bytes(x + 8 * j + 4)));
+        }
+        const __m512i sum = _mm512_add_epi32(sum_low, sum_high);
+        const float x_scale = reinterpret_cast<const float*>(row + layout.scales_at())[c];
+        acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(x_scale)),
+                                 scale, acc[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const float sum = reinterpret_cast<const float*>(prepared + r * row_bytes +
+                                                       layout.sums_at())[b];
+      acc[r] = _mm512_fmadd_ps(offset, _mm512_set1_ps(sum), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    _mm512_mask_storeu_ps(y + r * ldy + strip * kNBitsQ8StripOutputs, outputs, acc[r]);
+}
+
+#endif
+
+}  // namespace
+
+bool nbits_q8_available() {
+#if defined(__x86_64__) || defined(__i386__)
+  return best_kernel() == MicroKernel::kAvx512 && has_avx512_vnni();
+#else
+  return false;
+#endif
+}
+
+float nbits_q8_quantize(const float* x, int64_t count, int8_t* q) {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool avx512 = has_avx512_vnni();
+  if (avx512) return quantize_avx512(x, count, q);
+#endif
+  return quantize_portable(x, count, q);
+}
+
+NBitsQ8Strips NBitsQ8Strips::pack(int64_t N, int64_t K, int64_t block_size, const uint8_t* codes,
+                                  const float* scale, const float* neg_zp_scale) {
+  NBitsQ8Strips w;
+  w.N = N;
+  w.K = K;
+  w.block_size = block_size;
+  const int64_t blocks = K / block_size;
+  w.storage.assign(size_t(w.strips() * blocks * w.block_bytes() + 64), 0);
+  auto* base = const_cast<uint8_t*>(w.data());
+  for (int64_t s = 0; s < w.strips(); ++s)
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* block = base + (s * blocks + b) * w.block_bytes();
+      auto* block_scale = reinterpret_cast<float*>(block);
+      auto* block_offset = reinterpret_cast<float*>(block + 64);
+      for (int64_t o = 0; o < kNBitsQ8StripOutputs; ++o) {
+        const int64_t n = s * kNBitsQ8StripOutputs + o;
+        if (n >= N) continue;  // padding outputs: zero codes and scales
+        block_scale[o] = scale[n * blocks + b];
+        block_offset[o] = neg_zp_scale[n * blocks + b];
+        for (int64_t k = b * block_size; k < (b + 1) * block_size; ++k) {
+          // k's 32-value chunk in the block, its 8-value run j, the half (low: first 4)
+          // and the place t in the 4.
+          const int64_t cc = (k - b * block_size) / kChunk, j = k % kChunk / 8;
+          const int64_t half = k % 8 / 4, t = k % 4;
+          uint8_t& byte = block[128 + cc * 256 + j * 64 + o * 4 + t];
+          byte = uint8_t(byte | (code_at(codes, K, n, k) << (4 * half)));
+        }
+      }
+    }
+  return w;
+}
+
+int64_t nbits_q8_row_bytes(int64_t K, int64_t block_size) {
+  return RowLayout(K, block_size).bytes();
+}
+
+void nbits_q8_prepare(const float* x, int64_t K, int64_t block_size, uint8_t* row) {
+  const RowLayout layout(K, block_size);
+  std::memset(row, 0, size_t(layout.bytes()));
+  auto* values = reinterpret_cast<int8_t*>(row);
+  auto* scales = reinterpret_cast<float*>(row + layout.scales_at());
+  auto* sums = reinterpret_cast<float*>(row + layout.sums_at());
+  for (int64_t b = 0; b < layout.blocks; ++b) {
+    const float scale = nbits_q8_quantize(x + b * block_size, block_size, values + b * block_size);
+    int32_t sum = 0;
+    for (int64_t i = b * block_size; i < (b + 1) * block_size; ++i) sum += values[i];
+    sums[b] = float(sum) * scale;
+    for (int64_t c = b * block_size / kChunk; c < (b + 1) * block_size / kChunk; ++c)
+      scales[c] = scale;
+  }
+}
+
+void nbits_q8_gemm(const NBitsQ8Strips& w, const uint8_t* prepared, int64_t rows,
+                          int64_t s0, int64_t s1, float* y, int64_t ldy) {
+#if defined(__x86_64__) || defined(__i386__)
+  using Rows = void (*)(const NBitsQ8Strips&, int64_t, const uint8_t*, int64_t, __mmask16, float*,
+                        int64_t);
+  static constexpr Rows kRows[] = {strip_rows<1>, strip_rows<2>, strip_rows<3>, strip_rows<4>,
+                                   strip_rows<5>, strip_rows<6>, strip_rows<7>, strip_rows<8>};
+  const int64_t row_bytes = nbits_q8_row_bytes(w.K, w.block_size);
+  for (int64_t s = s0; s < s1; ++s) {
+    const int64_t outputs = std::min(kNBitsQ8StripOutputs, w.N - s * kNBitsQ8StripOutputs);
+    const auto mask = __mmask16((1u << outputs) - 1);
+    for (int64_t r = 0; r < rows; r += kRowsAtOnce) {
+      const int64_t now = std::min(kRowsAtOnce, rows - r);
+      kRows[now - 1](w, s, prepared + r * row_bytes, row_bytes, mask, y + r * ldy, ldy);
+    }
+  }
+#else
+  (void)w, (void)prepared, (void)rows, (void)s0, (void)s1, (void)y, (void)ldy;
+#endif
+}
+
+void nbits_q8_gemm_reference(const NBitsWeights& w, const uint8_t* prepared, int64_t rows,
+                             float* y, int64_t ldy) {
+  const RowLayout layout(w.K, w.block_size);
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* row = prepared + r * layout.bytes();
+    const auto* values = reinterpret_cast<const int8_t*>(row);
+    const auto* scales = reinterpret_cast<const float*>(row + layout.scales_at());
+    const auto* sums = reinterpret_cast<const float*>(row + layout.sums_at());
+    for (int64_t n = 0; n < w.N; ++n) {
+      float total = 0.0f;
+      for (int64_t c = 0; c < w.K / kChunk; ++c) {
+        int32_t dot = 0;
+        for (int64_t k = c * kChunk; k < (c + 1) * kChunk; ++k)
+          dot += code_at(w.codes, w.K, n, k) * values[k];
+        total += float(dot) * scales[c] * w.scale[n * layout.blocks + c * kChunk / w.block_size];
+      }
+      for (int64_t b = 0; b < layout.blocks; ++b)
+        total += w.neg_zp_scale[n * layout.blocks + b] * sums[b];
+      y[r * ldy + n] = total;
+    }
+  }
+}
+
+}  // namespace nxrt::gemm
