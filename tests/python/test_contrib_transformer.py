@@ -5,6 +5,7 @@ import os
 import numpy as np
 import onnxruntime as ort
 import pytest
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import nxrt
@@ -383,6 +384,14 @@ def test_matmul_nbits_names_bad_weights():
     feeds["b"] = feeds["b"][:20]
     with pytest.raises(nxrt.InvalidArgument, match="B must hold N x k_blocks x blob_size"):
         nxrt.InferenceSession(data).run(None, feeds)
+    # A constant B too short: refused when the session is made, before its codes are kept.
+    data, feeds = _nbits_model(96, 24, 4, 32, None, False, True, (5, 96))
+    model = onnx.load_from_string(data)
+    for init in model.graph.initializer:
+        if init.name == "b":
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init)[:20], "b"))
+    with pytest.raises(nxrt.InvalidArgument, match="B must hold N x k_blocks x blob_size"):
+        nxrt.InferenceSession(model.SerializeToString()).run(None, feeds)
 
 
 @pytest.mark.parametrize("interleaved", [0, 1])
