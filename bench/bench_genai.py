@@ -165,7 +165,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--weights", nargs="+", choices=["fp32", "int4"], default=["fp32", "int4"])
+    ap.add_argument("--weights", nargs="+", choices=["fp32", "int4", "int4-u8"],
+                    default=["fp32", "int4"])
     args = ap.parse_args()
     try:
         import onnxruntime_genai as og

@@ -301,8 +301,10 @@ void BM_NBitsRows(benchmark::State& state) {
       state.SkipWithError("needs AVX-512 VNNI");
       return;
     }
-    const auto w = nxrt::gemm::NBitsQ8Strips::pack(N, K, block, codes.data(), scale.data(),
-                                                   neg_zp_scale.data());
+    std::vector<uint8_t> zero_point(scale.size());
+    for (auto& z : zero_point) z = uint8_t(rng() % 16);
+    const auto w =
+        nxrt::gemm::NBitsQ8Strips::pack(N, K, block, codes.data(), scale.data(), zero_point.data());
     const int64_t row_bytes = nxrt::gemm::nbits_q8_row_bytes(K, block);
     std::vector<uint8_t> prepared(size_t(row_bytes * rows));
     std::vector<float> y(size_t(N * rows));

@@ -1,6 +1,8 @@
 // MatMulNBits' 8-bit-A product (gemm/nbits_q8.h): the VNNI kernels against the plain-loop
 // reference on the same quantized rows, the quantization's error against the float
 // product, results independent of the rows computed alongside, and NaN carried through.
+#include "ep/cpu/gemm/nbits_q8.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,8 +10,6 @@
 #include <limits>
 #include <random>
 #include <vector>
-
-#include "ep/cpu/gemm/nbits_q8.h"
 
 namespace {
 
@@ -21,6 +21,7 @@ struct Problem {
   Case c;
   std::vector<uint8_t> codes;
   std::vector<float> scale, zero, neg_zp_scale, x;
+  std::vector<uint8_t> zero_point;
   int64_t rows;
 
   Problem(Case shape, int64_t row_count, uint32_t seed) : c(shape), rows(row_count) {
@@ -31,7 +32,8 @@ struct Problem {
     const size_t blocks = size_t(c.N * c.K / c.block_size);
     for (size_t i = 0; i < blocks; ++i) {
       scale.push_back(0.01f + 0.1f * std::fabs(unit(rng)));
-      zero.push_back(float(rng() % 16) + 0.25f * unit(rng));  // float zero points (Q4_1)
+      zero_point.push_back(uint8_t(rng() % 16));
+      zero.push_back(float(zero_point.back()));
       neg_zp_scale.push_back(-zero.back() * scale.back());
     }
     for (int64_t i = 0; i < rows * c.K; ++i) x.push_back(unit(rng) * (i % 7 == 0 ? 4.0f : 1.0f));
@@ -49,7 +51,7 @@ struct Problem {
   }
   nxrt::gemm::NBitsQ8Strips strips() const {
     return nxrt::gemm::NBitsQ8Strips::pack(c.N, c.K, c.block_size, codes.data(), scale.data(),
-                                           neg_zp_scale.data());
+                                           zero_point.data());
   }
   float weight(int64_t n, int64_t k) const {
     const uint8_t byte = codes[size_t(n * c.K / 2 + k / 2)];
@@ -79,8 +81,7 @@ TEST(NBitsQ8, KernelMatchesReferenceOnTheSameRows) {
       const int64_t row_bytes = nxrt::gemm::nbits_q8_row_bytes(c.K, c.block_size);
       std::vector<float> got(size_t(rows * c.N), -7.0f), want(got.size());
       nxrt::gemm::nbits_q8_gemm(strips, prepared.data(), rows, 0, 1, got.data(), c.N);
-      nxrt::gemm::nbits_q8_gemm(strips, prepared.data(), rows, 1, strips.strips(), got.data(),
-                                c.N);
+      nxrt::gemm::nbits_q8_gemm(strips, prepared.data(), rows, 1, strips.strips(), got.data(), c.N);
       nxrt::gemm::nbits_q8_gemm_reference(p.weights(), prepared.data(), rows, want.data(), c.N);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t n = 0; n < c.N; ++n) {

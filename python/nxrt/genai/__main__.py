@@ -1,6 +1,6 @@
 """python -m nxrt.genai: convert a GGUF file, or generate text from a model folder or GGUF.
 
-  python -m nxrt.genai convert MODEL.gguf OUT_DIR [--weights fp32|int4] [--attention gqa|ops]
+  python -m nxrt.genai convert MODEL.gguf OUT_DIR [--weights fp32|int4|int4-u8] [--attention gqa|ops]
   python -m nxrt.genai generate MODEL --prompt TEXT [--stream] [--max-tokens N]
         [--temperature T] [--top-p P] [--top-k K] [--seed S] [--threads N]
 
@@ -28,7 +28,7 @@ def main(argv=None):
     c = sub.add_parser("convert", help="GGUF file to an ONNX model folder")
     c.add_argument("gguf")
     c.add_argument("out_dir")
-    c.add_argument("--weights", choices=["fp32", "int4"], default="int4")
+    c.add_argument("--weights", choices=["fp32", "int4", "int4-u8"], default="int4")
     c.add_argument("--attention", choices=["gqa", "ops"], default="gqa",
                    help="GroupQueryAttention with a cache updated in place (default), or "
                         "standard ONNX ops")
@@ -42,7 +42,7 @@ def main(argv=None):
     g.add_argument("--top-k", type=int, default=None)
     g.add_argument("--seed", type=int, default=None)
     g.add_argument("--threads", type=int, default=None)
-    g.add_argument("--weights", choices=["fp32", "int4"], default="int4",
+    g.add_argument("--weights", choices=["fp32", "int4", "int4-u8"], default="int4",
                    help="weights of the conversion when MODEL is a .gguf file")
     args = ap.parse_args(argv)
     try:

@@ -147,6 +147,11 @@ class _LlamaBuilder:
         if t.shape != (out_features, in_features):
             raise ConvertError(f"tensor '{name}' has shape {list(t.shape)}, expected "
                                f"{[out_features, in_features]}")
+        if self.weights == "int4-u8":
+            w = self.g.array(name)
+            if unpermute_heads:
+                w = _unpermute_rows(w, unpermute_heads)
+            return self._matmul_u8_zero_points(x, name, w)
         if self.weights == "int4" and t.ggml_type in (Q4_0, Q4_1, Q8_0):
             return self._matmul_nbits(x, t, unpermute_heads)
         if self.weights == "int4" and t.ggml_type in AFFINE:
@@ -186,6 +191,29 @@ class _LlamaBuilder:
                                     b.const(scale, t.name + ".scales"),
                                     b.const(zp, t.name + ".zero_points")],
                     domain="com.microsoft", K=k, N=n, bits=stored, block_size=length)
+
+    def _matmul_u8_zero_points(self, x, name, w):
+        """x times w [out, in] re-quantized as onnxruntime's MatMulNBits quantizer does for
+        CPU models: blocks of 32 along `in`, each (code - zero_point) * scale with
+        scale = (max - min) / 15 over the block (0 included) and an integer zero point in
+        uint8, accuracy_level 4 (onnxruntime and nxrt then compute A in 8 bits)."""
+        n, k = w.shape
+        if k % 32:
+            return self.b.op("MatMul", [x, self.b.const(w.T.astype(np.float32), name)])
+        blocks = w.astype(np.float32).reshape(n, k // 32, 32)
+        low = np.minimum(blocks.min(axis=2), 0.0)
+        high = np.maximum(blocks.max(axis=2), 0.0)
+        scale = ((high - low) / 15.0).astype(np.float32)
+        safe = np.where(scale == 0, 1.0, scale)
+        zp = np.clip(np.rint(-low / safe), 0, 15).astype(np.uint8)
+        codes = np.clip(np.rint(blocks / safe[..., None]) + zp[..., None], 0, 15).astype(np.uint8)
+        if zp.shape[1] % 2:  # a row's zero points fill whole bytes
+            zp = np.concatenate([zp, np.zeros((n, 1), np.uint8)], axis=1)
+        b = self.b
+        return b.op("MatMulNBits", [x, b.const(_pack_nibbles(codes), name + ".q4"),
+                                    b.const(scale.reshape(-1), name + ".scales"),
+                                    b.const(_pack_nibbles(zp).reshape(-1), name + ".zero_points")],
+                    domain="com.microsoft", K=k, N=n, bits=4, block_size=32, accuracy_level=4)
 
     def _matmul_nbits(self, x, t, unpermute_heads):
         n, k = t.shape
@@ -368,8 +396,11 @@ class _LlamaBuilder:
         x = self.rms_norm(x, "output_norm.weight")
         # The LM head: output.weight, or the embedding matrix when they are tied.
         head = "output.weight" if "output.weight" in self.g.tensors else "token_embd.weight"
-        if self.weights == "fp32" or self.g.tensors[head].ggml_type not in (Q4_0, Q4_1, Q8_0,
-                                                                              *AFFINE):
+        if self.weights == "int4-u8":
+            w = embed if head == "token_embd.weight" else self.tensor(head)
+            b.op("Identity", [self._matmul_u8_zero_points(x, "lm_head.weight", w)], ["logits"])
+        elif self.weights == "fp32" or self.g.tensors[head].ggml_type not in (Q4_0, Q4_1, Q8_0,
+                                                                                *AFFINE):
             w = embed if head == "token_embd.weight" else self.tensor(head)
             b.op("MatMul", [x, b.const(np.ascontiguousarray(w.T), "lm_head.weight")], ["logits"])
         else:
@@ -417,15 +448,17 @@ def genai_config(cfg, metadata, attention="gqa"):
 
 def convert_gguf(gguf_path, out_dir, weights="fp32", attention="gqa"):
     """Writes the ONNX model folder for GGUF file `gguf_path` as `out_dir`; returns out_dir.
-    weights: "fp32" (every tensor dequantized) or "int4" (Q4_0 / Q4_1 / Q8_0 matrices as
-    MatMulNBits). attention: "gqa" (com.microsoft GroupQueryAttention, a cache that past
+    weights: "fp32" (every tensor dequantized), "int4" (Q4_0 / Q4_1 / Q8_0 matrices as
+    MatMulNBits, the GGUF's own blocks) or "int4-u8" (every matrix, the LM head included,
+    re-quantized to 4 bits with uint8 zero points and accuracy_level 4: the layout of
+    onnxruntime-genai's CPU int4 models, lossy over the GGUF's blocks). attention: "gqa" (com.microsoft GroupQueryAttention, a cache that past
     and present may share) or "ops" (standard ONNX ops only, the cache grown by Concat). The folder is written beside out_dir and renamed into place when whole,
     so an interrupted conversion never leaves a folder that looks finished; an existing
     out_dir is replaced."""
     import shutil
 
-    if weights not in ("fp32", "int4"):
-        raise ValueError(f"weights must be 'fp32' or 'int4', not {weights!r}")
+    if weights not in ("fp32", "int4", "int4-u8"):
+        raise ValueError(f"weights must be 'fp32', 'int4' or 'int4-u8', not {weights!r}")
     if attention not in ("gqa", "ops"):
         raise ValueError(f"attention must be 'gqa' or 'ops', not {attention!r}")
     out_dir = os.path.abspath(out_dir)

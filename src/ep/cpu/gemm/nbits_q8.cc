@@ -71,9 +71,9 @@ __attribute__((target("avx512f,avx512bw"))) float quantize_avx512(const float* x
   const float largest = _mm512_reduce_max_ps(max_abs);
   const __m512 inverse = _mm512_set1_ps(largest > 0.0f ? 127.0f / largest : 0.0f);
   for (int64_t i = 0; i < count; i += 16)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i),
-                     _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i),
-                                                                            inverse))));
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(q + i),
+        _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i), inverse))));
   return largest / 127.0f;
 }
 #endif
@@ -100,12 +100,16 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void strip_rows(
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < layout.blocks; ++b) {
-    const uint8_t* block = w.block(strip, b);
-    const __m512 scale = _mm512_load_ps(block);
-    const __m512 offset = _mm512_load_ps(block + 64);
+    const uint8_t* block_scales = w.scales(strip, b);
+    const __m512 scale = _mm512_loadu_ps(block_scales);
+    // zero point x scale: the offsets, subtracted per block times the block's sum of x'.
+    const __m512 zero_scale =
+        _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(block_scales + 64)))),
+                      scale);
     for (int64_t cc = 0; cc < chunks_per_block; ++cc) {
       const int64_t c = b * chunks_per_block + cc;
-      const uint8_t* q = block + 128 + cc * 256;
+      const uint8_t* q = w.codes(strip, c);
       // The codes a few blocks ahead, a line at a time: a decode step streams them from
       // memory, and the hardware prefetcher alone leaves this loop waiting.
       for (int line = 0; line < 4; ++line)
@@ -122,8 +126,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void strip_rows(
         // Two chains of four (a vpdpbusd waits for the one before it in its chain).
         __m512i sum_low = _mm512_setzero_si512(), sum_high = _mm512_setzero_si512();
         for (int j = 0; j < 4; ++j) {
-          sum_low =
-              _mm512_dpbusd_epi32(sum_low, low[j], _mm512_set1_epi32(four_bytes(x + 8 * j)));
+          sum_low = _mm512_dpbusd_epi32(sum_low, low[j], _mm512_set1_epi32(four_bytes(x + 8 * j)));
           sum_high =
               _mm512_dpbusd_epi32(sum_high, high[j], _mm512_set1_epi32(four_bytes(x + 8 * j + 4)));
         }
@@ -134,9 +137,9 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void strip_rows(
       }
     }
     for (int r = 0; r < R; ++r) {
-      const float sum = reinterpret_cast<const float*>(prepared + r * row_bytes +
-                                                       layout.sums_at())[b];
-      acc[r] = _mm512_fmadd_ps(offset, _mm512_set1_ps(sum), acc[r]);
+      const float sum =
+          reinterpret_cast<const float*>(prepared + r * row_bytes + layout.sums_at())[b];
+      acc[r] = _mm512_fnmadd_ps(zero_scale, _mm512_set1_ps(sum), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r)
@@ -164,34 +167,37 @@ float nbits_q8_quantize(const float* x, int64_t count, int8_t* q) {
 }
 
 NBitsQ8Strips NBitsQ8Strips::pack(int64_t N, int64_t K, int64_t block_size, const uint8_t* codes,
-                                  const float* scale, const float* neg_zp_scale) {
+                                  const float* scale, const uint8_t* zero_point) {
   NBitsQ8Strips w;
   w.N = N;
   w.K = K;
   w.block_size = block_size;
-  const int64_t blocks = K / block_size;
-  w.storage.assign(size_t(w.strips() * blocks * w.block_bytes() + 64), 0);
+  const int64_t blocks = w.blocks();
+  w.storage.assign(size_t(w.strips() * w.strip_bytes() + 64), 0);
   auto* base = const_cast<uint8_t*>(w.data());
-  for (int64_t s = 0; s < w.strips(); ++s)
+  for (int64_t n = 0; n < N; ++n) {  // padding outputs keep zero codes and scales
+    const int64_t s = n / kNBitsQ8StripOutputs, o = n % kNBitsQ8StripOutputs;
+    uint8_t* strip = base + s * w.strip_bytes();
     for (int64_t b = 0; b < blocks; ++b) {
-      uint8_t* block = base + (s * blocks + b) * w.block_bytes();
-      auto* block_scale = reinterpret_cast<float*>(block);
-      auto* block_offset = reinterpret_cast<float*>(block + 64);
-      for (int64_t o = 0; o < kNBitsQ8StripOutputs; ++o) {
-        const int64_t n = s * kNBitsQ8StripOutputs + o;
-        if (n >= N) continue;  // padding outputs: zero codes and scales
-        block_scale[o] = scale[n * blocks + b];
-        block_offset[o] = neg_zp_scale[n * blocks + b];
-        for (int64_t k = b * block_size; k < (b + 1) * block_size; ++k) {
-          // k's 32-value chunk in the block, its 8-value run j, the half (low: first 4)
-          // and the place t in the 4.
-          const int64_t cc = (k - b * block_size) / kChunk, j = k % kChunk / 8;
-          const int64_t half = k % 8 / 4, t = k % 4;
-          uint8_t& byte = block[128 + cc * 256 + j * 64 + o * 4 + t];
-          byte = uint8_t(byte | (code_at(codes, K, n, k) << (4 * half)));
-        }
-      }
+      uint8_t* block_scales = strip + b * kScaleBytes;
+      std::memcpy(block_scales + o * int64_t(sizeof(float)), scale + n * blocks + b, sizeof(float));
+      block_scales[64 + o] = zero_point[n * blocks + b];
     }
+    for (int64_t c = 0; c < K / kChunk; ++c) {
+      const uint8_t* src = codes + n * (K / 2) + c * (kChunk / 2);
+      uint8_t code[kChunk];
+      for (int64_t i = 0; i < kChunk / 2; ++i) {
+        code[2 * i] = src[i] & 15;
+        code[2 * i + 1] = src[i] >> 4;
+      }
+      // Vector j: k = 8j + t (t < 4) in the low nibble of byte 4 * o + t, 8j + 4 + t in
+      // its high one.
+      uint8_t* dst = strip + w.codes_at() + c * 256 + o * 4;
+      for (int64_t j = 0; j < 4; ++j)
+        for (int64_t t = 0; t < 4; ++t)
+          dst[j * 64 + t] = uint8_t(code[8 * j + t] | (code[8 * j + 4 + t] << 4));
+    }
+  }
   return w;
 }
 
@@ -215,11 +221,11 @@ void nbits_q8_prepare(const float* x, int64_t K, int64_t block_size, uint8_t* ro
   }
 }
 
-void nbits_q8_gemm(const NBitsQ8Strips& w, const uint8_t* prepared, int64_t rows,
-                          int64_t s0, int64_t s1, float* y, int64_t ldy) {
+void nbits_q8_gemm(const NBitsQ8Strips& w, const uint8_t* prepared, int64_t rows, int64_t s0,
+                   int64_t s1, float* y, int64_t ldy) {
 #if defined(__x86_64__) || defined(__i386__)
-  using Rows = void (*)(const NBitsQ8Strips&, int64_t, const uint8_t*, int64_t, __mmask16, float*,
-                        int64_t);
+  using Rows =
+      void (*)(const NBitsQ8Strips&, int64_t, const uint8_t*, int64_t, __mmask16, float*, int64_t);
   static constexpr Rows kRows[] = {strip_rows<1>, strip_rows<2>, strip_rows<3>, strip_rows<4>,
                                    strip_rows<5>, strip_rows<6>, strip_rows<7>, strip_rows<8>};
   const int64_t row_bytes = nbits_q8_row_bytes(w.K, w.block_size);
@@ -236,8 +242,8 @@ void nbits_q8_gemm(const NBitsQ8Strips& w, const uint8_t* prepared, int64_t rows
 #endif
 }
 
-void nbits_q8_gemm_reference(const NBitsWeights& w, const uint8_t* prepared, int64_t rows,
-                             float* y, int64_t ldy) {
+void nbits_q8_gemm_reference(const NBitsWeights& w, const uint8_t* prepared, int64_t rows, float* y,
+                             int64_t ldy) {
   const RowLayout layout(w.K, w.block_size);
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* row = prepared + r * layout.bytes();

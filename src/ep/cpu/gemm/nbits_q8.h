@@ -8,11 +8,12 @@
 //
 // The codes lie in strips of 16 outputs: 64 bytes hold the 16 outputs' codes of 4
 // consecutive k in their low nibbles and of the next 4 k in the high ones, so a vpdpbusd
-// against x's 4 values broadcast adds 64 products into the 16 outputs' sums. Per block:
-// the 16 outputs' scales, their offsets (-zero_point * scale), then the block's codes, 256
-// bytes per 32 k: one sequential stream per strip. Measured on SmolLM2-135M's feed-forward
-// shape (576 x 1536, in L2, 1 thread, BM_NBitsRows): 1 row 13 us against 50 for the float
-// path's table lookups (gemm/nbits_gemv.h), 32 rows 235-240 us against 415 for its strips.
+// against x's 4 values broadcast adds 64 products into the 16 outputs' sums. A strip holds
+// per block the 16 outputs' scales and zero points (80 bytes; the zero points are
+// integers here, as the offsets they make), then the codes, 256 bytes per 32 k: 21 bytes
+// per 32 weights, two sequential streams. Measured on SmolLM2-135M's feed-forward shape
+// (576 x 1536, in L2, 1 thread, BM_NBitsRows): 1 row 13 us against 50 for the float path's
+// table lookups (gemm/nbits_gemv.h), 32 rows 235-240 us against 415 for its strips.
 //
 // Each row is computed alone, in the same order whatever rows or outputs are computed with
 // it, so a row's result does not depend on the batch it is in (one row or a prompt).
@@ -36,9 +37,17 @@ struct NBitsQ8Strips {
   std::vector<uint8_t> storage;
 
   int64_t strips() const { return (N + kNBitsQ8StripOutputs - 1) / kNBitsQ8StripOutputs; }
-  int64_t block_bytes() const { return 128 + block_size / 32 * 256; }
-  const uint8_t* block(int64_t strip, int64_t b) const {
-    return data() + (strip * (K / block_size) + b) * block_bytes();
+  int64_t blocks() const { return K / block_size; }
+  // A strip: the blocks' scales and zero points, then (from a 64-byte boundary) the codes.
+  int64_t codes_at() const { return (blocks() * kScaleBytes + 63) / 64 * 64; }
+  int64_t strip_bytes() const { return codes_at() + K / 32 * 256; }
+  // Block b's 16 float scales, then its 16 uint8 zero points.
+  const uint8_t* scales(int64_t strip, int64_t b) const {
+    return data() + strip * strip_bytes() + b * kScaleBytes;
+  }
+  // The codes of k from 32 * chunk on: 4 vectors of 64 bytes.
+  const uint8_t* codes(int64_t strip, int64_t chunk) const {
+    return data() + strip * strip_bytes() + codes_at() + chunk * 256;
   }
   // storage from its first 64-byte boundary
   const uint8_t* data() const {
@@ -47,9 +56,12 @@ struct NBitsQ8Strips {
   }
   bool empty() const { return storage.empty(); }
   // From 4-bit codes [N][K / 2] (element 2i in the low nibble of byte i), scale and
-  // neg_zp_scale [N][K / block_size]; block_size a multiple of 32 dividing K.
+  // zero_point [N][K / block_size] (integers 0..15, one a byte); block_size a multiple of
+  // 32 dividing K.
   static NBitsQ8Strips pack(int64_t N, int64_t K, int64_t block_size, const uint8_t* codes,
-                            const float* scale, const float* neg_zp_scale);
+                            const float* scale, const uint8_t* zero_point);
+
+  static constexpr int64_t kScaleBytes = kNBitsQ8StripOutputs * 5;
 };
 
 // count (a multiple of 16) values of x as int8 times the returned scale, max |x| / 127,
@@ -70,7 +82,7 @@ void nbits_q8_gemm(const NBitsQ8Strips& w, const uint8_t* prepared, int64_t rows
 
 // The same products in plain loops from MatMulNBits' own layout (integer sums per 32, then
 // floats in k order): the reference the tests hold nbits_q8_gemm and the packing to.
-void nbits_q8_gemm_reference(const NBitsWeights& w, const uint8_t* prepared, int64_t rows,
-                             float* y, int64_t ldy);
+void nbits_q8_gemm_reference(const NBitsWeights& w, const uint8_t* prepared, int64_t rows, float* y,
+                             int64_t ldy);
 
 }  // namespace nxrt::gemm

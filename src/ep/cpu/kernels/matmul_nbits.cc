@@ -122,8 +122,12 @@ class MatMulNBitsKernel final : public Kernel {
         neg_zp_scale[size_t(q)] = -zero_point(g_, zero_points, n, blk) * scale[q];
       }
     if (int8_a) {
+      std::vector<uint8_t> integer_zp(neg_zp_scale.size());
+      for (int64_t n = 0; n < g_.N; ++n)
+        for (int64_t blk = 0; blk < g_.blocks(); ++blk)
+          integer_zp[size_t(n * g_.blocks() + blk)] = uint8_t(zero_point(g_, zero_points, n, blk));
       q8_strips_ =
-          gemm::NBitsQ8Strips::pack(g_.N, g_.K, g_.block_size, codes, scale, neg_zp_scale.data());
+          gemm::NBitsQ8Strips::pack(g_.N, g_.K, g_.block_size, codes, scale, integer_zp.data());
       return Status();
     }
     codes_.assign(codes, codes + g_.N * g_.K * g_.bits / 8);
