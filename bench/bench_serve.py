@@ -5,7 +5,7 @@ next to one client alone. SmolLM2-135M-Instruct int4 converted from the zoo's GG
 same load and thread count.
 
   PYTHONPATH=python .venv/bin/python bench/bench_serve.py [--clients 32] [--requests 2]
-      [--tokens 64] [--threads 1] [--batch 8 1] [--llama-cpp]
+      [--tokens 64] [--threads 1] [--batch 8 1] [--weights int4|int4-u8] [--llama-cpp]
 """
 import argparse
 import http.client
@@ -111,14 +111,16 @@ def main():
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batch", type=int, nargs="+", default=[8, 1])
+    ap.add_argument("--weights", choices=["int4", "int4-u8"], default="int4",
+                    help="the conversion (int4-u8: onnxruntime-genai's CPU int4 layout)")
     ap.add_argument("--llama-cpp", action="store_true",
                     help="also llama-cpp-python's server on the GGUF")
     args = ap.parse_args()
     from nxrt.genai.convert import convert_gguf
 
     gguf = zoo._fetcher().fetch_source(zoo.get_entry("smollm2_135m_int4"), zoo.cache_dir())
-    folder = convert_gguf(gguf, os.path.join(tempfile.mkdtemp(), "smollm2"), weights="int4")
-    print(f"SmolLM2-135M int4, {args.threads} thread(s), {args.tokens} tokens per request, "
+    folder = convert_gguf(gguf, os.path.join(tempfile.mkdtemp(), "smollm2"), weights=args.weights)
+    print(f"SmolLM2-135M {args.weights}, {args.threads} thread(s), {args.tokens} tokens per request, "
           f"{args.clients} clients x {args.requests} requests, greedy")
     for batch in args.batch:
         port = free_port()
