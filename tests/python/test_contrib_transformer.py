@@ -2,10 +2,11 @@
 SkipLayerNormalization, FusedMatMul, DynamicQuantizeLSTM), against onnxruntime."""
 import os
 
+import cpu_features
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import nxrt
@@ -345,16 +346,7 @@ def test_matmul_nbits_row_does_not_depend_on_its_batch(bits):
         np.testing.assert_array_equal(part, whole[rows], err_msg=str(rows))
 
 
-def _avx512_vnni():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return (" avx512_vnni" in f.read() and not os.environ.get("NXRT_GEMM_KERNEL")
-                    and not os.environ.get("NXRT_QGEMM"))
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not _avx512_vnni(),
+@pytest.mark.skipif(not cpu_features.int8_a_for_matmul_nbits(),
                     reason="nxrt computes A in 8 bits on AVX-512 VNNI only (in float elsewhere)")
 @pytest.mark.parametrize("zp_kind", [None, "u8"])
 @pytest.mark.parametrize("block", [32, 64, 128])

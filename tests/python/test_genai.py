@@ -6,6 +6,7 @@ the same folders. Skipped when the package cannot be fetched."""
 import os
 import struct
 
+import cpu_features
 import numpy as np
 import pytest
 import smollm2_gguf
@@ -328,16 +329,7 @@ def _forced_logits(session, prompt_ids, tokens):
     return np.array(out)
 
 
-def _avx512_vnni():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return (" avx512_vnni" in f.read() and not os.environ.get("NXRT_GEMM_KERNEL")
-                    and not os.environ.get("NXRT_QGEMM"))
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not _avx512_vnni(),
+@pytest.mark.skipif(not cpu_features.int8_a_for_matmul_nbits(),
                     reason="nxrt computes A in 8 bits on AVX-512 VNNI only (in float elsewhere)")
 def test_int4_u8_folder_follows_onnxruntime(gguf_path, tmp_path):
     """weights="int4-u8" (uint8 zero points, accuracy_level 4: A in 8 bits in both

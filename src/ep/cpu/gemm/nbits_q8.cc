@@ -5,18 +5,9 @@
 #include <cstring>
 #include <limits>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/gemm/qgemm.h"
-
-#if defined(__GNUC__) && !defined(__clang__)
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which its flow analysis
-// reports as "may be used uninitialized" once inlined (a known false positive).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "ep/cpu/x86_simd.h"
 
 namespace nxrt::gemm {
 namespace {

@@ -2,17 +2,8 @@
 
 #include <algorithm>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 #include "ep/cpu/gemm/gemm.h"
-
-#if defined(__GNUC__) && !defined(__clang__)
-// GCC 12's AVX-512 widening intrinsics start from _mm512_undefined_epi32(), which its
-// flow analysis reports as "may be used uninitialized" once inlined (a false positive).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "ep/cpu/x86_simd.h"
 
 namespace nxrt::gemm {
 namespace {
