@@ -252,8 +252,8 @@ BENCHMARK(BM_Qgemm)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMicrosecond
 // SmolLM2-135M's feed-forward shape, K = 576, N = 1536, per kernel (arg 0: 1 AVX2 rows and
 // 2 AVX-512 rows, up to 4; 3 the AVX-512 strips' tiles, what MatMulNBits does for more
 // rows; 0 the float GEMM on a dequantized, packed copy, what it does for more rows
-// without AVX-512; 4 the 8-bit A of accuracy_level 4 on AVX-512 VNNI, any number of
-// rows) and rows (arg 1). The weights (442 KiB of codes) stay in L2, so this
+// without AVX-512; 4 and 5 the 8-bit A of accuracy_level 4, AVX-512 VNNI and AVX2,
+// any number of rows) and rows (arg 1). The weights (442 KiB of codes) stay in L2, so this
 // measures the unpacking, not memory.
 void BM_NBitsRows(benchmark::State& state) {
   const auto kernel =
@@ -296,9 +296,11 @@ void BM_NBitsRows(benchmark::State& state) {
     }
     return;
   }
-  if (state.range(0) == 4) {  // 8-bit A on AVX-512 VNNI (nbits_q8.h), any number of rows
-    if (!nxrt::gemm::nbits_q8_available()) {
-      state.SkipWithError("needs AVX-512 VNNI");
+  if (state.range(0) >= 4) {  // 8-bit A (nbits_q8.h), any number of rows
+    const auto q8 =
+        state.range(0) == 4 ? nxrt::gemm::MicroKernel::kAvx512 : nxrt::gemm::MicroKernel::kAvx2;
+    if (!nxrt::gemm::nbits_q8_available(q8)) {
+      state.SkipWithError("kernel not available on this CPU");
       return;
     }
     std::vector<uint8_t> zero_point(scale.size());
@@ -311,7 +313,7 @@ void BM_NBitsRows(benchmark::State& state) {
     for (auto _ : state) {
       for (int64_t r = 0; r < rows; ++r)
         nxrt::gemm::nbits_q8_prepare(x.data() + r * K, K, block, prepared.data() + r * row_bytes);
-      nxrt::gemm::nbits_q8_gemm(w, prepared.data(), rows, 0, w.strips(), y.data(), N);
+      nxrt::gemm::nbits_q8_gemm(w, prepared.data(), rows, 0, w.strips(), y.data(), N, q8);
       benchmark::DoNotOptimize(y.data());
     }
     return;
@@ -331,7 +333,7 @@ void BM_NBitsRows(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_NBitsRows)
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2, 4, 8, 16, 32, 64}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {1, 2, 4, 8, 16, 32, 64}})
     ->Unit(benchmark::kMicrosecond);
 
 // One ONNX op on float tensors of 1M elements through nxrt's eager path (the kernel a

@@ -72,35 +72,61 @@ const Case kCases[] = {
 // another order), over threads' split of the strips; and each row alone gives the same
 // bits as among the others.
 TEST(NBitsQ8, KernelMatchesReferenceOnTheSameRows) {
-  if (!nxrt::gemm::nbits_q8_available()) GTEST_SKIP() << "needs AVX-512 VNNI";
-  for (const Case& c : kCases)
-    for (int64_t rows : {1, 2, 5, 8, 13}) {
-      const Problem p(c, rows, uint32_t(c.K + rows));
-      const auto strips = p.strips();
-      const auto prepared = p.prepare();
-      const int64_t row_bytes = nxrt::gemm::nbits_q8_row_bytes(c.K, c.block_size);
-      std::vector<float> got(size_t(rows * c.N), -7.0f), want(got.size());
-      nxrt::gemm::nbits_q8_gemm(strips, prepared.data(), rows, 0, 1, got.data(), c.N);
-      nxrt::gemm::nbits_q8_gemm(strips, prepared.data(), rows, 1, strips.strips(), got.data(), c.N);
-      nxrt::gemm::nbits_q8_gemm_reference(p.weights(), prepared.data(), rows, want.data(), c.N);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t n = 0; n < c.N; ++n) {
-          double magnitude = 0.0;
-          for (int64_t k = 0; k < c.K; ++k)
-            magnitude += std::fabs(double(p.x[size_t(r * c.K + k)]) * p.weight(n, k));
-          const size_t i = size_t(r * c.N + n);
-          EXPECT_NEAR(got[i], want[i], 1e-5 * magnitude)
-              << "K " << c.K << " block " << c.block_size << " rows " << rows << " row " << r
-              << " output " << n;
+  using nxrt::gemm::MicroKernel;
+  for (MicroKernel kernel : {MicroKernel::kAvx512, MicroKernel::kAvx2}) {
+    if (!nxrt::gemm::nbits_q8_available(kernel)) continue;
+    for (const Case& c : kCases)
+      for (int64_t rows : {1, 2, 5, 8, 13}) {
+        const Problem p(c, rows, uint32_t(c.K + rows));
+        const auto strips = p.strips();
+        const auto prepared = p.prepare();
+        const int64_t row_bytes = nxrt::gemm::nbits_q8_row_bytes(c.K, c.block_size);
+        std::vector<float> got(size_t(rows * c.N), -7.0f), want(got.size());
+        nxrt::gemm::nbits_q8_gemm(strips, prepared.data(), rows, 0, 1, got.data(), c.N, kernel);
+        nxrt::gemm::nbits_q8_gemm(strips, prepared.data(), rows, 1, strips.strips(), got.data(),
+                                  c.N, kernel);
+        nxrt::gemm::nbits_q8_gemm_reference(p.weights(), prepared.data(), rows, want.data(), c.N);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t n = 0; n < c.N; ++n) {
+            double magnitude = 0.0;
+            for (int64_t k = 0; k < c.K; ++k)
+              magnitude += std::fabs(double(p.x[size_t(r * c.K + k)]) * p.weight(n, k));
+            const size_t i = size_t(r * c.N + n);
+            EXPECT_NEAR(got[i], want[i], 1e-5 * magnitude)
+                << "kernel " << int(kernel) << " K " << c.K << " block " << c.block_size << " rows "
+                << rows << " row " << r << " output " << n;
+          }
+        for (int64_t r : {int64_t(0), rows - 1}) {
+          std::vector<float> alone(size_t(c.N), -7.0f);
+          nxrt::gemm::nbits_q8_gemm(strips, prepared.data() + r * row_bytes, 1, 0, strips.strips(),
+                                    alone.data(), c.N, kernel);
+          for (int64_t n = 0; n < c.N; ++n)
+            EXPECT_EQ(alone[size_t(n)], got[size_t(r * c.N + n)])
+                << "kernel " << int(kernel) << " row " << r << " output " << n;
         }
-      for (int64_t r : {int64_t(0), rows - 1}) {
-        std::vector<float> alone(size_t(c.N), -7.0f);
-        nxrt::gemm::nbits_q8_gemm(strips, prepared.data() + r * row_bytes, 1, 0, strips.strips(),
-                                  alone.data(), c.N);
-        for (int64_t n = 0; n < c.N; ++n)
-          EXPECT_EQ(alone[size_t(n)], got[size_t(r * c.N + n)]) << "row " << r << " output " << n;
       }
-    }
+  }
+}
+
+// AVX2 makes the same integer sums with other instructions and the same float operations
+// per output: the same bits as AVX-512, so a model's results do not depend on which runs.
+TEST(NBitsQ8, Avx2GivesTheSameBitsAsAvx512) {
+  using nxrt::gemm::MicroKernel;
+  if (!nxrt::gemm::nbits_q8_available(MicroKernel::kAvx512) ||
+      !nxrt::gemm::nbits_q8_available(MicroKernel::kAvx2))
+    GTEST_SKIP() << "needs AVX-512 VNNI";
+  for (const Case& c : kCases) {
+    const Problem p(c, 7, uint32_t(c.K * 3));
+    const auto strips = p.strips();
+    const auto prepared = p.prepare();
+    std::vector<float> avx512(size_t(7 * c.N)), avx2(avx512.size());
+    nxrt::gemm::nbits_q8_gemm(strips, prepared.data(), 7, 0, strips.strips(), avx512.data(), c.N,
+                              MicroKernel::kAvx512);
+    nxrt::gemm::nbits_q8_gemm(strips, prepared.data(), 7, 0, strips.strips(), avx2.data(), c.N,
+                              MicroKernel::kAvx2);
+    for (size_t i = 0; i < avx512.size(); ++i)
+      EXPECT_EQ(avx2[i], avx512[i]) << "K " << c.K << " block " << c.block_size << " at " << i;
+  }
 }
 
 // The 8-bit rows stay within their rounding of the float product: each x moves by at most
@@ -157,9 +183,11 @@ TEST(NBitsQ8, NonFiniteInputGivesNaN) {
   std::vector<float> y(size_t(c.N));
   nxrt::gemm::nbits_q8_gemm_reference(p.weights(), prepared.data(), 1, y.data(), c.N);
   for (float v : y) EXPECT_TRUE(std::isnan(v));
-  if (nxrt::gemm::nbits_q8_available()) {
+  for (auto kernel : {nxrt::gemm::MicroKernel::kAvx512, nxrt::gemm::MicroKernel::kAvx2}) {
+    if (!nxrt::gemm::nbits_q8_available(kernel)) continue;
     const auto strips = p.strips();
-    nxrt::gemm::nbits_q8_gemm(strips, prepared.data(), 1, 0, strips.strips(), y.data(), c.N);
+    nxrt::gemm::nbits_q8_gemm(strips, prepared.data(), 1, 0, strips.strips(), y.data(), c.N,
+                              kernel);
     for (float v : y) EXPECT_TRUE(std::isnan(v));
   }
 }

@@ -4,12 +4,14 @@ import os
 
 
 def int8_a_for_matmul_nbits():
-    """Whether nxrt computes MatMulNBits' A in 8 bits at accuracy_level 4: AVX-512 VNNI,
-    not turned off by NXRT_GEMM_KERNEL or NXRT_QGEMM (elsewhere A stays in float)."""
-    if os.environ.get("NXRT_GEMM_KERNEL") or os.environ.get("NXRT_QGEMM"):
+    """Whether nxrt computes MatMulNBits' A in 8 bits at accuracy_level 4: AVX2 with FMA
+    (or AVX-512 VNNI), not turned off by NXRT_GEMM_KERNEL=portable (A stays in float
+    elsewhere)."""
+    if os.environ.get("NXRT_GEMM_KERNEL") == "portable":
         return False
     try:
         with open("/proc/cpuinfo") as f:
-            return " avx512_vnni" in f.read()
+            flags = f.read()
     except OSError:
         return False
+    return " avx2" in flags and " fma" in flags

@@ -347,7 +347,7 @@ def test_matmul_nbits_row_does_not_depend_on_its_batch(bits):
 
 
 @pytest.mark.skipif(not cpu_features.int8_a_for_matmul_nbits(),
-                    reason="nxrt computes A in 8 bits on AVX-512 VNNI only (in float elsewhere)")
+                    reason="nxrt computes A in 8 bits with AVX2 or AVX-512 (in float elsewhere)")
 @pytest.mark.parametrize("zp_kind", [None, "u8"])
 @pytest.mark.parametrize("block", [32, 64, 128])
 @pytest.mark.parametrize("M", [1, 3, 7, 33])

@@ -330,7 +330,7 @@ def _forced_logits(session, prompt_ids, tokens):
 
 
 @pytest.mark.skipif(not cpu_features.int8_a_for_matmul_nbits(),
-                    reason="nxrt computes A in 8 bits on AVX-512 VNNI only (in float elsewhere)")
+                    reason="nxrt computes A in 8 bits with AVX2 or AVX-512 (in float elsewhere)")
 def test_int4_u8_folder_follows_onnxruntime(gguf_path, tmp_path):
     """weights="int4-u8" (uint8 zero points, accuracy_level 4: A in 8 bits in both
     runtimes; each MatMulNBits agrees within 2e-6, test_contrib_transformer). With A

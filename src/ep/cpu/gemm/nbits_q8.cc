@@ -84,7 +84,7 @@ inline int32_t four_bytes(const int8_t* p) {
 template <int R>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void strip_rows(
     const NBitsQ8Strips& w, int64_t strip, const uint8_t* prepared, int64_t row_bytes,
-    __mmask16 outputs, float* y, int64_t ldy) {
+    int64_t outputs, float* y, int64_t ldy) {
   const RowLayout layout(w.K, w.block_size);
   const int64_t chunks_per_block = w.block_size / kChunk;
   const __m512i low4 = _mm512_set1_epi8(15);
@@ -133,21 +133,103 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void strip_rows(
       acc[r] = _mm512_fnmadd_ps(zero_scale, _mm512_set1_ps(sum), acc[r]);
     }
   }
+  const auto mask = __mmask16((1u << outputs) - 1);
   for (int r = 0; r < R; ++r)
-    _mm512_mask_storeu_ps(y + r * ldy + strip * kNBitsQ8StripOutputs, outputs, acc[r]);
+    _mm512_mask_storeu_ps(y + r * ldy + strip * kNBitsQ8StripOutputs, mask, acc[r]);
+}
+
+// The same on AVX2, each half of the strip (8 outputs) in turn: vpmaddubsw multiplies the
+// codes (unsigned) by x (signed) and adds pairs into 16-bit sums (each at most 2 x 15 x
+// 127, so a chunk's 8 add without overflow), vpmaddwd by ones makes them the 32-bit sums
+// of 4 products vpdpbusd gives. The integer sums and every float operation per output are
+// the AVX-512 kernel's, so the results are the same bits.
+template <int R>
+__attribute__((target("avx2,fma"))) void strip_rows_avx2(const NBitsQ8Strips& w, int64_t strip,
+                                                         const uint8_t* prepared, int64_t row_bytes,
+                                                         int64_t outputs, float* y, int64_t ldy) {
+  const RowLayout layout(w.K, w.block_size);
+  const int64_t chunks_per_block = w.block_size / kChunk;
+  const __m256i low4 = _mm256_set1_epi8(15);
+  const __m256i ones = _mm256_set1_epi16(1);
+  alignas(32) float out[R][kNBitsQ8StripOutputs];
+  for (int half = 0; half < 2; ++half) {
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < layout.blocks; ++b) {
+      const uint8_t* block_scales = w.scales(strip, b);
+      const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(block_scales) + 8 * half);
+      const __m256 zero_scale = _mm256_mul_ps(
+          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block_scales + 64 + 8 * half)))),
+          scale);
+      for (int64_t cc = 0; cc < chunks_per_block; ++cc) {
+        const int64_t c = b * chunks_per_block + cc;
+        const uint8_t* q = w.codes(strip, c);
+        if (half == 0)
+          for (int line = 0; line < 4; ++line)
+            _mm_prefetch(reinterpret_cast<const char*>(q) + kPrefetchBytes + 64 * line,
+                         _MM_HINT_T0);
+        __m256i low[4], high[4];
+        for (int j = 0; j < 4; ++j) {
+          const __m256i v =
+              _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * j + 32 * half));
+          low[j] = _mm256_and_si256(v, low4);
+          high[j] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+        }
+        for (int r = 0; r < R; ++r) {
+          const uint8_t* row = prepared + r * row_bytes;
+          const auto* x = reinterpret_cast<const int8_t*>(row) + c * kChunk;
+          __m256i pairs = _mm256_setzero_si256();
+          for (int j = 0; j < 4; ++j) {
+            pairs = _mm256_add_epi16(
+                pairs, _mm256_maddubs_epi16(low[j], _mm256_set1_epi32(four_bytes(x + 8 * j))));
+            pairs = _mm256_add_epi16(
+                pairs, _mm256_maddubs_epi16(high[j], _mm256_set1_epi32(four_bytes(x + 8 * j + 4))));
+          }
+          const __m256i sum = _mm256_madd_epi16(pairs, ones);
+          const float x_scale = reinterpret_cast<const float*>(row + layout.scales_at())[c];
+          acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(x_scale)),
+                                   scale, acc[r]);
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        const float sum =
+            reinterpret_cast<const float*>(prepared + r * row_bytes + layout.sums_at())[b];
+        acc[r] = _mm256_fnmadd_ps(zero_scale, _mm256_set1_ps(sum), acc[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) _mm256_store_ps(out[r] + 8 * half, acc[r]);
+  }
+  for (int r = 0; r < R; ++r)
+    std::memcpy(y + r * ldy + strip * kNBitsQ8StripOutputs, out[r],
+                size_t(outputs) * sizeof(float));
 }
 
 #endif
 
 }  // namespace
 
-bool nbits_q8_available() {
+namespace {
+
+enum class Q8Path { kNone, kAvx2, kAvx512 };
+
+// The kernel a call takes: `requested` (kAuto: the best here), limited to what runs here.
+Q8Path q8_path(MicroKernel requested) {
 #if defined(__x86_64__) || defined(__i386__)
-  return best_kernel() == MicroKernel::kAvx512 && has_avx512_vnni();
+  const MicroKernel k = requested == MicroKernel::kAuto ? best_kernel() : requested;
+  if ((k == MicroKernel::kAvx512 || k == MicroKernel::kAvx512x48) && has_avx512f() &&
+      has_avx512_vnni())
+    return Q8Path::kAvx512;
+  if (k != MicroKernel::kPortable && has_avx2_fma()) return Q8Path::kAvx2;
 #else
-  return false;
+  (void)requested;
 #endif
+  return Q8Path::kNone;
 }
+
+}  // namespace
+
+bool nbits_q8_available(MicroKernel kernel) { return q8_path(kernel) != Q8Path::kNone; }
 
 float nbits_q8_quantize(const float* x, int64_t count, int8_t* q) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -213,23 +295,28 @@ void nbits_q8_prepare(const float* x, int64_t K, int64_t block_size, uint8_t* ro
 }
 
 void nbits_q8_gemm(const NBitsQ8Strips& w, const uint8_t* prepared, int64_t rows, int64_t s0,
-                   int64_t s1, float* y, int64_t ldy) {
+                   int64_t s1, float* y, int64_t ldy, MicroKernel kernel) {
 #if defined(__x86_64__) || defined(__i386__)
   using Rows =
-      void (*)(const NBitsQ8Strips&, int64_t, const uint8_t*, int64_t, __mmask16, float*, int64_t);
-  static constexpr Rows kRows[] = {strip_rows<1>, strip_rows<2>, strip_rows<3>, strip_rows<4>,
-                                   strip_rows<5>, strip_rows<6>, strip_rows<7>, strip_rows<8>};
+      void (*)(const NBitsQ8Strips&, int64_t, const uint8_t*, int64_t, int64_t, float*, int64_t);
+  static constexpr Rows kAvx512[] = {strip_rows<1>, strip_rows<2>, strip_rows<3>, strip_rows<4>,
+                                     strip_rows<5>, strip_rows<6>, strip_rows<7>, strip_rows<8>};
+  static constexpr Rows kAvx2[] = {strip_rows_avx2<1>, strip_rows_avx2<2>, strip_rows_avx2<3>,
+                                   strip_rows_avx2<4>};
+  const bool avx512 = q8_path(kernel) == Q8Path::kAvx512;
+  const Rows* kernels = avx512 ? kAvx512 : kAvx2;
+  // Rows sharing each strip's decoded codes (AVX2's 16 registers hold 4 rows' sums).
+  const int64_t at_once = avx512 ? kRowsAtOnce : 4;
   const int64_t row_bytes = nbits_q8_row_bytes(w.K, w.block_size);
   for (int64_t s = s0; s < s1; ++s) {
     const int64_t outputs = std::min(kNBitsQ8StripOutputs, w.N - s * kNBitsQ8StripOutputs);
-    const auto mask = __mmask16((1u << outputs) - 1);
-    for (int64_t r = 0; r < rows; r += kRowsAtOnce) {
-      const int64_t now = std::min(kRowsAtOnce, rows - r);
-      kRows[now - 1](w, s, prepared + r * row_bytes, row_bytes, mask, y + r * ldy, ldy);
+    for (int64_t r = 0; r < rows; r += at_once) {
+      const int64_t now = std::min(at_once, rows - r);
+      kernels[now - 1](w, s, prepared + r * row_bytes, row_bytes, outputs, y + r * ldy, ldy);
     }
   }
 #else
-  (void)w, (void)prepared, (void)rows, (void)s0, (void)s1, (void)y, (void)ldy;
+  (void)w, (void)prepared, (void)rows, (void)s0, (void)s1, (void)y, (void)ldy, (void)kernel;
 #endif
 }
 

@@ -2,7 +2,8 @@
 // computed in 8 bits there, and onnxruntime does so: each block of a row of A (block_size
 // values, as the weights' blocks) becomes int8 with one float scale (max |x| / 127,
 // rounded to nearest), the products with the 4-bit codes are integer dot products
-// (AVX-512 VNNI's vpdpbusd: 64 multiply-adds an instruction), and their 32-bit sums are
+// (AVX-512 VNNI's vpdpbusd: 64 multiply-adds an instruction; on AVX2 vpmaddubsw and
+// vpmaddwd give the same sums), and their 32-bit sums are
 // scaled per 32 k by the weights' block scale times A's. (The same quantization as
 // onnxruntime's: the two agree within float rounding, tests/python's accuracy_level tests.)
 //
@@ -22,13 +23,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/gemm/nbits_gemv.h"
 
 namespace nxrt::gemm {
 
-// Whether this CPU runs the 8-bit path (AVX-512 with VNNI and BW, and NXRT_GEMM_KERNEL
-// does not cap the kernels below AVX-512).
-bool nbits_q8_available();
+// Whether this CPU runs the 8-bit path: AVX-512 VNNI, or AVX2 + FMA (vpmaddubsw, the same
+// results, slower); NXRT_GEMM_KERNEL=avx2 takes the AVX2 kernel, =portable none. `kernel`
+// (tests): another than kAuto asks for that one.
+bool nbits_q8_available(MicroKernel kernel = MicroKernel::kAuto);
 
 constexpr int64_t kNBitsQ8StripOutputs = 16;
 
@@ -76,9 +79,10 @@ int64_t nbits_q8_row_bytes(int64_t K, int64_t block_size);
 void nbits_q8_prepare(const float* x, int64_t K, int64_t block_size, uint8_t* row);
 
 // y[r * ldy + n] = sum_k x'[r][k] * w[n][k] for rows [0, rows) (prepared rows row_bytes
-// apart) and the outputs of strips [s0, s1) below N. Call only when nbits_q8_available().
+// apart) and the outputs of strips [s0, s1) below N. Call only when
+// nbits_q8_available(kernel).
 void nbits_q8_gemm(const NBitsQ8Strips& w, const uint8_t* prepared, int64_t rows, int64_t s0,
-                   int64_t s1, float* y, int64_t ldy);
+                   int64_t s1, float* y, int64_t ldy, MicroKernel kernel = MicroKernel::kAuto);
 
 // The same products in plain loops from MatMulNBits' own layout (integer sums per 32, then
 // floats in k order): the reference the tests hold nbits_q8_gemm and the packing to.
