@@ -305,8 +305,8 @@ void BM_NBitsRows(benchmark::State& state) {
     }
     std::vector<uint8_t> zero_point(scale.size());
     for (auto& z : zero_point) z = uint8_t(rng() % 16);
-    const auto w =
-        nxrt::gemm::NBitsQ8Strips::pack(N, K, block, codes.data(), scale.data(), zero_point.data());
+    const auto w = nxrt::gemm::NBitsQ8Strips::pack(N, K, block, 4, codes.data(), scale.data(),
+                                                   zero_point.data());
     const int64_t row_bytes = nxrt::gemm::nbits_q8_row_bytes(K, block);
     std::vector<uint8_t> prepared(size_t(row_bytes * rows));
     std::vector<float> y(size_t(N * rows));

@@ -14,7 +14,7 @@
 namespace {
 
 struct Case {
-  int64_t K, N, block_size;
+  int64_t K, N, block_size, bits = 4;
 };
 
 struct Problem {
@@ -27,19 +27,19 @@ struct Problem {
   Problem(Case shape, int64_t row_count, uint32_t seed) : c(shape), rows(row_count) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-    codes.resize(size_t(c.N * c.K / 2));
+    codes.resize(size_t(c.N * c.K * c.bits / 8));
     for (uint8_t& b : codes) b = uint8_t(rng());
     const size_t blocks = size_t(c.N * c.K / c.block_size);
     for (size_t i = 0; i < blocks; ++i) {
       scale.push_back(0.01f + 0.1f * std::fabs(unit(rng)));
-      zero_point.push_back(uint8_t(rng() % 16));
+      zero_point.push_back(uint8_t(rng() % (1u << c.bits)));
       zero.push_back(float(zero_point.back()));
       neg_zp_scale.push_back(-zero.back() * scale.back());
     }
     for (int64_t i = 0; i < rows * c.K; ++i) x.push_back(unit(rng) * (i % 7 == 0 ? 4.0f : 1.0f));
   }
   nxrt::gemm::NBitsWeights weights() const {
-    return {c.N, c.K, c.block_size, 4, codes.data(), scale.data(), neg_zp_scale.data()};
+    return {c.N, c.K, c.block_size, c.bits, codes.data(), scale.data(), neg_zp_scale.data()};
   }
   std::vector<uint8_t> prepare() const {
     const int64_t row_bytes = nxrt::gemm::nbits_q8_row_bytes(c.K, c.block_size);
@@ -50,22 +50,25 @@ struct Problem {
     return out;
   }
   nxrt::gemm::NBitsQ8Strips strips() const {
-    return nxrt::gemm::NBitsQ8Strips::pack(c.N, c.K, c.block_size, codes.data(), scale.data(),
-                                           zero_point.data());
+    return nxrt::gemm::NBitsQ8Strips::pack(c.N, c.K, c.block_size, c.bits, codes.data(),
+                                           scale.data(), zero_point.data());
   }
   float weight(int64_t n, int64_t k) const {
-    const uint8_t byte = codes[size_t(n * c.K / 2 + k / 2)];
     const size_t b = size_t(n * (c.K / c.block_size) + k / c.block_size);
+    if (c.bits == 8) return (float(codes[size_t(n * c.K + k)]) - zero[b]) * scale[b];
+    const uint8_t byte = codes[size_t(n * c.K / 2 + k / 2)];
     return (float(k % 2 ? byte >> 4 : byte & 15) - zero[b]) * scale[b];
   }
 };
 
 const Case kCases[] = {
-    {96, 37, 32},    // no whole group of 128: only a 3-chunk tail
-    {576, 29, 32},   // SmolLM2's hidden size: 4 groups and a 2-chunk tail
-    {256, 21, 64},   // two blocks per group
-    {384, 9, 128},   // one block per group
-    {512, 11, 256},  // a block across two groups
+    {96, 37, 32},      // no whole group of 128: only a 3-chunk tail
+    {576, 29, 32},     // SmolLM2's hidden size: 4 groups and a 2-chunk tail
+    {256, 21, 64},     // two blocks per group
+    {384, 9, 128},     // one block per group
+    {512, 11, 256},    // a block across two groups
+    {576, 29, 32, 8},  // 8-bit codes
+    {256, 21, 64, 8},
 };
 
 // The strips against the reference on the same 8-bit rows (the same quantization, sums in

@@ -348,13 +348,15 @@ def test_matmul_nbits_row_does_not_depend_on_its_batch(bits):
 
 @pytest.mark.skipif(not cpu_features.int8_a_for_matmul_nbits(),
                     reason="nxrt computes A in 8 bits with AVX2 or AVX-512 (in float elsewhere)")
+@pytest.mark.parametrize("bits", [4, 8])
 @pytest.mark.parametrize("zp_kind", [None, "u8"])
 @pytest.mark.parametrize("block", [32, 64, 128])
 @pytest.mark.parametrize("M", [1, 3, 7, 33])
-def test_matmul_nbits_accuracy_level_4_quantizes_a_as_onnxruntime(zp_kind, block, M):
+def test_matmul_nbits_accuracy_level_4_quantizes_a_as_onnxruntime(bits, zp_kind, block, M):
     """accuracy_level 4 with integer zero points: A in 8 bits per block, as onnxruntime
-    computes it (in float the two differ by about 0.1 here, outputs up to about 30)."""
-    data, feeds = _nbits_model(256, 40, 4, block, zp_kind, True, True, (M, 256),
+    computes it (in float the two differ by about 0.1 here with 4 bits, outputs up to
+    about 30, and by about 2 with 8 bits, outputs up to about 400)."""
+    data, feeds = _nbits_model(256, 40, bits, block, zp_kind, True, True, (M, 256),
                                accuracy_level=4)
     got, want = _run_both(data, feeds)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)

@@ -26,7 +26,8 @@ struct RowLayout {
 };
 
 // The 4-bit code of element k of row n.
-inline uint8_t code_at(const uint8_t* codes, int64_t K, int64_t n, int64_t k) {
+inline uint8_t code_at(const uint8_t* codes, int64_t K, int64_t bits, int64_t n, int64_t k) {
+  if (bits == 8) return codes[n * K + k];
   const uint8_t byte = codes[n * (K / 2) + k / 2];
   return k % 2 ? byte >> 4 : byte & 15;
 }
@@ -81,7 +82,7 @@ inline int32_t four_bytes(const int8_t* p) {
 // and 4 of high nibbles, then per row 8 vpdpbusd against x's 4 values broadcast, the 32-bit
 // sums converted, times x's scale, times the 16 outputs' block scales into the row's
 // accumulator; per block, the offsets times the block's sum of x'.
-template <int R>
+template <int Bits, int R>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void strip_rows(
     const NBitsQ8Strips& w, int64_t strip, const uint8_t* prepared, int64_t row_bytes,
     int64_t outputs, float* y, int64_t ldy) {
@@ -103,13 +104,19 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void strip_rows(
       const uint8_t* q = w.codes(strip, c);
       // The codes a few blocks ahead, a line at a time: a decode step streams them from
       // memory, and the hardware prefetcher alone leaves this loop waiting.
-      for (int line = 0; line < 4; ++line)
+      for (int line = 0; line < 4 * Bits / 4; ++line)
         _mm_prefetch(reinterpret_cast<const char*>(q) + kPrefetchBytes + 64 * line, _MM_HINT_T0);
+      // low[j]: the codes of k 8j..8j+3, high[j]: 8j+4..8j+7.
       __m512i low[4], high[4];
       for (int j = 0; j < 4; ++j) {
-        const __m512i v = _mm512_load_si512(q + 64 * j);
-        low[j] = _mm512_and_si512(v, low4);
-        high[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        if constexpr (Bits == 4) {
+          const __m512i v = _mm512_load_si512(q + 64 * j);
+          low[j] = _mm512_and_si512(v, low4);
+          high[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        } else {
+          low[j] = _mm512_load_si512(q + 128 * j);
+          high[j] = _mm512_load_si512(q + 128 * j + 64);
+        }
       }
       for (int r = 0; r < R; ++r) {
         const uint8_t* row = prepared + r * row_bytes;
@@ -143,7 +150,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void strip_rows(
 // 127, so a chunk's 8 add without overflow), vpmaddwd by ones makes them the 32-bit sums
 // of 4 products vpdpbusd gives. The integer sums and every float operation per output are
 // the AVX-512 kernel's, so the results are the same bits.
-template <int R>
+template <int Bits, int R>
 __attribute__((target("avx2,fma"))) void strip_rows_avx2(const NBitsQ8Strips& w, int64_t strip,
                                                          const uint8_t* prepared, int64_t row_bytes,
                                                          int64_t outputs, float* y, int64_t ldy) {
@@ -166,9 +173,35 @@ __attribute__((target("avx2,fma"))) void strip_rows_avx2(const NBitsQ8Strips& w,
         const int64_t c = b * chunks_per_block + cc;
         const uint8_t* q = w.codes(strip, c);
         if (half == 0)
-          for (int line = 0; line < 4; ++line)
+          for (int line = 0; line < 4 * Bits / 4; ++line)
             _mm_prefetch(reinterpret_cast<const char*>(q) + kPrefetchBytes + 64 * line,
                          _MM_HINT_T0);
+        if constexpr (Bits == 8) {
+          // 8-bit codes (up to 255) would overflow vpmaddubsw's pairs: each splits into
+          // nibbles, code = 16 high + low, and the high sums are weighted by 16 in 32 bits.
+          const __m256i sixteens = _mm256_set1_epi16(16);
+          for (int r = 0; r < R; ++r) {
+            const uint8_t* row = prepared + r * row_bytes;
+            const auto* x = reinterpret_cast<const int8_t*>(row) + c * kChunk;
+            __m256i low_pairs = _mm256_setzero_si256(), high_pairs = _mm256_setzero_si256();
+            for (int m = 0; m < 8; ++m) {
+              const __m256i v =
+                  _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * m + 32 * half));
+              const __m256i xm = _mm256_set1_epi32(four_bytes(x + 4 * m));
+              low_pairs =
+                  _mm256_add_epi16(low_pairs, _mm256_maddubs_epi16(_mm256_and_si256(v, low4), xm));
+              high_pairs = _mm256_add_epi16(
+                  high_pairs,
+                  _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), xm));
+            }
+            const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(low_pairs, ones),
+                                                 _mm256_madd_epi16(high_pairs, sixteens));
+            const float x_scale = reinterpret_cast<const float*>(row + layout.scales_at())[c];
+            acc[r] = _mm256_fmadd_ps(
+                _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(x_scale)), scale, acc[r]);
+          }
+          continue;
+        }
         __m256i low[4], high[4];
         for (int j = 0; j < 4; ++j) {
           const __m256i v =
@@ -239,12 +272,14 @@ float nbits_q8_quantize(const float* x, int64_t count, int8_t* q) {
   return quantize_portable(x, count, q);
 }
 
-NBitsQ8Strips NBitsQ8Strips::pack(int64_t N, int64_t K, int64_t block_size, const uint8_t* codes,
-                                  const float* scale, const uint8_t* zero_point) {
+NBitsQ8Strips NBitsQ8Strips::pack(int64_t N, int64_t K, int64_t block_size, int64_t bits,
+                                  const uint8_t* codes, const float* scale,
+                                  const uint8_t* zero_point) {
   NBitsQ8Strips w;
   w.N = N;
   w.K = K;
   w.block_size = block_size;
+  w.bits = bits;
   const int64_t blocks = w.blocks();
   w.storage.assign(size_t(w.strips() * w.strip_bytes() + 64), 0);
   auto* base = const_cast<uint8_t*>(w.data());
@@ -257,6 +292,13 @@ NBitsQ8Strips NBitsQ8Strips::pack(int64_t N, int64_t K, int64_t block_size, cons
       block_scales[64 + o] = zero_point[n * blocks + b];
     }
     for (int64_t c = 0; c < K / kChunk; ++c) {
+      uint8_t* dst = strip + w.codes_at() + c * w.chunk_bytes() + o * 4;
+      if (bits == 8) {  // vector m: k = 4m + t at byte 4 * o + t
+        const uint8_t* src = codes + n * K + c * kChunk;
+        for (int64_t m = 0; m < 8; ++m)
+          for (int64_t t = 0; t < 4; ++t) dst[m * 64 + t] = src[4 * m + t];
+        continue;
+      }
       const uint8_t* src = codes + n * (K / 2) + c * (kChunk / 2);
       uint8_t code[kChunk];
       for (int64_t i = 0; i < kChunk / 2; ++i) {
@@ -265,7 +307,6 @@ NBitsQ8Strips NBitsQ8Strips::pack(int64_t N, int64_t K, int64_t block_size, cons
       }
       // Vector j: k = 8j + t (t < 4) in the low nibble of byte 4 * o + t, 8j + 4 + t in
       // its high one.
-      uint8_t* dst = strip + w.codes_at() + c * 256 + o * 4;
       for (int64_t j = 0; j < 4; ++j)
         for (int64_t t = 0; t < 4; ++t)
           dst[j * 64 + t] = uint8_t(code[8 * j + t] | (code[8 * j + 4 + t] << 4));
@@ -299,12 +340,17 @@ void nbits_q8_gemm(const NBitsQ8Strips& w, const uint8_t* prepared, int64_t rows
 #if defined(__x86_64__) || defined(__i386__)
   using Rows =
       void (*)(const NBitsQ8Strips&, int64_t, const uint8_t*, int64_t, int64_t, float*, int64_t);
-  static constexpr Rows kAvx512[] = {strip_rows<1>, strip_rows<2>, strip_rows<3>, strip_rows<4>,
-                                     strip_rows<5>, strip_rows<6>, strip_rows<7>, strip_rows<8>};
-  static constexpr Rows kAvx2[] = {strip_rows_avx2<1>, strip_rows_avx2<2>, strip_rows_avx2<3>,
-                                   strip_rows_avx2<4>};
+  static constexpr Rows kAvx512[2][8] = {
+      {strip_rows<4, 1>, strip_rows<4, 2>, strip_rows<4, 3>, strip_rows<4, 4>, strip_rows<4, 5>,
+       strip_rows<4, 6>, strip_rows<4, 7>, strip_rows<4, 8>},
+      {strip_rows<8, 1>, strip_rows<8, 2>, strip_rows<8, 3>, strip_rows<8, 4>, strip_rows<8, 5>,
+       strip_rows<8, 6>, strip_rows<8, 7>, strip_rows<8, 8>}};
+  static constexpr Rows kAvx2[2][4] = {
+      {strip_rows_avx2<4, 1>, strip_rows_avx2<4, 2>, strip_rows_avx2<4, 3>, strip_rows_avx2<4, 4>},
+      {strip_rows_avx2<8, 1>, strip_rows_avx2<8, 2>, strip_rows_avx2<8, 3>, strip_rows_avx2<8, 4>}};
   const bool avx512 = q8_path(kernel) == Q8Path::kAvx512;
-  const Rows* kernels = avx512 ? kAvx512 : kAvx2;
+  const size_t eight_bits = w.bits == 8 ? 1 : 0;
+  const Rows* kernels = avx512 ? kAvx512[eight_bits] : kAvx2[eight_bits];
   // Rows sharing each strip's decoded codes (AVX2's 16 registers hold 4 rows' sums).
   const int64_t at_once = avx512 ? kRowsAtOnce : 4;
   const int64_t row_bytes = nbits_q8_row_bytes(w.K, w.block_size);
@@ -333,7 +379,7 @@ void nbits_q8_gemm_reference(const NBitsWeights& w, const uint8_t* prepared, int
       for (int64_t c = 0; c < w.K / kChunk; ++c) {
         int32_t dot = 0;
         for (int64_t k = c * kChunk; k < (c + 1) * kChunk; ++k)
-          dot += code_at(w.codes, w.K, n, k) * values[k];
+          dot += code_at(w.codes, w.K, w.bits, n, k) * values[k];
         total += float(dot) * scales[c] * w.scale[n * layout.blocks + c * kChunk / w.block_size];
       }
       for (int64_t b = 0; b < layout.blocks; ++b)

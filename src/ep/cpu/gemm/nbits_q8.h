@@ -1,4 +1,4 @@
-// com.microsoft MatMulNBits at accuracy_level 4 with 4-bit weights: the spec lets A be
+// com.microsoft MatMulNBits at accuracy_level 4 with 4- or 8-bit weights: the spec lets A be
 // computed in 8 bits there, and onnxruntime does so: each block of a row of A (block_size
 // values, as the weights' blocks) becomes int8 with one float scale (max |x| / 127,
 // rounded to nearest), the products with the 4-bit codes are integer dot products
@@ -36,21 +36,25 @@ bool nbits_q8_available(MicroKernel kernel = MicroKernel::kAuto);
 constexpr int64_t kNBitsQ8StripOutputs = 16;
 
 struct NBitsQ8Strips {
-  int64_t N = 0, K = 0, block_size = 0;
+  int64_t N = 0, K = 0, block_size = 0, bits = 4;
   std::vector<uint8_t> storage;
 
   int64_t strips() const { return (N + kNBitsQ8StripOutputs - 1) / kNBitsQ8StripOutputs; }
   int64_t blocks() const { return K / block_size; }
   // A strip: the blocks' scales and zero points, then (from a 64-byte boundary) the codes.
   int64_t codes_at() const { return (blocks() * kScaleBytes + 63) / 64 * 64; }
-  int64_t strip_bytes() const { return codes_at() + K / 32 * 256; }
+  // Codes of 32 k for the 16 outputs: 4-bit codes two to a byte, 8-bit ones one.
+  int64_t chunk_bytes() const { return bits == 4 ? 256 : 512; }
+  int64_t strip_bytes() const { return codes_at() + K / 32 * chunk_bytes(); }
   // Block b's 16 float scales, then its 16 uint8 zero points.
   const uint8_t* scales(int64_t strip, int64_t b) const {
     return data() + strip * strip_bytes() + b * kScaleBytes;
   }
-  // The codes of k from 32 * chunk on: 4 vectors of 64 bytes.
+  // The codes of k from 32 * chunk on: 4 vectors of 64 bytes (4 bits: k 8j..8j+3 in the
+  // low nibbles of vector j, 8j+4..8j+7 in the high ones) or 8 (8 bits: k 4m..4m+3 in
+  // vector m).
   const uint8_t* codes(int64_t strip, int64_t chunk) const {
-    return data() + strip * strip_bytes() + codes_at() + chunk * 256;
+    return data() + strip * strip_bytes() + codes_at() + chunk * chunk_bytes();
   }
   // storage from its first 64-byte boundary
   const uint8_t* data() const {
@@ -58,11 +62,11 @@ struct NBitsQ8Strips {
     return storage.data() + ((64 - at % 64) % 64);
   }
   bool empty() const { return storage.empty(); }
-  // From 4-bit codes [N][K / 2] (element 2i in the low nibble of byte i), scale and
-  // zero_point [N][K / block_size] (integers 0..15, one a byte); block_size a multiple of
-  // 32 dividing K.
-  static NBitsQ8Strips pack(int64_t N, int64_t K, int64_t block_size, const uint8_t* codes,
-                            const float* scale, const uint8_t* zero_point);
+  // From MatMulNBits' codes [N][K * bits / 8] (4 bits: element 2i in the low nibble of
+  // byte i), scale and zero_point [N][K / block_size] (integers, one a byte); block_size a
+  // multiple of 32 dividing K.
+  static NBitsQ8Strips pack(int64_t N, int64_t K, int64_t block_size, int64_t bits,
+                            const uint8_t* codes, const float* scale, const uint8_t* zero_point);
 
   static constexpr int64_t kScaleBytes = kNBitsQ8StripOutputs * 5;
 };

@@ -10,9 +10,9 @@
 // bound by the bytes of weights they read; on AVX-512 more rows read them from strips
 // (gemm/nbits_strips.h) and no float copy (eight times the bytes) is made. Elsewhere a
 // constant B is also dequantized once and packed for the float GEMM; a B computed at run
-// time is dequantized on every run. With accuracy_level 4 ("int8 compute"), 4-bit codes
-// and integer zero points, CPUs with AVX-512 VNNI compute A in 8 bits, as onnxruntime
-// does (gemm/nbits_q8.h), whatever the number of rows.
+// time is dequantized on every run. With accuracy_level 4 ("int8 compute"), 4- or 8-bit
+// codes and integer zero points, A is computed in 8 bits, as onnxruntime does
+// (gemm/nbits_q8.h: AVX-512 VNNI or AVX2), whatever the number of rows.
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -106,8 +106,8 @@ class MatMulNBitsKernel final : public Kernel {
     // points (or none). With float zero points (GGUF Q4_1's minimums) onnxruntime stays
     // in float, and so does this kernel, to give the same results.
     const bool integer_zero_points = !zero_points || zero_points->dtype() == DataType::kUint8;
-    const bool int8_a = codes_fit && g_.bits == 4 && accuracy_level_ == 4 && integer_zero_points &&
-                        gemm::nbits_q8_available();
+    const bool int8_a =
+        codes_fit && accuracy_level_ == 4 && integer_zero_points && gemm::nbits_q8_available();
     if (!codes_fit || (!gemm::nbits_strips_available() && !int8_a)) {
       NXRT_ASSIGN_OR_RETURN(Tensor w, dequantize_weights(g_, b, scales, zero_points));
       packed_ = gemm::PackedMatrix::pack_right(true, g_.K, g_.N, w.data<float>(), g_.K);
@@ -126,8 +126,8 @@ class MatMulNBitsKernel final : public Kernel {
       for (int64_t n = 0; n < g_.N; ++n)
         for (int64_t blk = 0; blk < g_.blocks(); ++blk)
           integer_zp[size_t(n * g_.blocks() + blk)] = uint8_t(zero_point(g_, zero_points, n, blk));
-      q8_strips_ =
-          gemm::NBitsQ8Strips::pack(g_.N, g_.K, g_.block_size, codes, scale, integer_zp.data());
+      q8_strips_ = gemm::NBitsQ8Strips::pack(g_.N, g_.K, g_.block_size, g_.bits, codes, scale,
+                                             integer_zp.data());
       return Status();
     }
     codes_.assign(codes, codes + g_.N * g_.K * g_.bits / 8);
