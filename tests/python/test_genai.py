@@ -36,37 +36,47 @@ def engine(folder):
     return Engine.from_dir(folder)
 
 
+def _decode(session, prompt_ids, next_token):
+    """Runs the prompt on `session`, then one token a run as next_token(step, logits)
+    picks them (None ends); returns each run's logits at its last position."""
+    names = [i.name for i in session.get_inputs()]
+    layers = sum(1 for n in names if n.endswith(".key"))
+    # Folders with GroupQueryAttention take positions from the mask, not position_ids.
+    has_positions = "position_ids" in names
+    past = {f"past_key_values.{i}.{k}": np.zeros((1, 3, 0, 64), np.float32)
+            for i in range(layers) for k in ("key", "value")}
+    ids, pos, logits = list(prompt_ids), 0, []
+    while True:
+        feeds = dict(past, input_ids=np.array([ids], np.int64),
+                     attention_mask=np.ones((1, pos + len(ids)), np.int64))
+        if has_positions:
+            feeds["position_ids"] = np.arange(pos, pos + len(ids), dtype=np.int64)[None]
+        res = session.run(None, feeds)
+        logits.append(res[0][0, -1])
+        pos += len(ids)
+        token = next_token(len(logits) - 1, logits[-1])
+        if token is None:
+            return logits
+        past = {f"past_key_values.{i}.{k}": res[1 + 2 * i + j]
+                for i in range(layers) for j, k in enumerate(("key", "value"))}
+        ids = [token]
+
+
 def _ort_greedy(folder, prompt_ids, n):
-    """Greedy decoding with onnxruntime on the same folder (the reference loop)."""
+    """Greedy decoding with onnxruntime on the same folder (the reference loop): the
+    tokens and the prompt's logits."""
     ort = pytest.importorskip("onnxruntime")
     so = ort.SessionOptions()
     so.log_severity_level = 3
     s = ort.InferenceSession(os.path.join(folder, "model.onnx"), so,
                              providers=["CPUExecutionProvider"])
-    layers = sum(1 for i in s.get_inputs() if i.name.endswith(".key"))
-    # Folders with GroupQueryAttention take positions from the mask, not position_ids.
-    has_positions = any(i.name == "position_ids" for i in s.get_inputs())
-    past = {f"past_key_values.{i}.{k}": np.zeros((1, 3, 0, 64), np.float32)
-            for i in range(layers) for k in ("key", "value")}
-    ids, out, pos = list(prompt_ids), [], 0
-    first_logits = None
-    while len(out) < n:
-        feeds = dict(past, input_ids=np.array([ids], np.int64),
-                     attention_mask=np.ones((1, pos + len(ids)), np.int64))
-        if has_positions:
-            feeds["position_ids"] = np.arange(pos, pos + len(ids), dtype=np.int64)[None]
-        res = s.run(None, feeds)
-        if first_logits is None:
-            first_logits = res[0][0, -1]
-        pos += len(ids)
-        token = int(res[0][0, -1].argmax())
-        out.append(token)
-        if token == 2:
-            break
-        past = {f"past_key_values.{i}.{k}": res[1 + 2 * i + j]
-                for i in range(layers) for j, k in enumerate(("key", "value"))}
-        ids = [token]
-    return out, first_logits
+    out = []
+
+    def greedy(step, logits):
+        out.append(int(logits.argmax()))
+        return None if len(out) >= n or out[-1] == 2 else out[-1]
+
+    return out, _decode(s, prompt_ids, greedy)[0]
 
 
 def test_greedy_answers_the_question(engine):
@@ -313,20 +323,9 @@ def test_standard_ops_conversion_decodes_the_same(gguf_path, tmp_path):
 
 def _forced_logits(session, prompt_ids, tokens):
     """Logits of each step when `session` runs the prompt, then `tokens` one at a time."""
-    layers = sum(1 for i in session.get_inputs() if i.name.endswith(".key"))
-    past = {f"past_key_values.{i}.{k}": np.zeros((1, 3, 0, 64), np.float32)
-            for i in range(layers) for k in ("key", "value")}
-    ids, pos, out = list(prompt_ids), 0, []
-    for token in [None] + list(tokens[:-1]):
-        if token is not None:
-            ids = [token]
-        res = session.run(None, dict(past, input_ids=np.array([ids], np.int64),
-                                     attention_mask=np.ones((1, pos + len(ids)), np.int64)))
-        out.append(res[0][0, -1])
-        pos += len(ids)
-        past = {f"past_key_values.{i}.{k}": res[1 + 2 * i + j]
-                for i in range(layers) for j, k in enumerate(("key", "value"))}
-    return np.array(out)
+    tokens = list(tokens)
+    return np.array(_decode(session, prompt_ids,
+                            lambda step, _: tokens[step] if step + 1 < len(tokens) else None))
 
 
 @pytest.mark.skipif(not cpu_features.int8_a_for_matmul_nbits(),

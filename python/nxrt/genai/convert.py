@@ -396,15 +396,14 @@ class _LlamaBuilder:
         x = self.rms_norm(x, "output_norm.weight")
         # The LM head: output.weight, or the embedding matrix when they are tied.
         head = "output.weight" if "output.weight" in self.g.tensors else "token_embd.weight"
-        if self.weights == "int4-u8":
-            w = embed if head == "token_embd.weight" else self.tensor(head)
-            b.op("Identity", [self._matmul_u8_zero_points(x, "lm_head.weight", w)], ["logits"])
-        elif self.weights == "fp32" or self.g.tensors[head].ggml_type not in (Q4_0, Q4_1, Q8_0,
-                                                                                *AFFINE):
+        quantized = self.weights == "int4-u8" or (
+            self.weights == "int4"
+            and self.g.tensors[head].ggml_type in (Q4_0, Q4_1, Q8_0, *AFFINE))
+        if quantized:
+            b.op("Identity", [self.linear(x, head, cfg.vocab, cfg.hidden)], ["logits"])
+        else:
             w = embed if head == "token_embd.weight" else self.tensor(head)
             b.op("MatMul", [x, b.const(np.ascontiguousarray(w.T), "lm_head.weight")], ["logits"])
-        else:
-            b.op("Identity", [self.linear(x, head, cfg.vocab, cfg.hidden)], ["logits"])
         graph = h.make_graph(b.nodes, "llama", inputs, outputs, b.inits)
         opsets = [h.make_opsetid("", OPSET), h.make_opsetid("com.microsoft", 1)]
         model = h.make_model(graph, opset_imports=opsets, producer_name="nxrt.genai.convert")

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace nxrt::gemm {
 
@@ -39,6 +40,13 @@ void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K
                      int64_t ldc);
 
 // True when this CPU runs the AVX2+FMA micro-kernel.
+// The first 64-byte boundary inside `storage` (allocated 63 bytes longer than needed):
+// packed weights that vector loads read as whole cache lines.
+inline const uint8_t* first_cache_line(const std::vector<uint8_t>& storage) {
+  const auto at = reinterpret_cast<uintptr_t>(storage.data());
+  return storage.data() + ((64 - at % 64) % 64);
+}
+
 bool has_avx2_fma();
 // True when this CPU (and OS) run the AVX-512F micro-kernel.
 bool has_avx512f();

@@ -57,10 +57,7 @@ struct NBitsQ8Strips {
     return data() + strip * strip_bytes() + codes_at() + chunk * chunk_bytes();
   }
   // storage from its first 64-byte boundary
-  const uint8_t* data() const {
-    const auto at = reinterpret_cast<uintptr_t>(storage.data());
-    return storage.data() + ((64 - at % 64) % 64);
-  }
+  const uint8_t* data() const { return first_cache_line(storage); }
   bool empty() const { return storage.empty(); }
   // From MatMulNBits' codes [N][K * bits / 8] (4 bits: element 2i in the low nibble of
   // byte i), scale and zero_point [N][K / block_size] (integers, one a byte); block_size a

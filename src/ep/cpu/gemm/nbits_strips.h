@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "ep/cpu/gemm/gemm.h"
+
 namespace nxrt::gemm {
 
 constexpr int64_t kNBitsStripRows = 16;  // weight rows (outputs) per strip
@@ -45,11 +47,8 @@ struct NBitsStrips {
   const uint8_t* block(int64_t quad, int64_t b) const {
     return data() + (quad * (K / block_size) + b) * block_bytes();
   }
-  // storage, from its first 64-byte boundary (scales load as whole cache lines).
-  const uint8_t* data() const {
-    const auto at = reinterpret_cast<uintptr_t>(storage.data());
-    return storage.data() + ((64 - at % 64) % 64);
-  }
+  // storage from its first 64-byte boundary (scales load as whole cache lines)
+  const uint8_t* data() const { return first_cache_line(storage); }
   bool empty() const { return storage.empty(); }
   // From MatMulNBits' layout: codes [N][K * bits / 8] (4 bits: element 2i in the low
   // nibble of byte i), scale and neg_zp_scale [N][K / block_size]. block_size is a

@@ -97,7 +97,7 @@ class MatMulNBitsKernel final : public Kernel {
       : g_(g), accuracy_level_(accuracy_level) {}
 
   // Dequantizes and packs constant weights once; keeps 4- and 8-bit codes for few-row
-  // products, or packs 4-bit codes for the 8-bit-A product.
+  // products, or packs them for the 8-bit-A product.
   Status pack(const Tensor& b, const Tensor& scales, const Tensor* zero_points) {
     NXRT_RETURN_IF_ERROR(check_weights(g_, b, scales, zero_points));
     const bool codes_fit =
@@ -115,21 +115,19 @@ class MatMulNBitsKernel final : public Kernel {
     if (!codes_fit) return Status();
     const uint8_t* codes = b.data<uint8_t>();
     const float* scale = scales.data<float>();
-    std::vector<float> neg_zp_scale(size_t(g_.N * g_.blocks()));
+    const size_t count = size_t(g_.N * g_.blocks());
+    std::vector<float> zero(count);  // each block's zero point, unpacked
     for (int64_t n = 0; n < g_.N; ++n)
-      for (int64_t blk = 0; blk < g_.blocks(); ++blk) {
-        const int64_t q = n * g_.blocks() + blk;
-        neg_zp_scale[size_t(q)] = -zero_point(g_, zero_points, n, blk) * scale[q];
-      }
-    if (int8_a) {
-      std::vector<uint8_t> integer_zp(neg_zp_scale.size());
-      for (int64_t n = 0; n < g_.N; ++n)
-        for (int64_t blk = 0; blk < g_.blocks(); ++blk)
-          integer_zp[size_t(n * g_.blocks() + blk)] = uint8_t(zero_point(g_, zero_points, n, blk));
+      for (int64_t blk = 0; blk < g_.blocks(); ++blk)
+        zero[size_t(n * g_.blocks() + blk)] = zero_point(g_, zero_points, n, blk);
+    if (int8_a) {  // integer zero points: kept as bytes, the offsets made in the kernel
+      const std::vector<uint8_t> integer_zp(zero.begin(), zero.end());
       q8_strips_ = gemm::NBitsQ8Strips::pack(g_.N, g_.K, g_.block_size, g_.bits, codes, scale,
                                              integer_zp.data());
       return Status();
     }
+    std::vector<float> neg_zp_scale(count);
+    for (size_t q = 0; q < count; ++q) neg_zp_scale[q] = -zero[q] * scale[q];
     codes_.assign(codes, codes + g_.N * g_.K * g_.bits / 8);
     scale_.assign(scale, scale + g_.N * g_.blocks());
     neg_zp_scale_ = std::move(neg_zp_scale);
@@ -243,7 +241,7 @@ class MatMulNBitsKernel final : public Kernel {
   NBitsShape g_;
   int64_t accuracy_level_ = 0;
   gemm::PackedMatrix packed_;
-  gemm::NBitsQ8Strips q8_strips_;  // 4-bit B for 8-bit A (gemm/nbits_q8.h); else empty
+  gemm::NBitsQ8Strips q8_strips_;  // B for 8-bit A (gemm/nbits_q8.h); else empty
   gemm::NBitsStrips strips_;       // constant 4- or 8-bit B on AVX-512; empty otherwise
   std::vector<uint8_t> codes_;     // constant 4- or 8-bit B as given; empty when not used
   std::vector<float> scale_, neg_zp_scale_;
