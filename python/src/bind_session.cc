@@ -12,6 +12,7 @@
 #include "errors.h"
 #include "numpy_io.h"
 #include "runtime/session.h"
+#include "session_config.h"
 #include "value.h"
 
 namespace nb = nanobind;
@@ -143,35 +144,38 @@ Tensor tensor_from_feed(nb::handle code_obj, nb::handle array_obj, nb::handle st
   return Tensor(dtype, std::move(shape), const_cast<void*>(array.data()));
 }
 
+}  // namespace
+
+SessionConfig session_config_from(const nb::dict& options) {
+  SessionConfig config;
+  if (options.contains("enable_profiling"))
+    config.enable_profiling = nb::cast<bool>(options["enable_profiling"]);
+  if (options.contains("intra_op_num_threads"))
+    config.intra_op_num_threads = nb::cast<int>(options["intra_op_num_threads"]);
+  if (options.contains("inter_op_num_threads"))
+    config.inter_op_num_threads = nb::cast<int>(options["inter_op_num_threads"]);
+  if (options.contains("graph_optimization_level"))
+    config.graph_optimization_level = nb::cast<int>(options["graph_optimization_level"]);
+  if (options.contains("disabled_optimizers"))
+    config.disabled_optimizers = nb::cast<std::set<std::string>>(options["disabled_optimizers"]);
+  if (options.contains("optimized_model_filepath"))
+    config.optimized_model_filepath = nb::cast<std::string>(options["optimized_model_filepath"]);
+  if (options.contains("free_dimension_overrides"))
+    config.free_dimension_overrides =
+        nb::cast<std::map<std::string, int64_t>>(options["free_dimension_overrides"]);
+  if (options.contains("config_entries"))
+    config.config_entries = nb::cast<std::map<std::string, std::string>>(options["config_entries"]);
+  return config;
+}
+
+namespace {
+
 class PySession {
  public:
   explicit PySession(std::unique_ptr<Session> session) : session_(std::move(session)) {}
 
-  static SessionConfig config_from(const nb::dict& options) {
-    SessionConfig config;
-    if (options.contains("enable_profiling"))
-      config.enable_profiling = nb::cast<bool>(options["enable_profiling"]);
-    if (options.contains("intra_op_num_threads"))
-      config.intra_op_num_threads = nb::cast<int>(options["intra_op_num_threads"]);
-    if (options.contains("inter_op_num_threads"))
-      config.inter_op_num_threads = nb::cast<int>(options["inter_op_num_threads"]);
-    if (options.contains("graph_optimization_level"))
-      config.graph_optimization_level = nb::cast<int>(options["graph_optimization_level"]);
-    if (options.contains("disabled_optimizers"))
-      config.disabled_optimizers = nb::cast<std::set<std::string>>(options["disabled_optimizers"]);
-    if (options.contains("optimized_model_filepath"))
-      config.optimized_model_filepath = nb::cast<std::string>(options["optimized_model_filepath"]);
-    if (options.contains("free_dimension_overrides"))
-      config.free_dimension_overrides =
-          nb::cast<std::map<std::string, int64_t>>(options["free_dimension_overrides"]);
-    if (options.contains("config_entries"))
-      config.config_entries =
-          nb::cast<std::map<std::string, std::string>>(options["config_entries"]);
-    return config;
-  }
-
   static PySession* from_path(const std::string& path, const nb::dict& options) {
-    const SessionConfig config = config_from(options);
+    const SessionConfig config = session_config_from(options);
     Expected<std::unique_ptr<Session>> session = Status();
     {
       nb::gil_scoped_release release;
@@ -181,7 +185,7 @@ class PySession {
   }
 
   static PySession* from_bytes(nb::bytes data, const nb::dict& options) {
-    const SessionConfig config = config_from(options);
+    const SessionConfig config = session_config_from(options);
     return new PySession(unwrap(Session::create_from_bytes(data.c_str(), data.size(), config)));
   }
 

@@ -29,6 +29,9 @@ void bind_shapes(nb::module_& m);
 void bind_chat_template(nb::module_& m);
 void bind_tokenizer(nb::module_& m);
 #endif
+#ifdef NXRT_WITH_GENAI_ENGINE
+void bind_genai_engine(nb::module_& m);
+#endif
 }  // namespace nxrt::py
 
 NB_MODULE(_nxrt, m) {
@@ -68,5 +71,8 @@ NB_MODULE(_nxrt, m) {
 #ifdef NXRT_WITH_GENAI
   nxrt::py::bind_chat_template(m);
   nxrt::py::bind_tokenizer(m);
+#endif
+#ifdef NXRT_WITH_GENAI_ENGINE
+  nxrt::py::bind_genai_engine(m);
 #endif
 }

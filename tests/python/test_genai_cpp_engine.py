@@ -65,7 +65,8 @@ def stats(proc):
 def test_greedy_ids_equal_the_python_engine(folders, weights):
     from nxrt.genai.engine import Engine
 
-    want = Engine.from_dir(folders[weights]).generate(STORY, max_tokens=48, ignore_eos=True)
+    want = Engine.from_dir(folders[weights], backend="python").generate(STORY, max_tokens=48,
+                                                                     ignore_eos=True)
     proc = generate(folders[weights], "--max-tokens", 48, "--ignore-eos", "--print-ids",
                     prompt=STORY)
     text, ids = text_and_ids(proc)
@@ -198,7 +199,7 @@ def test_chat_turns_match_the_python_engine(folders):
                           input="\n".join(questions).encode() + b"\n", capture_output=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr.decode()
-    engine = Engine.from_dir(folders["int4"])
+    engine = Engine.from_dir(folders["int4"], backend="python")
     messages, want = [], []
     for q in questions:
         messages.append({"role": "user", "content": q})

@@ -1,9 +1,13 @@
-"""The generation loop: one run of the decoder for the prompt, then one per new token, the
-KV cache carried from each run's present.N outputs to the next run's past_key_values.N
-inputs, with sampling, stop conditions and streaming.
+"""nxrt.genai.Engine: one run of the decoder for the prompt, then one per new token, with
+sampling, stop conditions and streaming.
 
-This first engine is Python over an nxrt InferenceSession; the cache is the session's
-output arrays handed back as the next inputs (no copy in Python, but a new array per run).
+Two backends run it. "cpp" (the default where nxrt was built with its text-generation
+library) is the C++ engine (src/genai/engine.h) through nxrt._nxrt.CppEngine: the whole
+loop in C++ with the GIL released, the cache in place, a prompt's cached prefix reused
+across calls. "python" is the loop below over an nxrt InferenceSession (IOBinding keeps the
+cache in place); it stands in where the C++ library is missing, and tests hold each backend
+to the other. Sampling follows the same rules in both, but their seeded random streams
+differ: a seed reproduces runs of one backend.
 """
 
 import dataclasses
@@ -14,7 +18,7 @@ import os
 import numpy as np
 
 from .sampling import Sampler, SamplingParams
-from .tokenizer import Tokenizer
+from .tokenizer import NativeTokenizer, Tokenizer
 
 
 class GenAIError(ValueError):
@@ -26,7 +30,9 @@ class GenerateResult:
     text: str
     token_ids: list
     finish_reason: str  # "stop" (EOS, stop string or stop token) or "length"
-    usage: dict  # prompt_tokens, completion_tokens, total_tokens
+    # prompt_tokens, completion_tokens, total_tokens; cached_prompt_tokens: leading prompt
+    # tokens whose keys and values were still cached from the previous call (not run)
+    usage: dict
     logprobs: list = None  # per generated token, when asked for
     timings: dict = None  # seconds: time_to_first_token, decode; tokens_per_second
 
@@ -48,6 +54,10 @@ def _held_back(text, stops):
                 if s.startswith(text[-n:])), default=0)
 
 
+def _native_timings(result):
+    return {key: result[key] for key in ("time_to_first_token", "decode", "tokens_per_second")}
+
+
 def _default_cache_dir():
     base = os.environ.get("NXRT_GENAI_CACHE") or os.path.join("~", ".cache", "nxrt-genai")
     return os.path.abspath(os.path.expanduser(base))
@@ -55,10 +65,14 @@ def _default_cache_dir():
 
 class Engine:
     """Engine.from_dir(folder) for an onnxruntime-genai style folder (genai_config.json,
-    model.onnx, tokenizer.json), or Engine.from_gguf(path) which converts first."""
+    model.onnx, tokenizer.json), or Engine.from_gguf(path) which converts first.
+    `threads`: intra-op threads (default: the session options'); `session_options`: an
+    nxrt.SessionOptions for the decoder's session; `backend`: "cpp" or "python" (see the
+    module's docstring; default "cpp" where built)."""
 
-    def __init__(self, folder, threads=None, session_options=None):
+    def __init__(self, folder, threads=None, session_options=None, backend=None):
         import nxrt
+        from nxrt import _nxrt
 
         config_path = os.path.join(folder, "genai_config.json")
         if not os.path.isfile(config_path):
@@ -79,12 +93,27 @@ class Engine:
             raise GenAIError(f"{config_path}: missing or bad entry {e}") from None
         self.eos_token_ids = set(eos if isinstance(eos, list) else [eos])
         self.search_defaults = self.config.get("search", {})
+        self.folder = folder
+        self.last = None  # the _Progress of the latest stream() call (tokens, timings)
+        self.cache_in_place = bool(self.search_defaults.get("past_present_share_buffer"))
+        native = getattr(_nxrt, "CppEngine", None)
+        if backend not in (None, "cpp", "python"):
+            raise GenAIError(f"backend must be 'cpp' or 'python', not {backend!r}")
+        if backend == "cpp" and native is None:
+            raise GenAIError("this build of nxrt has no C++ generation engine (it is built "
+                             "where nlohmann-json is installed); use backend='python'")
+        self.backend = backend or ("cpp" if native is not None else "python")
         so = session_options or nxrt.SessionOptions()
+        tokenizer_path = os.path.join(folder, "tokenizer.json")
+        if self.backend == "cpp":
+            self._native = native.load(folder, int(threads or 0), so._native())
+            # The engine's own tokenizer (ids identical to Tokenizer's: tested).
+            self.tokenizer = NativeTokenizer(tokenizer_path)
+            return
         if threads is not None:
             so.intra_op_num_threads = int(threads)
         self.session = nxrt.InferenceSession(os.path.join(folder, model_file), so)
-        self.tokenizer = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
-        self.folder = folder
+        self.tokenizer = Tokenizer.from_file(tokenizer_path)
         inputs, outputs = self._names
         self._past = [(inputs["past_key_names"] % i, inputs["past_value_names"] % i)
                       for i in range(self.layers)]
@@ -94,10 +123,8 @@ class Engine:
         position_ids = inputs.get("position_ids", "position_ids")
         self._position_ids = (position_ids if any(i.name == position_ids
                                                   for i in self.session.get_inputs()) else None)
-        self.last = None  # the _Progress of the latest stream() call (tokens, timings)
         # GroupQueryAttention folders: past and present are one preallocated buffer per
         # layer, bound as both input and output, so a step copies no cache.
-        self.cache_in_place = bool(self.search_defaults.get("past_present_share_buffer"))
         self._shared = None  # (capacity, IOBinding) once allocated
 
     @classmethod
@@ -126,6 +153,13 @@ class Engine:
         return self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
 
     # -- generation ---------------------------------------------------------------------
+    def forget_cached_tokens(self):
+        """The C++ backend skips a prompt's leading tokens that the previous generation left
+        in its cache (a chat's earlier turns); after this call the next prompt runs whole,
+        as for time-to-first-token benchmarks. The Python backend always runs it whole."""
+        if self.backend == "cpp":
+            self._native.forget_cached_tokens()
+
     def _params(self, max_tokens, **kw):
         d = self.search_defaults
         sample = kw.get("temperature") not in (None, 0, 0.0) or (
@@ -244,11 +278,12 @@ class Engine:
                 reason = "stop"
             elif len(generated) >= params.max_tokens or position + 1 >= self.context_length:
                 reason = "length"
+            # Timings before each yield: the consumer may not resume the generator (the
+            # last token, a stop string).
+            decode = time.perf_counter() - t1
+            timings["decode"] = decode
+            timings["tokens_per_second"] = (len(generated) - 1) / decode if decode > 0 else 0.0
             if reason:
-                # Timings before the last yield: the consumer may not resume the generator.
-                decode = time.perf_counter() - t1
-                timings["decode"] = decode
-                timings["tokens_per_second"] = (len(generated) - 1) / decode if decode > 0 else 0.0
                 yield token, logprob, reason
                 return
             yield token, logprob, None
@@ -260,9 +295,33 @@ class Engine:
         strings are not yielded. Afterwards `self.last` holds the call's tokens and
         timings."""
         self.last = _Progress()
-        for piece, _ in self._stream(prompt, self._params(max_tokens, **kw), self.last):
+        params = self._params(max_tokens, **kw)
+        if self.backend == "cpp":
+            yield from self._native_stream(prompt, params, self.last)
+            return
+        for piece, _ in self._stream(prompt, params, self.last):
             if piece:
                 yield piece
+
+    # -- the C++ backend ------------------------------------------------------------------
+    def _native_call(self, prompt, params):
+        """The prompt (text, or checked ids) and the parameters as CppEngine takes them."""
+        params.check()
+        prompt = prompt if isinstance(prompt, str) else self._check_ids(prompt)
+        return prompt, dataclasses.asdict(params)
+
+    def _native_stream(self, prompt, params, progress):
+        generation = self._native.start(*self._native_call(prompt, params))
+        done = False
+        while not done:
+            piece, done = generation.step()
+            if piece:
+                yield piece
+        result = generation.result()
+        progress.prompt_tokens = result["prompt_tokens"]
+        progress.tokens = result["token_ids"]
+        progress.logprobs = result["logprobs"] if params.logprobs else []
+        progress.timings = _native_timings(result)
 
     def _stream(self, prompt, params, progress):
         """Yields (text piece, finish reason or None); the last piece carries the reason."""
@@ -294,6 +353,15 @@ class Engine:
         frequency_penalty, presence_penalty, seed, stop (strings), stop_token_ids,
         logprobs, ignore_eos. Returns a GenerateResult."""
         params = self._params(max_tokens, **kw)
+        if self.backend == "cpp":
+            r = self._native.generate(*self._native_call(prompt, params))
+            p, n = r["prompt_tokens"], r["completion_tokens"]
+            return GenerateResult(
+                text=r["text"], token_ids=r["token_ids"], finish_reason=r["finish_reason"],
+                usage={"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n,
+                       "cached_prompt_tokens": r["cached_prompt_tokens"]},
+                logprobs=r["logprobs"] if params.logprobs else None,
+                timings=_native_timings(r))
         progress = _Progress()
         parts, reason = [], "length"
         for piece, event in self._stream(prompt, params, progress):
@@ -302,7 +370,8 @@ class Engine:
         n, p = len(progress.tokens), progress.prompt_tokens
         return GenerateResult(
             text="".join(parts), token_ids=progress.tokens, finish_reason=reason,
-            usage={"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n},
+            usage={"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n,
+                   "cached_prompt_tokens": 0},
             logprobs=progress.logprobs if params.logprobs else None, timings=progress.timings)
 
     # -- chat -----------------------------------------------------------------------------

@@ -36,6 +36,8 @@ class SamplingParams:
         if self.repetition_penalty <= 0:
             raise ValueError(f"repetition_penalty must be positive, not "
                              f"{self.repetition_penalty}")
+        if self.seed is not None and not 0 <= int(self.seed) < 2**64:
+            raise ValueError(f"seed must be an integer in [0, 2**64), not {self.seed}")
         if isinstance(self.stop, str):
             self.stop = [self.stop]
 
