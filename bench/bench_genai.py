@@ -72,6 +72,10 @@ def prompt_ids(engine):
     return engine.tokenize(text)[:PROMPT_TOKENS]
 
 
+def settle():
+    time.sleep(0.5)
+
+
 def run_nxrt(engine, ids):
     engine.forget_cached_tokens()  # the whole prompt runs every round, as in the others
     r = engine.generate(ids, max_tokens=NEW_TOKENS, ignore_eos=True, temperature=0.0)
@@ -218,12 +222,19 @@ def main():
             if og:
                 run_ort_genai(og, model, ids)
             for _ in range(args.rounds):
+                # A pause before each: onnxruntime's workers spin on after its runs, and at
+                # 2 threads took a core from whichever runtime came next (nxrt's Python
+                # API's first token: 74 ms after onnxruntime-genai, 44 ms alone).
+                settle()
                 res[api].append(run_nxrt(engine, ids))
                 if cpp:
+                    settle()
                     res["nxrt (C++ CLI)"].append(run_nxrt_cpp(engine, folder, ids, threads))
                 if og:
+                    settle()
                     res["onnxruntime-genai"].append(run_ort_genai(og, model, ids))
                 if llm:
+                    settle()
                     res["llama.cpp (GGUF)"].append(run_llama_cpp(llm, ids))
             for name, r in res.items():
                 if not r:

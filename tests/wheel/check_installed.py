@@ -6,6 +6,7 @@ Usage: python check_installed.py SHARED_MODELS_DIR"""
 import os
 import pathlib
 import sys
+import tempfile
 
 import numpy as np
 import onnxruntime
@@ -61,7 +62,27 @@ def check_extras(models):
     print(f"nxrt {nxrt.__version__}: nxrt.load and calling the session work")
 
 
+def check_genai_engine(tmp):
+    """A wheel built where nlohmann-json is installed (as here) carries the C++ generation
+    engine under nxrt.genai.Engine; its errors reach Python as GenAIError."""
+    from nxrt import _nxrt
+    from nxrt.genai.engine import GenAIError
+
+    assert hasattr(_nxrt, "CppEngine"), "the wheel's nxrt has no C++ generation engine"
+    with open(os.path.join(tmp, "genai_config.json"), "w") as f:
+        f.write('{"model": {}}')
+    try:
+        _nxrt.CppEngine.load(tmp, 1, {})
+    except GenAIError as error:
+        assert "genai_config.json" in str(error), str(error)
+    else:
+        raise AssertionError("a genai_config.json without a decoder loaded")
+    print("nxrt.genai: the C++ engine is in the wheel")
+
+
 if __name__ == "__main__":
     check_is_installed_copy()
     check_drop_in(sys.argv[1])
     check_extras(sys.argv[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        check_genai_engine(tmp)
