@@ -93,20 +93,21 @@ struct CppGeneration {
 
 void bind_genai_engine(nb::module_& m) {
   nb::class_<CppGeneration>(m, "CppGeneration")
-      .def("step",
-           [](CppGeneration& g) {
-             Expected<bool> done = true;
-             std::string piece;
-             {
-               nb::gil_scoped_release release;
-               std::lock_guard<std::mutex> lock(g.shared->busy);
-               done = g.generator->step();
-               piece.swap(g.pending);
-             }
-             if (!done) raise_genai_error(done.status());
-             return std::make_pair(std::move(piece), *done);
-           },
-           "Runs the model once and picks the next token: (text piece, finished).")
+      .def(
+          "step",
+          [](CppGeneration& g) {
+            Expected<bool> done = true;
+            std::string piece;
+            {
+              nb::gil_scoped_release release;
+              std::lock_guard<std::mutex> lock(g.shared->busy);
+              done = g.generator->step();
+              piece.swap(g.pending);
+            }
+            if (!done) raise_genai_error(done.status());
+            return std::make_pair(std::move(piece), *done);
+          },
+          "Runs the model once and picks the next token: (text piece, finished).")
       .def("result", [](CppGeneration& g) { return to_dict(g.generator->result()); });
 
   nb::class_<SharedEngine>(m, "CppEngine")
