@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "genai/batch_decoder.h"
 #include "genai/engine.h"
 #include "session_config.h"
 
@@ -167,6 +168,25 @@ void bind_genai_engine(nb::module_& m) {
             return g.release();
           },
           nb::arg("prompt"), nb::arg("params"), nb::rv_policy::take_ownership)
+      .def(
+          "generate_batch",
+          [](SharedEngine& e, const nb::list& prompts, const nb::dict& params) {
+            std::vector<std::vector<int32_t>> ids;
+            for (nb::handle prompt : prompts)
+              ids.push_back(prompt_ids(*e.engine, nb::borrow<nb::object>(prompt)));
+            const genai::SamplingOptions options = sampling_options(params);
+            Expected<std::vector<genai::Generation>> out = Status();
+            {
+              nb::gil_scoped_release release;
+              std::lock_guard<std::mutex> lock(e.busy);
+              out = genai::generate_batch(*e.engine, ids, options);
+            }
+            if (!out) raise_genai_error(out.status());
+            nb::list results;
+            for (genai::Generation& g : *out) results.append(to_dict(g));
+            return results;
+          },
+          nb::arg("prompts"), nb::arg("params"))
       .def("forget_cached_tokens",
            [](SharedEngine& e) {
              nb::gil_scoped_release release;

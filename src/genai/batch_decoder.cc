@@ -239,4 +239,35 @@ void BatchDecoder::loop() {
     }
 }
 
+Expected<std::vector<Generation>> generate_batch(Engine& engine,
+                                                 const std::vector<std::vector<int32_t>>& prompts,
+                                                 const SamplingOptions& options) {
+  std::vector<Generation> results;
+  if (prompts.empty()) return results;
+  std::vector<std::unique_ptr<Sequence>> sequences;
+  int64_t capacity = 1;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SamplingOptions own = options;
+    if (own.seed) own.seed = *own.seed + i;
+    NXRT_ASSIGN_OR_RETURN(
+        std::unique_ptr<Sequence> sequence,
+        Sequence::create(engine.tokenizer(), engine.config(), prompts[i], own, {}));
+    capacity = std::max(capacity, sequence->capacity());
+    sequences.push_back(std::move(sequence));
+  }
+  NXRT_ASSIGN_OR_RETURN(std::unique_ptr<BatchDecoder> decoder,
+                        BatchDecoder::create(engine, int(prompts.size()), capacity));
+  std::vector<std::shared_ptr<BatchDecoder::Job>> jobs;
+  for (std::unique_ptr<Sequence>& sequence : sequences) {
+    NXRT_ASSIGN_OR_RETURN(std::shared_ptr<BatchDecoder::Job> job,
+                          decoder->submit(std::move(sequence)));
+    jobs.push_back(std::move(job));
+  }
+  for (const std::shared_ptr<BatchDecoder::Job>& job : jobs) {
+    NXRT_ASSIGN_OR_RETURN(Generation generation, job->wait());
+    results.push_back(std::move(generation));
+  }
+  return results;
+}
+
 }  // namespace nxrt::genai

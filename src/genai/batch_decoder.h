@@ -107,4 +107,12 @@ class BatchDecoder {
   std::thread thread_;
 };
 
+// Generates after each prompt, all in one batch (a decoder with a slot per prompt), and
+// returns the results in the prompts' order. With a seed, prompt i samples with seed + i
+// (the same seed would give every prompt the same random stream). Needs an engine whose
+// cache is in place.
+Expected<std::vector<Generation>> generate_batch(Engine& engine,
+                                                 const std::vector<std::vector<int32_t>>& prompts,
+                                                 const SamplingOptions& options);
+
 }  // namespace nxrt::genai

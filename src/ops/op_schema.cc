@@ -6,13 +6,16 @@
 namespace nxrt::ops {
 namespace {
 
-constexpr AttrType kFloat = AttrType::kFloat, kInt = AttrType::kInt, kString = AttrType::kString,
-                   kTensor = AttrType::kTensor, kGraph = AttrType::kGraph,
-                   kFloats = AttrType::kFloats, kInts = AttrType::kInts,
-                   kStrings = AttrType::kStrings, kTensors = AttrType::kTensors,
-                   kGraphs = AttrType::kGraphs, kSparseTensor = AttrType::kSparseTensor,
-                   kSparseTensors = AttrType::kSparseTensors, kTypeProto = AttrType::kTypeProto,
-                   kTypeProtos = AttrType::kTypeProtos;
+// Every type by its short name, whether or not op_schema.inc uses it today.
+[[maybe_unused]] constexpr AttrType kFloat = AttrType::kFloat, kInt = AttrType::kInt,
+                                    kString = AttrType::kString, kTensor = AttrType::kTensor,
+                                    kGraph = AttrType::kGraph, kFloats = AttrType::kFloats,
+                                    kInts = AttrType::kInts, kStrings = AttrType::kStrings,
+                                    kTensors = AttrType::kTensors, kGraphs = AttrType::kGraphs,
+                                    kSparseTensor = AttrType::kSparseTensor,
+                                    kSparseTensors = AttrType::kSparseTensors,
+                                    kTypeProto = AttrType::kTypeProto,
+                                    kTypeProtos = AttrType::kTypeProtos;
 
 // The four tables of op_schema.inc, each read by defining its row macro and leaving the
 // others empty.

@@ -293,6 +293,29 @@ def test_a_new_generation_takes_over_from_an_unfinished_stream(backends):
         next(pieces)
 
 
+def test_generate_batch_gives_each_prompt_its_own_tokens(backends):
+    """Prompts of different lengths decoded in one batch get the tokens each gets alone."""
+    cpp, py = backends
+    colours = "<|im_start|>user\nName three colours.<|im_end|>\n<|im_start|>assistant\n"
+    story = "<|im_start|>user\nWrite a short story about a robot who learns to paint." \
+            "<|im_end|>\n<|im_start|>assistant\n"
+    prompts = [PROMPT, colours, cpp.tokenize(story)]
+    got = cpp.generate_batch(prompts, max_tokens=20)
+    want = [py.generate(p, max_tokens=20) for p in prompts]
+    assert [r.token_ids for r in got] == [r.token_ids for r in want]
+    assert [r.text for r in got] == [r.text for r in want]
+    assert [r.finish_reason for r in got] == [r.finish_reason for r in want]
+    assert [r.usage["prompt_tokens"] for r in got] == [r.usage["prompt_tokens"] for r in want]
+    assert [r.token_ids for r in py.generate_batch(prompts[:2], max_tokens=20)] == \
+        [r.token_ids for r in want[:2]]
+    kw = dict(max_tokens=12, temperature=0.9, top_k=50, seed=5)
+    a, b = cpp.generate_batch(prompts, **kw), cpp.generate_batch(prompts, **kw)
+    assert [r.token_ids for r in a] == [r.token_ids for r in b]
+    assert cpp.generate_batch([], max_tokens=4) == []
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        cpp.generate_batch([PROMPT, [1, -5]])
+
+
 def test_generate_releases_the_gil(backends):
     """While one thread generates, another runs Python: the longest pause the other thread
     sees is far below the generation's own time (with the GIL held it would be all of it)."""

@@ -54,6 +54,15 @@ def _held_back(text, stops):
                 if s.startswith(text[-n:])), default=0)
 
 
+def _native_result(r, params):
+    p, n = r["prompt_tokens"], r["completion_tokens"]
+    return GenerateResult(
+        text=r["text"], token_ids=r["token_ids"], finish_reason=r["finish_reason"],
+        usage={"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n,
+               "cached_prompt_tokens": r["cached_prompt_tokens"]},
+        logprobs=r["logprobs"] if params.logprobs else None, timings=_native_timings(r))
+
+
 def _native_timings(result):
     return {key: result[key] for key in ("time_to_first_token", "decode", "tokens_per_second")}
 
@@ -354,14 +363,8 @@ class Engine:
         logprobs, ignore_eos. Returns a GenerateResult."""
         params = self._params(max_tokens, **kw)
         if self.backend == "cpp":
-            r = self._native.generate(*self._native_call(prompt, params))
-            p, n = r["prompt_tokens"], r["completion_tokens"]
-            return GenerateResult(
-                text=r["text"], token_ids=r["token_ids"], finish_reason=r["finish_reason"],
-                usage={"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n,
-                       "cached_prompt_tokens": r["cached_prompt_tokens"]},
-                logprobs=r["logprobs"] if params.logprobs else None,
-                timings=_native_timings(r))
+            return _native_result(self._native.generate(*self._native_call(prompt, params)),
+                                  params)
         progress = _Progress()
         parts, reason = [], "length"
         for piece, event in self._stream(prompt, params, progress):
@@ -373,6 +376,24 @@ class Engine:
             usage={"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n,
                    "cached_prompt_tokens": 0},
             logprobs=progress.logprobs if params.logprobs else None, timings=progress.timings)
+
+    def generate_batch(self, prompts, *, max_tokens=256, **kw):
+        """generate() for each of `prompts` (texts or lists of token ids), decoded together
+        in one batch where the C++ engine's cache is in place (GroupQueryAttention
+        folders: each step reads the weights once for every prompt), one after another
+        otherwise. Returns a GenerateResult per prompt, in order. With a seed, prompt i
+        samples with seed + i."""
+        params = self._params(max_tokens, **kw)
+        prompts = list(prompts)
+        if self.backend == "cpp" and self.cache_in_place:
+            params.check()
+            native = [p if isinstance(p, str) else self._check_ids(p) for p in prompts]
+            return [_native_result(r, params) for r in
+                    self._native.generate_batch(native, dataclasses.asdict(params))]
+        seed = kw.pop("seed", None)
+        return [self.generate(p, max_tokens=max_tokens,
+                              seed=None if seed is None else seed + i, **kw)
+                for i, p in enumerate(prompts)]
 
     # -- chat -----------------------------------------------------------------------------
     _chat = None  # (ChatTemplate, its special-token variables), read on first use
