@@ -39,22 +39,32 @@ struct SharedEngine {
 
 // Python's keyword arguments, already checked and given the model's defaults by
 // nxrt.genai.engine.Engine._params.
+// One entry of Python's parameters as T; a value T cannot hold is a GenAIError naming it.
+template <typename T>
+T field(const nb::dict& p, const char* name) {
+  T value{};
+  if (!nb::try_cast(p[name], value))
+    raise_genai_error(
+        invalid_argument(name, " cannot be ", nb::cast<std::string>(nb::repr(p[name]))));
+  return value;
+}
+
 genai::SamplingOptions sampling_options(const nb::dict& p) {
   genai::SamplingOptions o;
-  o.max_tokens = nb::cast<int>(p["max_tokens"]);
-  o.temperature = nb::cast<float>(p["temperature"]);
-  o.top_k = nb::cast<int>(p["top_k"]);
-  o.top_p = nb::cast<float>(p["top_p"]);
-  o.min_p = nb::cast<float>(p["min_p"]);
-  o.repetition_penalty = nb::cast<float>(p["repetition_penalty"]);
-  o.frequency_penalty = nb::cast<float>(p["frequency_penalty"]);
-  o.presence_penalty = nb::cast<float>(p["presence_penalty"]);
-  if (!p["seed"].is_none()) o.seed = nb::cast<uint64_t>(p["seed"]);
-  if (!p["stop"].is_none()) o.stop = nb::cast<std::vector<std::string>>(p["stop"]);
+  o.max_tokens = field<int>(p, "max_tokens");
+  o.temperature = field<float>(p, "temperature");
+  o.top_k = field<int>(p, "top_k");
+  o.top_p = field<float>(p, "top_p");
+  o.min_p = field<float>(p, "min_p");
+  o.repetition_penalty = field<float>(p, "repetition_penalty");
+  o.frequency_penalty = field<float>(p, "frequency_penalty");
+  o.presence_penalty = field<float>(p, "presence_penalty");
+  if (!p["seed"].is_none()) o.seed = field<uint64_t>(p, "seed");
+  if (!p["stop"].is_none()) o.stop = field<std::vector<std::string>>(p, "stop");
   if (!p["stop_token_ids"].is_none())
-    o.stop_token_ids = nb::cast<std::vector<int32_t>>(p["stop_token_ids"]);
-  o.ignore_eos = nb::cast<bool>(p["ignore_eos"]);
-  o.logprobs = nb::cast<bool>(p["logprobs"]);
+    o.stop_token_ids = field<std::vector<int32_t>>(p, "stop_token_ids");
+  o.ignore_eos = field<bool>(p, "ignore_eos");
+  o.logprobs = field<bool>(p, "logprobs");
   return o;
 }
 

@@ -239,6 +239,11 @@ void BatchDecoder::loop() {
     }
 }
 
+namespace {
+constexpr int64_t kMaxBatchSlots = 32;
+constexpr int64_t kBatchPositions = 32768;
+}  // namespace
+
 Expected<std::vector<Generation>> generate_batch(Engine& engine,
                                                  const std::vector<std::vector<int32_t>>& prompts,
                                                  const SamplingOptions& options) {
@@ -255,8 +260,13 @@ Expected<std::vector<Generation>> generate_batch(Engine& engine,
     capacity = std::max(capacity, sequence->capacity());
     sequences.push_back(std::move(sequence));
   }
+  // Slots for at most kBatchPositions cache positions (and kMaxBatchSlots prompts) at once:
+  // the rest wait in the decoder's queue, so thousands of prompts do not allocate a cache
+  // for each.
+  const int64_t slots = std::clamp<int64_t>(kBatchPositions / capacity, 1,
+                                            std::min<int64_t>(kMaxBatchSlots, prompts.size()));
   NXRT_ASSIGN_OR_RETURN(std::unique_ptr<BatchDecoder> decoder,
-                        BatchDecoder::create(engine, int(prompts.size()), capacity));
+                        BatchDecoder::create(engine, int(slots), capacity));
   std::vector<std::shared_ptr<BatchDecoder::Job>> jobs;
   for (std::unique_ptr<Sequence>& sequence : sequences) {
     NXRT_ASSIGN_OR_RETURN(std::shared_ptr<BatchDecoder::Job> job,

@@ -107,7 +107,8 @@ class BatchDecoder {
   std::thread thread_;
 };
 
-// Generates after each prompt, all in one batch (a decoder with a slot per prompt), and
+// Generates after each prompt, decoded together (a decoder with a slot per prompt, up to
+// 32 slots and 32768 cache positions; further prompts take slots as others finish), and
 // returns the results in the prompts' order. With a seed, prompt i samples with seed + i
 // (the same seed would give every prompt the same random stream). Needs an engine whose
 // cache is in place.

@@ -316,6 +316,24 @@ def test_generate_batch_gives_each_prompt_its_own_tokens(backends):
         cpp.generate_batch([PROMPT, [1, -5]])
 
 
+def test_the_cpp_backend_takes_python_sized_parameters(backends):
+    """Values past what the C++ types hold mean what they mean in Python; one that reaches
+    the binding anyway is an error naming it, and a batch larger than the decoder's slots
+    waits for them."""
+    from nxrt.genai.engine import GenAIError
+
+    cpp, py = backends
+    want = py.generate(PROMPT, max_tokens=3).token_ids
+    assert cpp.generate(PROMPT, max_tokens=3, top_k=10**12).token_ids == want
+    assert cpp.generate(PROMPT, max_tokens=3, stop_token_ids=[2**40, -1]).token_ids == want
+    assert cpp._native_params(cpp._params(10**12))["max_tokens"] == cpp.context_length
+    params = cpp._native_params(cpp._params(3))
+    params["top_k"] = 10**12
+    with pytest.raises(GenAIError, match="top_k"):
+        cpp._native.generate(PROMPT, params)
+    assert [r.token_ids for r in cpp.generate_batch([PROMPT] * 40, max_tokens=3)] == [want] * 40
+
+
 def test_generate_releases_the_gil(backends):
     """While one thread generates, another runs Python: the longest pause the other thread
     sees is far below the generation's own time (with the GIL held it would be all of it)."""

@@ -313,14 +313,25 @@ class Engine:
                 yield piece
 
     # -- the C++ backend ------------------------------------------------------------------
-    def _native_call(self, prompt, params):
-        """The prompt (text, or checked ids) and the parameters as CppEngine takes them."""
+    def _native_prompt(self, prompt):
+        """Text as it is, ids checked (CppEngine takes both)."""
+        return prompt if isinstance(prompt, str) else self._check_ids(prompt)
+
+    def _native_params(self, params):
+        """The checked parameters as CppEngine takes them. Limits the C++ types cannot hold
+        mean what they mean in Python: max_tokens past the context stops at the context,
+        top_k past the vocabulary keeps every token, a stop id outside it never comes."""
         params.check()
-        prompt = prompt if isinstance(prompt, str) else self._check_ids(prompt)
-        return prompt, dataclasses.asdict(params)
+        d = dataclasses.asdict(params)
+        vocab = self.tokenizer.vocab_size
+        d["max_tokens"] = min(int(d["max_tokens"]), self.context_length)
+        d["top_k"] = min(int(d["top_k"]), vocab)
+        if d["stop_token_ids"] is not None:
+            d["stop_token_ids"] = [int(t) for t in d["stop_token_ids"] if 0 <= int(t) < vocab]
+        return d
 
     def _native_stream(self, prompt, params, progress):
-        generation = self._native.start(*self._native_call(prompt, params))
+        generation = self._native.start(self._native_prompt(prompt), self._native_params(params))
         done = False
         while not done:
             piece, done = generation.step()
@@ -363,8 +374,8 @@ class Engine:
         logprobs, ignore_eos. Returns a GenerateResult."""
         params = self._params(max_tokens, **kw)
         if self.backend == "cpp":
-            return _native_result(self._native.generate(*self._native_call(prompt, params)),
-                                  params)
+            return _native_result(self._native.generate(self._native_prompt(prompt),
+                                                         self._native_params(params)), params)
         progress = _Progress()
         parts, reason = [], "length"
         for piece, event in self._stream(prompt, params, progress):
@@ -386,10 +397,9 @@ class Engine:
         params = self._params(max_tokens, **kw)
         prompts = list(prompts)
         if self.backend == "cpp" and self.cache_in_place:
-            params.check()
-            native = [p if isinstance(p, str) else self._check_ids(p) for p in prompts]
+            native = [self._native_prompt(p) for p in prompts]
             return [_native_result(r, params) for r in
-                    self._native.generate_batch(native, dataclasses.asdict(params))]
+                    self._native.generate_batch(native, self._native_params(params))]
         seed = kw.pop("seed", None)
         return [self.generate(p, max_tokens=max_tokens,
                               seed=None if seed is None else seed + i, **kw)
