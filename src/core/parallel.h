@@ -43,8 +43,8 @@ class ParallelScope {
 // Runs body(i) for i in [0, n) on the current Parallel, or serially.
 template <typename Body>
 void parallel_for(size_t n, Body&& body) {
-  Parallel* p = current_parallel();
-  if (!p || n < 2) {
+  Parallel* p = n < 2 ? nullptr : current_parallel();  // one piece: no thread-local lookup
+  if (!p) {
     for (size_t i = 0; i < n; ++i) body(i);
     return;
   }
@@ -57,8 +57,9 @@ void parallel_for(size_t n, Body&& body) {
 // The number of pieces to split work of `units` (of roughly equal cost) into: 1 when
 // serial or when the work is too small to be worth a thread hand-off.
 inline size_t parallel_pieces(double work, double min_work_per_piece) {
+  if (work < 2 * min_work_per_piece) return 1;  // before the thread-local lookup
   Parallel* p = current_parallel();
-  if (!p || work < 2 * min_work_per_piece) return 1;
+  if (!p) return 1;
   const double by_work = work / min_work_per_piece;
   const size_t width = p->width();
   return by_work < double(width) ? size_t(by_work) : width;

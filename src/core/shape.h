@@ -36,7 +36,9 @@ class Shape {
   template <typename It>
   void assign(It first, It last) {
     resize(size_t(std::distance(first, last)));
-    std::copy(first, last, data());
+    // A loop, not std::copy: for a few dims the memmove call cost more than the copy.
+    int64_t* out = data();
+    for (; first != last; ++first) *out++ = *first;
   }
   void resize(size_t rank, int64_t fill = 0) {
     if (rank > kInlineRank && rank > heap_capacity_) {
@@ -82,7 +84,11 @@ class Shape {
   }
 
   friend bool operator==(const Shape& a, const Shape& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    // A plain loop: ranks are small, and std::equal became a memcmp call.
+    if (a.size() != b.size()) return false;
+    for (size_t d = 0; d < a.size(); ++d)
+      if (a[d] != b[d]) return false;
+    return true;
   }
 
   std::string to_string() const;  // "[2,3,4]"
@@ -103,7 +109,9 @@ class Shape {
     other.rank_ = 0;
   }
 
-  int64_t inline_[kInlineRank] = {};
+  // Only the first rank_ dims are ever read: no zero fill per Shape (tensors, and so
+  // shapes, are made on every node of every run).
+  int64_t inline_[kInlineRank];
   std::unique_ptr<int64_t[]> heap_;
   size_t heap_capacity_ = 0;
   size_t rank_ = 0;

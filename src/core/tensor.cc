@@ -18,11 +18,12 @@ Expected<size_t> tensor_bytes(DataType dtype, const Shape& shape, const std::str
     return invalid_argument(what, ": shape ", shape.to_string(), " has ", numel,
                             " elements, more than the ",
                             limit_text(kLimitMaxTensorElements, limits.max_tensor_elements));
-  if (numel > limits.max_tensor_bytes / int64_t(elem))
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(numel, int64_t(elem), &bytes) || bytes > limits.max_tensor_bytes)
     return invalid_argument(what, ": shape ", shape.to_string(), " of ", dtype_name(dtype),
                             " needs ", numel, " x ", elem, " bytes, more than the ",
                             limit_text(kLimitMaxTensorBytes, limits.max_tensor_bytes));
-  return size_t(numel) * elem;
+  return size_t(bytes);
 }
 
 Expected<Tensor> Tensor::allocate(DataType dtype, const Shape& shape, const Limits& limits) {

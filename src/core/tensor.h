@@ -49,6 +49,15 @@ class Tensor {
   }
   const std::shared_ptr<void>& owner() const { return owner_; }
 
+  // Back to an undefined tensor, dropping the owner (what `= Tensor()` does, without
+  // building and moving a temporary: the executor clears slots on every node).
+  void reset() {
+    dtype_ = DataType::kUndefined;
+    shape_.resize(0);
+    data_ = nullptr;
+    if (owner_) owner_.reset();
+  }
+
   // Deep copy into a fresh owning tensor.
   Expected<Tensor> clone() const;
 

@@ -2,7 +2,7 @@
 
 namespace nxrt::optimizer {
 
-GraphView::GraphView(const ir::Graph& graph, const PassContext& ctx) {
+GraphView::GraphView(const ir::Graph& graph, const PassContext& ctx) : outer_(ctx.outer) {
   std::unordered_set<std::string> overridable;
   for (const ir::ValueInfo& in : graph.inputs) {
     names_.insert(in.name);
@@ -51,7 +51,8 @@ size_t GraphView::use_count(const std::string& value) const {
 
 const Tensor* GraphView::constant(const std::string& value) const {
   auto it = constants_.find(value);
-  return it == constants_.end() ? nullptr : it->second;
+  if (it != constants_.end()) return it->second;
+  return names_.count(value) == 0 && outer_ ? outer_->constant(value) : nullptr;
 }
 
 int GraphView::sole_consumer(const std::string& value) const {

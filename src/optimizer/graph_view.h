@@ -28,10 +28,14 @@ class GraphView {
   size_t use_count(const std::string& value) const;
   bool is_graph_output(const std::string& value) const { return outputs_.count(value) > 0; }
   // The value's tensor when it cannot change between runs: an initializer no caller can
-  // override, or the `value` of a Constant node. Null otherwise.
+  // override, or the `value` of a Constant node, of this graph or (for a name it does not
+  // define) of the graphs around it. Null otherwise.
   const Tensor* constant(const std::string& value) const;
-  // True when `name` is used anywhere in the graph (for making fresh names).
-  bool has_name(const std::string& name) const { return names_.count(name) > 0; }
+  // True when `name` is used in the graph or the graphs around it (for fresh names: a
+  // subgraph's name must not hide an outer one).
+  bool has_name(const std::string& name) const {
+    return names_.count(name) > 0 || (outer_ && outer_->has_name(name));
+  }
 
   // The single node reading `value` when nothing else (no graph output, no subgraph)
   // does; -1 otherwise. The node whose output this is can then be fused into that reader.
@@ -44,6 +48,7 @@ class GraphView {
   std::unordered_map<std::string, const Tensor*> constants_;
   std::unordered_set<std::string> outputs_;
   std::unordered_set<std::string> names_;
+  const GraphView* outer_;
 };
 
 // True when node is op `op_type` of the ONNX domain ("" or "ai.onnx").

@@ -26,6 +26,8 @@ enum class Level : int {
   kAll = 99,      // layout changes
 };
 
+class GraphView;
+
 // What a pass may read and change besides the graph it is given.
 struct PassContext {
   ir::Model& model;
@@ -33,6 +35,12 @@ struct PassContext {
   // True for the main graph of a model whose initializers listed as inputs may be fed
   // (IR version 4 and later): those are not constants.
   bool inputs_override_initializers = false;
+  // For a subgraph: the view of the graph around it, whose constants the subgraph reads
+  // by name (an exported If branch slices the weights its parent graph holds).
+  const GraphView* outer = nullptr;
+  // Large tensors this pass folded anywhere in the model: a fold that computes an equal
+  // one (sibling If branches slicing the same weights) shares its memory.
+  std::vector<Tensor>* folded = nullptr;
   // Adds `domain` at `version` to the model's opset imports unless it is there already;
   // false when the model imports another version of it (a rewrite must then not use it).
   bool import_domain(const std::string& domain, int64_t version);

@@ -1,6 +1,7 @@
 // Runs the passes of passes.inc that a session's level and disabled list select.
 #include <algorithm>
 
+#include "optimizer/graph_view.h"
 #include "optimizer/pass.h"
 #include "optimizer/passes/passes.h"
 
@@ -27,13 +28,17 @@ const std::vector<PassInfo>& all_passes() {
 
 namespace {
 
-// The pass on `graph`, then on every subgraph of the nodes it leaves. Subgraph
-// initializers are never overridable.
+// The pass on `graph`, then on every subgraph of the nodes it leaves, which see the
+// constants of the graphs around them. Subgraph initializers are never overridable.
 Status run_on(const PassInfo& pass, ir::Graph& graph, PassContext& ctx) {
   NXRT_RETURN_IF_ERROR(pass.run(graph, ctx));
+  const bool nests = std::any_of(graph.nodes.begin(), graph.nodes.end(),
+                                 [](const ir::Node& n) { return !ir::subgraphs_of(n).empty(); });
+  if (!nests) return Status();
+  const GraphView view(graph, ctx);
   for (ir::Node& node : graph.nodes) {
     for (ir::Graph* sub : ir::subgraphs_of(node)) {
-      PassContext inner{ctx.model, ctx.limits, false};
+      PassContext inner{ctx.model, ctx.limits, false, &view, ctx.folded};
       Status st = run_on(pass, *sub, inner);
       if (!st.ok()) return st;
     }
@@ -58,7 +63,8 @@ Status optimize(ir::Model& model, const OptimizerOptions& options, const Limits&
     if (pass.level != Level::kRequired &&
         (int(pass.level) > options.level || options.disabled.count(pass.name)))
       continue;
-    PassContext ctx{model, limits, model.ir_version >= 4};
+    std::vector<Tensor> folded;
+    PassContext ctx{model, limits, model.ir_version >= 4, nullptr, &folded};
     Status st = run_on(pass, model.graph, ctx);
     if (!st.ok()) return st;
   }

@@ -62,7 +62,7 @@ void release_slot(RunState& state, size_t slot) {
     state.block[size_t(r)] = nullptr;
   }
   state.root[slot] = -1;
-  state.values[slot] = Tensor();
+  state.values[slot].reset();
 }
 
 // A borrowed view of `t` (no ownership traffic on the hot path).
@@ -87,7 +87,8 @@ class StepContext final : public KernelContext {
     const size_t slot = size_t(step_.outputs[i]);
     const ValueSlot& info = graph_.slots[slot];
     Tensor& value = state_.values[slot];
-    release_slot(state_, slot);  // a kernel asked twice: give the old block back first
+    // A kernel asked twice: give the old block back first.
+    if (state_.root[slot] >= 0 || value.defined()) release_slot(state_, slot);
     if (info.is_graph_output) {
       const int index = graph_.output_index_of_slot[slot];
       if (index >= 0 && size_t(index) < flags_.bound_outputs.size() &&

@@ -8,6 +8,7 @@
 #endif
 
 #include <set>
+#include <unordered_set>
 
 #include "ep/cpu/cpu_provider.h"
 #include "onnx/decoder.h"
@@ -52,18 +53,27 @@ std::vector<std::string> nxrt_domain_ops(const ir::Graph& graph) {
 // references to initializers and Constant/attribute tensors only keep dead data alive,
 // such as weights that were sliced or transposed by constant folding. Node structure and
 // other attributes stay: steps point at their nodes for names and error messages.
-uint64_t count_weight_bytes(const ir::Graph& graph) {
+// Tensors that share memory (constants folded alike in several subgraphs) count once.
+uint64_t count_weight_bytes(const ir::Graph& graph, std::unordered_set<const void*>& seen) {
   uint64_t total = 0;
-  for (const ir::Initializer& init : graph.initializers) total += init.tensor.nbytes();
+  auto count = [&](const Tensor& t) {
+    if (t.defined() && (t.nbytes() == 0 || seen.insert(t.raw()).second)) total += t.nbytes();
+  };
+  for (const ir::Initializer& init : graph.initializers) count(init.tensor);
   for (const ir::Node& node : graph.nodes) {
     for (const ir::Attribute& a : node.attributes) {
-      if (a.t.defined()) total += a.t.nbytes();
-      for (const Tensor& t : a.tensors) total += t.nbytes();
-      if (a.g) total += count_weight_bytes(*a.g);
-      for (const auto& g : a.graphs) total += count_weight_bytes(*g);
+      count(a.t);
+      for (const Tensor& t : a.tensors) count(t);
+      if (a.g) total += count_weight_bytes(*a.g, seen);
+      for (const auto& g : a.graphs) total += count_weight_bytes(*g, seen);
     }
   }
   return total;
+}
+
+uint64_t count_weight_bytes(const ir::Graph& graph) {
+  std::unordered_set<const void*> seen;
+  return count_weight_bytes(graph, seen);
 }
 
 void release_weights(ir::Graph& graph) {

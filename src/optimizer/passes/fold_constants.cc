@@ -4,6 +4,7 @@
 // (fuse_conv_batchnorm, fuse_conv_affine) instead of being applied on every run. The
 // planner still folds what is left (the passes' own rewrites) at plan time. Like
 // onnxruntime's, it leaves DequantizeLinear alone.
+#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -29,6 +30,19 @@ void drop_unread_initializers(ir::Graph& graph, const std::unordered_set<std::st
   std::erase_if(graph.initializers, [&](const ir::Initializer& init) {
     return candidates.count(init.name) > 0 && read.count(init.name) == 0;
   });
+}
+
+// `t`, or an equal tensor folded earlier in the model (sharing its memory): exported If
+// branches often slice and reorder the same weights, and each branch folds them.
+Tensor shared_copy(Tensor t, std::vector<Tensor>* folded) {
+  constexpr size_t kWorthSharing = 4096;  // bytes; smaller results are not looked up
+  if (!folded || t.nbytes() < kWorthSharing || t.dtype() == DataType::kString) return t;
+  for (const Tensor& earlier : *folded)
+    if (earlier.dtype() == t.dtype() && earlier.shape() == t.shape() &&
+        std::memcmp(earlier.raw(), t.raw(), t.nbytes()) == 0)
+      return earlier;
+  folded->push_back(t);
+  return t;
 }
 
 }  // namespace
@@ -68,7 +82,7 @@ Status fold_constants(ir::Graph& graph, PassContext& ctx) {
     auto outputs = fold_node(node, opset, inputs, ctx.limits);
     if (!outputs) continue;
     for (size_t o = 0; o < node.outputs.size(); ++o) {
-      Tensor& t = (*outputs)[o];
+      Tensor t = shared_copy(std::move((*outputs)[o]), ctx.folded);
       folded[node.outputs[o]] = t;
       edit.add_initializer(node.outputs[o], std::move(t));
     }

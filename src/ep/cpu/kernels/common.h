@@ -212,8 +212,10 @@ template <typename A, typename B, typename Out, typename Fn>
 Status broadcast_binary(KernelContext& ctx, const Tensor& a, const Tensor& b, Fn fn,
                         const Shape* expect = nullptr) {
   const Shape* shapes[] = {&a.shape(), &b.shape()};
+  const bool same = a.shape() == b.shape();
   Shape out_shape;
-  if (!broadcast_shapes(shapes, out_shape) || (expect && !(out_shape == *expect)))
+  if (same) out_shape = a.shape();  // the common case needs no broadcasting rules
+  if ((!same && !broadcast_shapes(shapes, out_shape)) || (expect && !(out_shape == *expect)))
     return invalid_argument(
         "shapes ", a.shape().to_string(), " and ", b.shape().to_string(),
         expect ? " do not broadcast to the first input's shape" : " cannot be broadcast together");
@@ -224,7 +226,6 @@ Status broadcast_binary(KernelContext& ctx, const Tensor& a, const Tensor& b, Fn
   // Same shapes, or a scalar on one side: one flat loop, split across the run's threads
   // when large (these ops are memory-bound; a piece is at least 64K elements).
   const int64_t n = out->numel();
-  const bool same = a.shape() == b.shape();
   const bool scalar_b = !same && b.numel() == 1 && a.shape() == out_shape;
   const bool scalar_a = !same && !scalar_b && a.numel() == 1 && b.shape() == out_shape;
   if (same || scalar_a || scalar_b) {
