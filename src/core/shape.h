@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -20,9 +21,9 @@ class Shape {
   Shape(std::initializer_list<int64_t> dims) { assign(dims.begin(), dims.end()); }
   explicit Shape(std::span<const int64_t> dims) { assign(dims.begin(), dims.end()); }
   explicit Shape(const std::vector<int64_t>& dims) { assign(dims.begin(), dims.end()); }
-  Shape(const Shape& other) { assign(other.begin(), other.end()); }
+  Shape(const Shape& other) { copy_from(other); }
   Shape& operator=(const Shape& other) {
-    if (this != &other) assign(other.begin(), other.end());
+    if (this != &other) copy_from(other);
     return *this;
   }
   // Moves take a heap array over and copy only the dims in use: every Tensor built from a
@@ -35,10 +36,17 @@ class Shape {
 
   template <typename It>
   void assign(It first, It last) {
-    resize(size_t(std::distance(first, last)));
-    // A loop, not std::copy: for a few dims the memmove call cost more than the copy.
-    int64_t* out = data();
-    for (; first != last; ++first) *out++ = *first;
+    const size_t n = size_t(std::distance(first, last));
+    if (n <= kInlineRank && !heap_) {
+      // A bounded loop: an open one became a memmove call, which cost more than the few
+      // dims it copies (shapes are made on every node of every run).
+      for (size_t i = 0; i < kInlineRank; ++i)
+        if (i < n) inline_[i] = *first++;
+      rank_ = n;
+      return;
+    }
+    resize(n);
+    std::copy(first, last, data());
   }
   void resize(size_t rank, int64_t fill = 0) {
     if (rank > kInlineRank && rank > heap_capacity_) {
@@ -94,6 +102,15 @@ class Shape {
   std::string to_string() const;  // "[2,3,4]"
 
  private:
+  void copy_from(const Shape& other) {
+    if (!other.heap_ && !heap_) {
+      std::memcpy(inline_, other.inline_, sizeof inline_);  // fixed size: inlined
+      rank_ = other.rank_;
+      return;
+    }
+    assign(other.begin(), other.end());
+  }
+
   // Leaves `other` empty.
   void take(Shape& other) noexcept {
     if (other.heap_) {
@@ -102,16 +119,16 @@ class Shape {
     } else {
       heap_.reset();
       heap_capacity_ = 0;
-      for (size_t i = 0; i < other.rank_; ++i) inline_[i] = other.inline_[i];
+      std::memcpy(inline_, other.inline_, sizeof inline_);  // fixed size: inlined
     }
     rank_ = other.rank_;
     other.heap_capacity_ = 0;
     other.rank_ = 0;
   }
 
-  // Only the first rank_ dims are ever read: no zero fill per Shape (tensors, and so
-  // shapes, are made on every node of every run).
-  int64_t inline_[kInlineRank];
+  // Every Shape under kInlineRank copies all of it (a fixed-size copy is a few vector
+  // moves), so it is always initialized.
+  int64_t inline_[kInlineRank] = {};
   std::unique_ptr<int64_t[]> heap_;
   size_t heap_capacity_ = 0;
   size_t rank_ = 0;

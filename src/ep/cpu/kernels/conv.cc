@@ -709,8 +709,14 @@ class ConvKernel final : public Kernel {
     if constexpr (std::is_same_v<T, float>) {
       float lo, hi;
       if (!z && cols < 16 && clamp_bounds(lo, hi)) {
-        // Rows of a few positions (the audio encoders' last layers): one inline loop over
-        // the block, where a vector call per row costs more than its handful of outputs.
+        // Rows of a few positions (the audio encoders' last layers): the block at once,
+        // where a vector call per row costs more than its handful of outputs.
+        if (cols == out_size) {
+          vmath::channel_affine_clamp(y + offset, channels, cols,
+                                      scale ? scale + first_channel : nullptr,
+                                      bias ? bias + first_channel : nullptr, lo, hi);
+          return;
+        }
         for (int64_t c = 0; c < channels; ++c) {
           const float s = scale ? scale[first_channel + c] : 1.0f;
           const float b = bias ? bias[first_channel + c] : 0.0f;

@@ -114,8 +114,17 @@ class PadKernel final : public Kernel {
     maps.coords = coords;
     for (int64_t d = 0; d < rank; ++d) {
       int64_t* m = coords + maps.start[size_t(d)];
-      for (int64_t o = 0; o < out[size_t(d)]; ++o)
-        m[o] = map_coord(o, full[size_t(d)], in[size_t(d)], mode_);
+      const int64_t n = out[size_t(d)], begin = full[size_t(d)];
+      if (d + 1 < rank) {
+        for (int64_t o = 0; o < n; ++o) m[o] = map_coord(o, begin, in[size_t(d)], mode_);
+        continue;
+      }
+      // The last axis' inside is copied whole (gather): only its borders need the map,
+      // whose reflect and wrap modes take divisions per coordinate.
+      const int64_t lo = std::clamp<int64_t>(begin, 0, n);
+      const int64_t hi = std::clamp<int64_t>(begin + in[size_t(d)], lo, n);
+      for (int64_t o = 0; o < lo; ++o) m[o] = map_coord(o, begin, in[size_t(d)], mode_);
+      for (int64_t o = hi; o < n; ++o) m[o] = map_coord(o, begin, in[size_t(d)], mode_);
     }
     const Tensor* cv = from_inputs_ ? ctx.input(2) : nullptr;
     if (cv && cv->numel() > 1)

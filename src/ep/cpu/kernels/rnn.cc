@@ -137,8 +137,11 @@ __attribute__((target("avx2"))) void tanh_avx2(float* x, int64_t n) {
 }
 #endif
 
+// With AVX-512 the gates take vmath's activations (16 lanes, a reciprocal with a Newton
+// step instead of a division: a Silero LSTM step spent ~3% of its run in the AVX2 ones).
 void sigmoid_inplace(float* x, int64_t n) {
 #if NXRT_RNN_X86
+  if (vmath::uses_avx512()) return vmath::unary(vmath::Unary::kSigmoid, {}, x, x, size_t(n));
   if (gemm::has_avx2_fma()) return sigmoid_avx2(x, n);
 #endif
   for (int64_t i = 0; i < n; ++i) x[i] = sigmoid_one(x[i]);
@@ -146,6 +149,7 @@ void sigmoid_inplace(float* x, int64_t n) {
 
 void tanh_inplace(float* x, int64_t n) {
 #if NXRT_RNN_X86
+  if (vmath::uses_avx512()) return vmath::unary(vmath::Unary::kTanh, {}, x, x, size_t(n));
   if (gemm::has_avx2_fma()) return tanh_avx2(x, n);
 #endif
   for (int64_t i = 0; i < n; ++i) x[i] = tanh_one(x[i]);

@@ -472,6 +472,32 @@ void depthwise_short_rows_avx512(const float* x, int64_t width, int64_t channels
   }
 }
 
+void channel_affine_clamp_avx512(float* y, int64_t channels, int64_t cols, const float* scale,
+                                 const float* bias, float lo, float hi) {
+  // Lane j of a vector starting at element e belongs to channel e / cols + j / cols: the
+  // per-channel values are spread over the lanes by one permute.
+  int shift = 0;
+  while ((int64_t(1) << shift) < cols) ++shift;
+  const __m512i spread = _mm512_srli_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), unsigned(shift));
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const int64_t total = channels * cols, per_vector = 16 >> shift;
+  for (int64_t e = 0, c = 0; e < total; e += 16, c += per_vector) {
+    const __mmask16 lanes = first_lanes(total - e), params = first_lanes(channels - c);
+    __m512 v = _mm512_maskz_loadu_ps(lanes, y + e);
+    const __m512 b = bias ? _mm512_permutexvar_ps(spread, _mm512_maskz_loadu_ps(params, bias + c))
+                          : _mm512_setzero_ps();
+    if (scale)
+      v = _mm512_fmadd_ps(
+          v, _mm512_permutexvar_ps(spread, _mm512_maskz_loadu_ps(params, scale + c)), b);
+    else
+      v = _mm512_add_ps(v, b);
+    // max(lo, x) and min(hi, x) return x when it is NaN (the second operand).
+    v = _mm512_min_ps(vhi, _mm512_max_ps(vlo, v));
+    _mm512_mask_storeu_ps(y + e, lanes, v);
+  }
+}
+
 void strided_rows_avx512(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t step,
                          int64_t lo, int64_t hi, int64_t count, float* out, int64_t out_ld) {
   const StridedLanes read = StridedLanes::make(lo, hi, step);
@@ -578,6 +604,8 @@ void pool_plane_avx512(bool max, const float* x, int64_t ld, const PoolWindow& w
 }
 void depthwise_short_rows_avx512(const float*, int64_t, int64_t, const float*, int64_t, int64_t,
                                  int64_t, int64_t, float*) {}
+void channel_affine_clamp_avx512(float*, int64_t, int64_t, const float*, const float*, float,
+                                 float) {}
 void strided_rows_avx512(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t step,
                          int64_t lo, int64_t hi, int64_t count, float* out, int64_t out_ld) {
   strided_rows(x, ld, rows, off, step, lo, hi, count, out, out_ld);
