@@ -44,8 +44,8 @@ void BM_CApiAddChain(benchmark::State& state) {
   if (!ok(state, nxrt_env_create(NXRT_API_VERSION, &env, nullptr)) ||
       !ok(state, nxrt_session_options_create(&options, nullptr)) ||
       !ok(state, nxrt_session_options_set_intra_op_threads(options, 1, nullptr)) ||
-      !ok(state, nxrt_session_create_from_memory(env, model.data(), model.size(), options,
-                                                 &session, nullptr)))
+      !ok(state, nxrt_session_create_from_memory(env, model.data(), model.size(), options, &session,
+                                                 nullptr)))
     return;
   std::vector<float> x(16, 0.5f);
   const int64_t shape[2] = {1, 16};
@@ -58,8 +58,8 @@ void BM_CApiAddChain(benchmark::State& state) {
   const char* input_name = "x";
   const char* output_name = "y";
   for (auto _ : state) {
-    if (!ok(state, nxrt_session_run(session, nullptr, &input_name, &input, 1, &output_name,
-                                    &output, 1, nullptr)))
+    if (!ok(state, nxrt_session_run(session, nullptr, &input_name, &input, 1, &output_name, &output,
+                                    1, nullptr)))
       break;
   }
   const float y0 = static_cast<const float*>(nxrt_tensor_data(output))[0];
