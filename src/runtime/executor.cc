@@ -312,6 +312,12 @@ void prepare_state(const ExecutableGraph& graph, RunState& state) {
   if (state.prepared_for == &graph && state.values.size() == num_slots) return;
   state.values.assign(num_slots, Tensor());
   state.sequences.assign(num_slots, nullptr);
+  // Every run leaves each slot's root at -1 (release_all), so these are set once here,
+  // not per run: a subgraph's slots are mostly its constants (hundreds in Silero's).
+  state.root.assign(num_slots, -1);
+  state.refs.assign(num_slots, 0);
+  state.block.assign(num_slots, nullptr);
+  state.block_id.assign(num_slots, -1);
   state.run_slots.clear();
   state.restore_slots.clear();
   for (size_t s = 0; s < num_slots; ++s) {
@@ -332,12 +338,7 @@ Status execute_graph(const ExecutableGraph& graph, RunState& state,
                      std::span<const Value* const> feeds, std::span<const Tensor* const> outer,
                      std::vector<Value>& outputs, const RunFlags& flags,
                      std::span<const TensorSequence* const> outer_sequences) {
-  const size_t num_slots = graph.slots.size();
   prepare_state(graph, state);
-  state.root.assign(num_slots, -1);
-  state.refs.assign(num_slots, 0);
-  state.block.assign(num_slots, nullptr);
-  state.block_id.assign(num_slots, -1);
   state.step_inputs.resize(graph.max_step_inputs);
   state.step_sequences.resize(graph.max_step_inputs);
   if (flags.output_sink) state.sunk.assign(graph.output_slots.size(), nullptr);

@@ -24,9 +24,14 @@ int64_t map_coord(int64_t o, int64_t begin, int64_t n, PadMode mode) {
     case PadMode::kEdge:
       return i < 0 ? 0 : n - 1;
     case PadMode::kWrap:
+      if (i < 0 && i >= -n) return i + n;
+      if (i >= n && i < 2 * n) return i - n;
       return ((i % n) + n) % n;
     case PadMode::kReflect: {
       if (n == 1) return 0;
+      // One reflection (pads shorter than the axis, the usual case) needs no division.
+      if (i < 0 && -i < n) return -i;
+      if (i >= n && i < 2 * n - 1) return 2 * (n - 1) - i;
       const int64_t period = 2 * (n - 1);
       int64_t m = ((i % period) + period) % period;
       return m < n ? m : period - m;
