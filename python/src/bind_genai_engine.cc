@@ -19,6 +19,7 @@
 #include "genai/batch_decoder.h"
 #include "genai/engine.h"
 #include "session_config.h"
+#include "tokenizer_handle.h"
 
 namespace nb = nanobind;
 
@@ -204,7 +205,11 @@ void bind_genai_engine(nb::module_& m) {
              e.engine->forget_cached_tokens();
            })
       .def_prop_ro("vocab_size",
-                   [](const SharedEngine& e) { return e.engine->tokenizer().vocab_size(); });
+                   [](const SharedEngine& e) { return e.engine->tokenizer().vocab_size(); })
+      .def(
+          "tokenizer",
+          [](const SharedEngine& e) { return CppTokenizer{e.engine->shared_tokenizer()}; },
+          "The engine's tokenizer as a CppTokenizer (shared, not read again).");
 }
 
 }  // namespace nxrt::py

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "genai/tokenizer.h"
+#include "tokenizer_handle.h"
 
 namespace nb = nanobind;
 
@@ -24,12 +25,8 @@ T value_or_raise(Expected<T>&& value) {
   return std::move(value).value();
 }
 
-struct CppTokenizer {
-  std::shared_ptr<genai::Tokenizer> impl;
-};
-
 struct CppStreamDecoder {
-  std::shared_ptr<genai::Tokenizer> tokenizer;  // kept alive while decoding
+  std::shared_ptr<const genai::Tokenizer> tokenizer;  // kept alive while decoding
   genai::StreamDecoder decoder;
 };
 
@@ -54,7 +51,7 @@ void bind_tokenizer(nb::module_& m) {
               }
               t = std::move(loaded).value();
             }
-            return CppTokenizer{std::shared_ptr<genai::Tokenizer>(std::move(t))};
+            return CppTokenizer{std::shared_ptr<const genai::Tokenizer>(std::move(t))};
           },
           nb::arg("path"), "Reads tokenizer.json (and a tokenizer_config.json beside it).")
       .def(

@@ -55,7 +55,7 @@ class Tensor {
     dtype_ = DataType::kUndefined;
     shape_.resize(0);
     data_ = nullptr;
-    if (owner_) owner_.reset();
+    owner_.reset();
   }
 
   // Deep copy into a fresh owning tensor.

@@ -125,6 +125,9 @@ class Engine {
   void forget_cached_tokens() { single_cached_.clear(); }
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // The same tokenizer, for a caller that keeps it beyond the engine (Python's Engine
+  // encodes with it instead of reading tokenizer.json again).
+  std::shared_ptr<const Tokenizer> shared_tokenizer() const { return tokenizer_; }
   const ModelConfig& config() const { return config_; }
   // Whether past and present share the engine's buffers (no copy per step); batches
   // (BatchDecoder) need it.
@@ -176,7 +179,7 @@ class Engine {
 
   ModelConfig config_;
   std::unique_ptr<Session> session_;
-  std::unique_ptr<Tokenizer> tokenizer_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
   std::unique_ptr<Feeds> single_;       // generate()'s, one slot
   std::vector<int32_t> single_cached_;  // the tokens single_'s cache holds, in order
   uint64_t generations_ = 0;            // started so far: the latest owns single_

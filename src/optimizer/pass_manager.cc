@@ -1,5 +1,6 @@
 // Runs the passes of passes.inc that a session's level and disabled list select.
 #include <algorithm>
+#include <optional>
 
 #include "optimizer/graph_view.h"
 #include "optimizer/pass.h"
@@ -32,13 +33,11 @@ namespace {
 // constants of the graphs around them. Subgraph initializers are never overridable.
 Status run_on(const PassInfo& pass, ir::Graph& graph, PassContext& ctx) {
   NXRT_RETURN_IF_ERROR(pass.run(graph, ctx));
-  const bool nests = std::any_of(graph.nodes.begin(), graph.nodes.end(),
-                                 [](const ir::Node& n) { return !ir::subgraphs_of(n).empty(); });
-  if (!nests) return Status();
-  const GraphView view(graph, ctx);
+  std::optional<GraphView> view;  // built for the first subgraph, after the pass's edits
   for (ir::Node& node : graph.nodes) {
     for (ir::Graph* sub : ir::subgraphs_of(node)) {
-      PassContext inner{ctx.model, ctx.limits, false, &view, ctx.folded};
+      if (!view) view.emplace(graph, ctx);
+      PassContext inner{ctx.model, ctx.limits, false, &*view, ctx.folded};
       Status st = run_on(pass, *sub, inner);
       if (!st.ok()) return st;
     }

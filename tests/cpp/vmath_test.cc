@@ -413,3 +413,40 @@ TEST(VmathArrays, DepthwiseShortRowsMatchTheWindowSums) {
 }
 
 }  // namespace array_primitives
+
+// The few-position convolution epilogue: every row length (whole rows, which AVX-512 runs
+// a vector of channels at a time, and rows inside longer ones), with and without scale and
+// bias, against the definition; NaN passes through the clamp.
+TEST(VmathArrays, ChannelAffineClampMatchesTheDefinition) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (int64_t cols : {1, 2, 3, 4, 5, 8, 16}) {
+    for (int64_t ld : {cols, cols + 3}) {
+      for (bool with_scale : {false, true}) {
+        const int64_t channels = 37;
+        std::vector<float> y(size_t(channels * ld)), scale(channels), bias(channels);
+        for (float& v : y) v = dist(rng);
+        for (float& v : scale) v = dist(rng);
+        for (float& v : bias) v = dist(rng);
+        y[size_t(ld)] = std::numeric_limits<float>::quiet_NaN();  // channel 1, position 0
+        std::vector<float> expect = y;
+        const float lo = -0.5f, hi = 1.25f;
+        for (int64_t c = 0; c < channels; ++c)
+          for (int64_t i = 0; i < cols; ++i) {
+            float& v = expect[size_t(c * ld + i)];
+            v = with_scale ? std::fma(v, scale[size_t(c)], bias[size_t(c)]) : v + bias[size_t(c)];
+            if (!std::isnan(v)) v = std::min(hi, std::max(lo, v));
+          }
+        nxrt::vmath::channel_affine_clamp(y.data(), channels, cols, ld,
+                                          with_scale ? scale.data() : nullptr, bias.data(), lo, hi);
+        for (size_t k = 0; k < y.size(); ++k) {
+          if (std::isnan(expect[k])) {
+            EXPECT_TRUE(std::isnan(y[k])) << "cols " << cols << " ld " << ld << " at " << k;
+          } else {
+            EXPECT_EQ(y[k], expect[k]) << "cols " << cols << " ld " << ld << " at " << k;
+          }
+        }
+      }
+    }
+  }
+}

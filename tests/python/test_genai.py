@@ -371,6 +371,26 @@ def test_session_options_reach_the_cpp_engine(folder, tmp_path):
         engine.generate(PROMPT, seed=-1)
 
 
+def test_the_cpp_engine_shares_its_tokenizer(folder, monkeypatch):
+    """Engine(backend="cpp") encodes with the C++ engine's own tokenizer: tokenizer.json is
+    read once, by the engine, not again for Python."""
+    from nxrt.genai.engine import Engine
+    from nxrt.genai.tokenizer import Tokenizer
+
+    if not hasattr(nxrt._nxrt, "CppEngine"):
+        pytest.skip("this build has no C++ generation engine (no nlohmann-json)")
+
+    def no_second_read(path):
+        raise AssertionError(f"tokenizer.json read again: {path}")
+
+    monkeypatch.setattr(nxrt._nxrt.CppTokenizer, "from_file", staticmethod(no_second_read))
+    engine = Engine.from_dir(folder, backend="cpp")
+    monkeypatch.undo()
+    reference = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    assert engine.tokenize(PROMPT) == reference.encode(PROMPT)
+    assert engine.tokenizer.vocab_size == reference.vocab_size
+
+
 # -- GGUF files that are not what they claim -----------------------------------------------
 
 

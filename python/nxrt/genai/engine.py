@@ -113,16 +113,15 @@ class Engine:
                              "where nlohmann-json is installed); use backend='python'")
         self.backend = backend or ("cpp" if native is not None else "python")
         so = session_options or nxrt.SessionOptions()
-        tokenizer_path = os.path.join(folder, "tokenizer.json")
         if self.backend == "cpp":
             self._native = native.load(folder, int(threads or 0), so._native())
-            # The engine's own tokenizer (ids identical to Tokenizer's: tested).
-            self.tokenizer = NativeTokenizer(tokenizer_path)
+            # The engine's own tokenizer, shared (ids identical to Tokenizer's: tested).
+            self.tokenizer = NativeTokenizer(impl=self._native.tokenizer())
             return
         if threads is not None:
             so.intra_op_num_threads = int(threads)
         self.session = nxrt.InferenceSession(os.path.join(folder, model_file), so)
-        self.tokenizer = Tokenizer.from_file(tokenizer_path)
+        self.tokenizer = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
         inputs, outputs = self._names
         self._past = [(inputs["past_key_names"] % i, inputs["past_value_names"] % i)
                       for i in range(self.layers)]

@@ -476,9 +476,14 @@ class NativeTokenizer:
     """The C++ tokenizer (src/genai/tokenizer.h) behind Tokenizer's interface, for the
     SentencePiece-style files only it reads. Errors are ValueError, as Tokenizer's."""
 
-    def __init__(self, path):
+    def __init__(self, path=None, *, impl=None):
+        """Reads tokenizer.json at PATH, or wraps IMPL, a _nxrt.CppTokenizer already
+        loaded (a C++ engine's own)."""
         from nxrt import _nxrt
 
+        if impl is not None:
+            self._impl = impl
+            return
         if not hasattr(_nxrt, "CppTokenizer"):
             raise ValueError(f"{path}: SentencePiece-style tokenizers need nxrt's C++ "
                              "text-generation library, which this build lacks (it is built "

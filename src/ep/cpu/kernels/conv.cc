@@ -711,24 +711,9 @@ class ConvKernel final : public Kernel {
       if (!z && cols < 16 && clamp_bounds(lo, hi)) {
         // Rows of a few positions (the audio encoders' last layers): the block at once,
         // where a vector call per row costs more than its handful of outputs.
-        if (cols == out_size) {
-          vmath::channel_affine_clamp(y + offset, channels, cols,
-                                      scale ? scale + first_channel : nullptr,
-                                      bias ? bias + first_channel : nullptr, lo, hi);
-          return;
-        }
-        for (int64_t c = 0; c < channels; ++c) {
-          const float s = scale ? scale[first_channel + c] : 1.0f;
-          const float b = bias ? bias[first_channel + c] : 0.0f;
-          float* row = y + offset + c * out_size;
-          for (int64_t i = 0; i < cols; ++i) {
-            // (A scale of 1 adds exactly what the fused multiply-add would, without the
-            // libm call the baseline ISA makes of it.)
-            float v = s == 1.0f ? row[i] + b : std::fma(row[i], s, b);
-            v = v < lo ? lo : v;  // NaN stays NaN, as in the vector epilogue
-            row[i] = v > hi ? hi : v;
-          }
-        }
+        vmath::channel_affine_clamp(y + offset, channels, cols, out_size,
+                                    scale ? scale + first_channel : nullptr,
+                                    bias ? bias + first_channel : nullptr, lo, hi);
         return;
       }
     }

@@ -261,14 +261,14 @@ void strided_rows(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t
   }
 }
 
-void channel_affine_clamp(float* y, int64_t channels, int64_t cols, const float* scale,
+void channel_affine_clamp(float* y, int64_t channels, int64_t cols, int64_t ld, const float* scale,
                           const float* bias, float lo, float hi) {
-  if (cols > 0 && cols <= 16 && (cols & (cols - 1)) == 0 && uses_avx512())
+  if (ld == cols && cols > 0 && cols <= 16 && (cols & (cols - 1)) == 0 && uses_avx512())
     return detail::channel_affine_clamp_avx512(y, channels, cols, scale, bias, lo, hi);
   for (int64_t c = 0; c < channels; ++c) {
     const float s = scale ? scale[c] : 1.0f;
     const float b = bias ? bias[c] : 0.0f;
-    float* row = y + c * cols;
+    float* row = y + c * ld;
     for (int64_t i = 0; i < cols; ++i) {
       // (A scale of 1 adds exactly what the fused multiply-add would, without the libm
       // call the baseline ISA makes of it.)

@@ -124,12 +124,13 @@ void window_rows(const float* plane, int64_t H, int64_t W, int64_t ih0, int64_t 
 void strided_rows(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t step, int64_t lo,
                   int64_t hi, int64_t count, float* out, int64_t out_ld);
 
-// y[c * cols + i] = clamp(y[c * cols + i] * scale[c] + bias[c], lo, hi) for c < channels,
+// y[c * ld + i] = clamp(y[c * ld + i] * scale[c] + bias[c], lo, hi) for c < channels,
 // i < cols, with one rounding (a scale of null is 1, a bias of null 0; NaN stays NaN): a
 // convolution's epilogue over a block of channels whose rows are a few positions long
-// (audio encoders' last layers). AVX-512 covers 16 / cols channels per vector when cols is
-// a power of two up to 16, where a loop per row cost ~5 cycles an element.
-void channel_affine_clamp(float* y, int64_t channels, int64_t cols, const float* scale,
+// (audio encoders' last layers). With whole rows (ld == cols, a power of two up to 16)
+// AVX-512 covers 16 / cols channels per vector, where a loop per row cost ~5 cycles an
+// element.
+void channel_affine_clamp(float* y, int64_t channels, int64_t cols, int64_t ld, const float* scale,
                           const float* bias, float lo, float hi);
 
 // A 1-D depthwise convolution of short rows (audio encoders: 5-tap filters over 2 to 16
