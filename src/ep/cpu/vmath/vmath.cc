@@ -254,6 +254,8 @@ void strided_rows(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t
                   int64_t hi, int64_t count, float* out, int64_t out_ld) {
   if (count <= 16 && (step == 1 || step == 2) && uses_avx512())
     return detail::strided_rows_avx512(x, ld, rows, off, step, lo, hi, count, out, out_ld);
+  if (count <= 4 && (step == 1 || step == 2) && uses_avx2())
+    return detail::strided_rows_avx2(x, ld, rows, off, step, lo, hi, count, out, out_ld);
   for (int64_t r = 0; r < rows; ++r) {
     const float* src = x + r * ld + off;
     float* dst = out + r * out_ld;
@@ -261,10 +263,9 @@ void strided_rows(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t
   }
 }
 
-void channel_affine_clamp(float* y, int64_t channels, int64_t cols, int64_t ld, const float* scale,
-                          const float* bias, float lo, float hi) {
-  if (ld == cols && cols > 0 && cols <= 16 && (cols & (cols - 1)) == 0 && uses_avx512())
-    return detail::channel_affine_clamp_avx512(y, channels, cols, scale, bias, lo, hi);
+namespace detail {
+void channel_affine_clamp_portable(float* y, int64_t channels, int64_t cols, int64_t ld,
+                                   const float* scale, const float* bias, float lo, float hi) {
   for (int64_t c = 0; c < channels; ++c) {
     const float s = scale ? scale[c] : 1.0f;
     const float b = bias ? bias[c] : 0.0f;
@@ -277,6 +278,17 @@ void channel_affine_clamp(float* y, int64_t channels, int64_t cols, int64_t ld, 
       row[i] = v > hi ? hi : v;
     }
   }
+}
+}  // namespace detail
+
+void channel_affine_clamp(float* y, int64_t channels, int64_t cols, int64_t ld, const float* scale,
+                          const float* bias, float lo, float hi) {
+  const bool whole_rows = ld == cols && cols > 0 && (cols & (cols - 1)) == 0;
+  if (whole_rows && cols <= 16 && uses_avx512())
+    return detail::channel_affine_clamp_avx512(y, channels, cols, scale, bias, lo, hi);
+  if (whole_rows && cols <= 8 && uses_avx2())
+    return detail::channel_affine_clamp_avx2(y, channels, cols, scale, bias, lo, hi);
+  detail::channel_affine_clamp_portable(y, channels, cols, ld, scale, bias, lo, hi);
 }
 
 void depthwise_plane(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
