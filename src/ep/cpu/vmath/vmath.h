@@ -127,9 +127,9 @@ void strided_rows(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t
 // y[c * ld + i] = clamp(y[c * ld + i] * scale[c] + bias[c], lo, hi) for c < channels,
 // i < cols, with one rounding (a scale of null is 1, a bias of null 0; NaN stays NaN): a
 // convolution's epilogue over a block of channels whose rows are a few positions long
-// (audio encoders' last layers). With whole rows (ld == cols, a power of two up to 16)
-// AVX-512 covers 16 / cols channels per vector, where a loop per row cost ~5 cycles an
-// element.
+// (audio encoders' last layers). With whole rows (ld == cols, a power of two up to 16
+// with AVX-512, up to 8 with AVX2) a vector covers 16 / cols (8 / cols) channels, where a
+// loop per row cost ~5 cycles an element.
 void channel_affine_clamp(float* y, int64_t channels, int64_t cols, int64_t ld, const float* scale,
                           const float* bias, float lo, float hi);
 

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -476,8 +477,7 @@ void channel_affine_clamp_avx512(float* y, int64_t channels, int64_t cols, const
                                  const float* bias, float lo, float hi) {
   // Lane j of a vector starting at element e belongs to channel e / cols + j / cols: the
   // per-channel values are spread over the lanes by one permute.
-  int shift = 0;
-  while ((int64_t(1) << shift) < cols) ++shift;
+  const int shift = std::countr_zero(uint64_t(cols));  // cols is a power of two
   const __m512i spread = _mm512_srli_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), unsigned(shift));
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);

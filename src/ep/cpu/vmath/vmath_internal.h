@@ -63,7 +63,6 @@ void window_rows_avx512(const float* plane, int64_t H, int64_t W, int64_t ih0, i
 // count <= 16, step 1 or 2, taps <= 16.
 void depthwise_short_rows_avx512(const float* x, int64_t width, int64_t channels, const float* w,
                                  int64_t taps, int64_t step, int64_t pad, int64_t count, float* y);
-// cols a power of two, at most 16.
 void channel_affine_clamp_portable(float* y, int64_t channels, int64_t cols, int64_t ld,
                                    const float* scale, const float* bias, float lo, float hi);
 // cols a power of two up to 8, rows dense (ld == cols).
@@ -72,6 +71,7 @@ void channel_affine_clamp_avx2(float* y, int64_t channels, int64_t cols, const f
 // count <= 4, step 1 or 2.
 void strided_rows_avx2(const float* x, int64_t ld, int64_t rows, int64_t off, int64_t step,
                        int64_t lo, int64_t hi, int64_t count, float* out, int64_t out_ld);
+// cols a power of two, at most 16, rows dense (ld == cols).
 void channel_affine_clamp_avx512(float* y, int64_t channels, int64_t cols, const float* scale,
                                  const float* bias, float lo, float hi);
 // count <= 16, step 1 or 2.

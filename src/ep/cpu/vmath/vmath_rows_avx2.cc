@@ -7,6 +7,9 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+#include <bit>
+#include <cstdint>
+
 #include "ep/cpu/vmath/vmath_avx2_lanes.h"
 
 #if defined(__clang__)
@@ -54,8 +57,7 @@ void channel_affine_clamp_avx2(float* y, int64_t channels, int64_t cols, const f
                                const float* bias, float lo, float hi) {
   // Lane j of a vector starting at element e belongs to channel e / cols + j / cols: the
   // per-channel values are spread over the lanes by one permute.
-  int shift = 0;
-  while ((int64_t(1) << shift) < cols) ++shift;
+  const int shift = std::countr_zero(uint64_t(cols));  // cols is a power of two
   const __m256i spread = _mm256_srli_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), int(shift));
   const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
   const int64_t total = channels * cols, per_vector = 8 >> shift;
