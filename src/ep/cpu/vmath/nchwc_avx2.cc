@@ -9,12 +9,9 @@
 #include <algorithm>
 #include <utility>
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+#include "ep/cpu/vmath/target_region.h"
+
+NXRT_TARGET_BEGIN("avx2,fma")
 
 namespace nxrt::vmath::nchwc_avx2 {
 namespace {
@@ -94,11 +91,7 @@ inline void transpose16(V (&r)[16]) {
 
 }  // namespace nxrt::vmath::nchwc_avx2
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+NXRT_TARGET_END
 
 namespace nxrt::vmath {
 const NchwcKernels* nchwc_kernels_avx2() { return &nchwc_avx2::kKernels; }

@@ -8,11 +8,10 @@
 #include <algorithm>
 #include <utility>
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma")
+#include "ep/cpu/vmath/target_region.h"
+
+NXRT_TARGET_BEGIN("avx512f,avx2,fma")
+#if !defined(__clang__)
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its flow analysis
 // reports as "may be used uninitialized" once inlined (a known false positive).
 #pragma GCC diagnostic push
@@ -80,12 +79,10 @@ inline void transpose16(V (&r)[16]) {
 
 }  // namespace nxrt::vmath::nchwc_avx512
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
-#pragma GCC pop_options
 #endif
+NXRT_TARGET_END
 
 namespace nxrt::vmath {
 const NchwcKernels* nchwc_kernels_avx512() { return &nchwc_avx512::kKernels; }

@@ -11,14 +11,11 @@
 #include <cstdint>
 #include <limits>
 
-// Everything below is compiled for AVX2+FMA (vmath_unary.inc's templates and lambdas
-// included): GCC's target pragma, clang's attribute region.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+#include "ep/cpu/vmath/target_region.h"
+
+// Everything below is compiled for AVX2+FMA, vmath_unary.inc's templates and lambdas
+// included.
+NXRT_TARGET_BEGIN("avx2,fma")
 
 #define NXRT_AVX2 __attribute__((target("avx2,fma"), always_inline)) inline
 
@@ -350,11 +347,7 @@ void softmax_rows_avx2(bool log, const float* x, float* y, int64_t rows, int64_t
 
 }  // namespace nxrt::vmath::detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+NXRT_TARGET_END
 
 #else
 

@@ -15,12 +15,10 @@
 #include <type_traits>
 #include <utility>
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512dq,avx2,fma"))), \
-                             apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512dq,avx2,fma")
+#include "ep/cpu/vmath/target_region.h"
+
+NXRT_TARGET_BEGIN("avx512f,avx512dq,avx2,fma")
+#if !defined(__clang__)
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its flow analysis
 // reports as "may be used uninitialized" once inlined (a known false positive).
 #pragma GCC diagnostic push
@@ -571,12 +569,10 @@ void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shif
 
 }  // namespace nxrt::vmath::detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
-#pragma GCC pop_options
 #endif
+NXRT_TARGET_END
 
 #else
 

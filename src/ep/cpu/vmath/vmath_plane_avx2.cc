@@ -11,14 +11,10 @@
 
 #include <algorithm>
 
+#include "ep/cpu/vmath/target_region.h"
 #include "ep/cpu/vmath/vmath_avx2_lanes.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+NXRT_TARGET_BEGIN("avx2,fma")
 
 namespace nxrt::vmath::detail {
 namespace {
@@ -186,11 +182,7 @@ bool pool_plane_avx2(bool max, const float* x, int64_t ld, const PoolWindow& w, 
 
 }  // namespace nxrt::vmath::detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+NXRT_TARGET_END
 
 #else
 

@@ -10,14 +10,10 @@
 #include <bit>
 #include <cstdint>
 
+#include "ep/cpu/vmath/target_region.h"
 #include "ep/cpu/vmath/vmath_avx2_lanes.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+NXRT_TARGET_BEGIN("avx2,fma")
 
 namespace nxrt::vmath::detail {
 namespace {
@@ -83,11 +79,7 @@ void channel_affine_clamp_avx2(float* y, int64_t channels, int64_t cols, const f
 
 }  // namespace nxrt::vmath::detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+NXRT_TARGET_END
 
 #else
 
