@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -195,6 +196,10 @@ class Kernel {
   // True when compute() may make output 0 a view of input 0 (KernelContext::alias_input):
   // a memory plan made before any run keeps input 0's block alive as long as output 0.
   virtual bool may_alias_input0() const { return false; }
+  // The axis (as the node gives it) along which compute() lays its inputs end to end in
+  // output 0 when it skips an input whose data already sits at its place there (Concat):
+  // the executor may then have that input's producer write into output 0 directly.
+  virtual std::optional<int64_t> in_place_concat_axis() const { return std::nullopt; }
 };
 
 using KernelPtr = std::unique_ptr<Kernel>;

@@ -40,6 +40,19 @@ struct Step {
   std::string context;  // "[Conv] node 'c1': " for error messages
 };
 
+// A Concat input that its producer writes straight into the Concat's output (found at
+// session creation, runtime/concat_placement.h): the producer's output is a view at
+// `offset` bytes into the block the Concat's output will own, which the first of its
+// placed inputs to run acquires. Both shapes are checked when the run makes them; a
+// value of another shape takes the ordinary path and the Concat copies it.
+struct ConcatPlacement {
+  int concat_slot = -1;
+  size_t offset = 0;
+  Shape shape;         // the input's
+  Shape concat_shape;  // the Concat output's
+  size_t concat_bytes = 0;
+};
+
 class ExecutableGraph {
  public:
   std::vector<ValueSlot> slots;
@@ -55,6 +68,10 @@ class ExecutableGraph {
   std::vector<int> output_index_of_slot;  // by slot: index into outputs, -1 if none
   std::vector<Step> steps;
   size_t max_step_inputs = 0;
+  // By slot: index into concat_placements, -1 for slots produced the ordinary way. Empty
+  // when no Concat input is placed (the graph's shapes are not static, or none qualifies).
+  std::vector<int> placement_of_slot;
+  std::vector<ConcatPlacement> concat_placements;
   // The providers its steps use (kept alive with the plan), and the nodes of the copy
   // steps the planner added between devices ("MemcpyFromHost" / "MemcpyToHost", as
   // onnxruntime names them).

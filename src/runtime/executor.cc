@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <chrono>
+#include <utility>
 
 namespace nxrt {
 
@@ -52,15 +53,18 @@ RunStateCache& subgraph_cache(const ExecutableGraph& graph) {
 
 namespace {
 
+// Drops one reference to the block rooted at `r`; it returns when none is left.
+void drop_block_ref(RunState& state, int r) {
+  if (r < 0 || --state.refs[size_t(r)] != 0) return;
+  const size_t bytes =
+      state.memory.release(state.block_id[size_t(r)], state.block[size_t(r)], state.pool);
+  if (state.meter) state.meter->credit(int64_t(bytes));
+  state.block[size_t(r)] = nullptr;
+}
+
 // Drops a slot's value; its pool block returns when no alias of it is left.
 void release_slot(RunState& state, size_t slot) {
-  const int r = state.root[slot];
-  if (r >= 0 && --state.refs[size_t(r)] == 0) {
-    const size_t bytes =
-        state.memory.release(state.block_id[size_t(r)], state.block[size_t(r)], state.pool);
-    if (state.meter) state.meter->credit(int64_t(bytes));
-    state.block[size_t(r)] = nullptr;
-  }
+  drop_block_ref(state, state.root[slot]);
   state.root[slot] = -1;
   state.values[slot].reset();
 }
@@ -123,6 +127,13 @@ class StepContext final : public KernelContext {
         return over_memory_limit(info, t->nbytes());
       value = std::move(t).value();
       return &value;
+    }
+    if (!graph_.placement_of_slot.empty()) {
+      if (const int p = graph_.placement_of_slot[slot]; p >= 0) {
+        const ConcatPlacement& placement = graph_.concat_placements[size_t(p)];
+        if (shape == placement.shape) return place_in_concat(slot, info, placement, shape);
+      }
+      if (Tensor* taken = take_pending_concat(slot, info, shape)) return taken;
     }
     // The message names the output only on failure: building it would allocate per call.
     auto size = tensor_bytes(info.dtype, shape, std::string(), graph_.limits);
@@ -217,6 +228,59 @@ class StepContext final : public KernelContext {
   }
 
  private:
+  // Output `slot`, a Concat input placed in its output: a view at its offset of the
+  // block the Concat's output will own, acquired by the first placed input to run. That
+  // block's root is this slot, with one more reference held for the Concat.
+  Expected<Tensor*> place_in_concat(size_t slot, const ValueSlot& info,
+                                    const ConcatPlacement& placement, const Shape& shape) {
+    int& pending = state_.pending_concat[size_t(placement.concat_slot)];
+    if (pending < 0) {
+      size_t capacity = 0;
+      int id = -1;
+      void* data = state_.memory.acquire(placement.concat_bytes, state_.pool, &id, &capacity);
+      const ValueSlot& concat = graph_.slots[size_t(placement.concat_slot)];
+      if (!data)
+        return runtime_error("out of memory allocating ", placement.concat_bytes, " bytes for '",
+                             concat.name, "'");
+      if (state_.meter && !state_.meter->charge(int64_t(capacity))) {
+        state_.memory.release(id, data, state_.pool);
+        return over_memory_limit(concat, placement.concat_bytes);
+      }
+      state_.root[slot] = int(slot);
+      state_.refs[slot] = 2;
+      state_.block[slot] = data;
+      state_.block_id[slot] = id;
+      pending = int(slot);
+    } else {
+      state_.root[slot] = pending;
+      ++state_.refs[size_t(pending)];
+    }
+    Tensor& value = state_.values[slot];
+    value = Tensor(info.dtype, shape,
+                   static_cast<std::byte*>(state_.block[size_t(pending)]) + placement.offset);
+    return &value;
+  }
+
+  // Output `slot` of a Concat whose placed inputs hold its block: the Concat's output
+  // takes that block over when its shape is the planned one. Otherwise the reference
+  // held for it goes (the inputs keep the block while they live) and nullptr sends the
+  // output the ordinary way; the kernel then copies every input.
+  Tensor* take_pending_concat(size_t slot, const ValueSlot& info, const Shape& shape) {
+    int& pending = state_.pending_concat[slot];
+    if (pending < 0) return nullptr;
+    const int r = std::exchange(pending, -1);
+    const ConcatPlacement& placement =
+        graph_.concat_placements[size_t(graph_.placement_of_slot[size_t(r)])];
+    if (!(shape == placement.concat_shape)) {
+      drop_block_ref(state_, r);
+      return nullptr;
+    }
+    state_.root[slot] = r;
+    Tensor& value = state_.values[slot];
+    value = Tensor(info.dtype, shape, state_.block[size_t(r)]);
+    return &value;
+  }
+
   Status over_memory_limit(const ValueSlot& info, size_t bytes) const {
     const MemoryMeter& m = *state_.meter;
     return make_error(StatusCode::kFail, "output '", info.name, "' needs ", bytes,
@@ -294,6 +358,9 @@ std::string profile_type_shapes(const Step& step, const RunState& state) {
 // Clears what the run put in its slots (constants stay: prepare_state set them once).
 void release_all(const ExecutableGraph& graph, RunState& state) {
   for (int s : state.run_slots) {
+    // A run that failed between a Concat's placed inputs and the Concat.
+    if (state.pending_concat[size_t(s)] >= 0)
+      drop_block_ref(state, std::exchange(state.pending_concat[size_t(s)], -1));
     if (state.root[size_t(s)] >= 0 || state.values[size_t(s)].defined())
       release_slot(state, size_t(s));
     if (state.sequences[size_t(s)]) state.sequences[size_t(s)].reset();
@@ -318,6 +385,7 @@ void prepare_state(const ExecutableGraph& graph, RunState& state) {
   state.refs.assign(num_slots, 0);
   state.block.assign(num_slots, nullptr);
   state.block_id.assign(num_slots, -1);
+  state.pending_concat.assign(num_slots, -1);
   state.run_slots.clear();
   state.restore_slots.clear();
   for (size_t s = 0; s < num_slots; ++s) {

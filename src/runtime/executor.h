@@ -65,6 +65,10 @@ struct RunState {
   std::vector<int> refs;
   std::vector<void*> block;
   std::vector<int> block_id;  // by root slot: the MemoryPlan's name for its block
+  // By Concat output slot: the root of the block its placed inputs were written into
+  // (ExecutableGraph::concat_placements), held for the Concat until its step takes it
+  // over; -1 when none is pending.
+  std::vector<int> pending_concat;
   std::vector<const Tensor*> step_inputs;
   std::vector<const TensorSequence*> step_sequences;
   std::vector<const Tensor*> step_implicit;

@@ -1,6 +1,7 @@
 #include "runtime/predicted_traffic.h"
 
 #include "ops/shape_inference.h"
+#include "runtime/concat_placement.h"
 #include "runtime/memory_plan.h"
 
 namespace nxrt {
@@ -12,7 +13,7 @@ namespace {
 class TrafficReplay {
  public:
   explicit TrafficReplay(size_t num_slots)
-      : root_(num_slots, -1), refs_(num_slots, 0), block_(num_slots, -1) {}
+      : root_(num_slots, -1), refs_(num_slots, 0), block_(num_slots, -1), pending_(num_slots, -1) {}
 
   void acquire(int slot, size_t bytes) {
     block_[size_t(slot)] = int32_t(out_.bytes.size());
@@ -26,6 +27,25 @@ class TrafficReplay {
     root_[size_t(slot)] = r;
     if (r >= 0) ++refs_[size_t(r)];
   }
+  // A Concat input written in place (StepContext::place_in_concat).
+  void place(int slot, int concat, size_t concat_bytes) {
+    int& pending = pending_[size_t(concat)];
+    if (pending < 0) {
+      acquire(slot, concat_bytes);
+      refs_[size_t(slot)] = 2;
+      pending = slot;
+    } else {
+      view(slot, pending);
+    }
+  }
+  // A Concat's output taking over its placed inputs' block; false when none holds one.
+  bool take_pending(int concat) {
+    const int r = pending_[size_t(concat)];
+    if (r < 0) return false;
+    pending_[size_t(concat)] = -1;
+    root_[size_t(concat)] = r;
+    return true;
+  }
   void release(int slot) {
     const int r = root_[size_t(slot)];
     if (r >= 0 && --refs_[size_t(r)] == 0) out_.events.push_back(~block_[size_t(r)]);
@@ -37,6 +57,7 @@ class TrafficReplay {
   std::vector<int> root_;
   std::vector<int> refs_;
   std::vector<int32_t> block_;
+  std::vector<int> pending_;  // by Concat output slot
   PredictedTraffic out_;
 };
 
@@ -73,6 +94,15 @@ std::optional<PredictedTraffic> predict_static_traffic(const ir::Graph& graph,
   }
   const ops::ShapeInferenceResult facts = ops::infer_shapes(graph, opsets, options);
 
+  const auto dims_of = [&](int slot) -> std::optional<std::vector<int64_t>> {
+    auto known = facts.values.find(plan.slots[size_t(slot)].name);
+    if (known == facts.values.end()) return std::nullopt;
+    return known->second.shape.ints();
+  };
+  PredictedTraffic out;
+  out.concats = find_concat_placements(plan, dims_of);
+  const std::vector<int>& placement_of_slot = out.concats.placement_of_slot;
+
   TrafficReplay replay(plan.slots.size());
   for (const Step& step : plan.steps) {
     for (size_t i = 0; i < step.outputs.size(); ++i) {
@@ -88,9 +118,15 @@ std::optional<PredictedTraffic> predict_static_traffic(const ir::Graph& graph,
         replay.view(s, source);
         continue;
       }
-      auto known = facts.values.find(info.name);
-      const std::optional<std::vector<int64_t>> dims =
-          known == facts.values.end() ? std::nullopt : known->second.shape.ints();
+      if (!placement_of_slot.empty()) {
+        if (const int p = placement_of_slot[size_t(s)]; p >= 0) {
+          const ConcatPlacement& placement = out.concats.placements[size_t(p)];
+          replay.place(s, placement.concat_slot, placement.concat_bytes);
+          continue;
+        }
+        if (replay.take_pending(s)) continue;
+      }
+      const std::optional<std::vector<int64_t>> dims = dims_of(s);
       if (!dims) return fail(why, "shape inference leaves '" + info.name + "' open");
       auto bytes = tensor_bytes(info.dtype, Shape(*dims), std::string(), plan.limits);
       if (!bytes) return fail(why, "'" + info.name + "' is over the tensor limits");
@@ -101,7 +137,8 @@ std::optional<PredictedTraffic> predict_static_traffic(const ir::Graph& graph,
   // execute_graph()'s release_all(): what is still held goes back in slot order.
   for (size_t s = 0; s < plan.slots.size(); ++s)
     if (!plan.constants[s].defined()) replay.release(int(s));
-  PredictedTraffic out = std::move(replay.result());
+  out.events = std::move(replay.result().events);
+  out.bytes = std::move(replay.result().bytes);
   MemoryPlan::signature_of(feed_pointers, {}, out.signature);
   return out;
 }

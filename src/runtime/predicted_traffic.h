@@ -21,6 +21,7 @@
 
 #include "ir/graph.h"
 #include "planner/plan.h"
+#include "runtime/concat_placement.h"
 
 namespace nxrt {
 
@@ -28,6 +29,9 @@ struct PredictedTraffic {
   std::vector<int64_t> signature;  // of the feeds it holds for (MemoryPlan::signature_of)
   std::vector<int32_t> events;     // k: acquire of block k; ~k: its release
   std::vector<size_t> bytes;       // by block
+  // The Concat inputs the run writes in place, which the traffic above assumes: the
+  // session puts them into the plan (ExecutableGraph::concat_placements).
+  ConcatPlacements concats;
 };
 
 // The pool traffic of a run of `plan` (planned from `graph`, whose weights are still

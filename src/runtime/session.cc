@@ -159,6 +159,12 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Model> mo
   // Before the weights go: shape inference reads the shape tensors among them.
   session->predicted_traffic_ = predict_static_traffic(
       model->graph, model->opset_imports, *session->graph_, &session->not_predicted_why_);
+  if (session->predicted_traffic_) {
+    // The predicted traffic assumes these placements: they go into the plan together.
+    ConcatPlacements& concats = session->predicted_traffic_->concats;
+    session->graph_->placement_of_slot = std::move(concats.placement_of_slot);
+    session->graph_->concat_placements = std::move(concats.placements);
+  }
   if (limits.max_session_memory_bytes > 0 &&
       session->weight_bytes_ > uint64_t(limits.max_session_memory_bytes))
     return make_error(StatusCode::kFail, "the model's weights take ", session->weight_bytes_,

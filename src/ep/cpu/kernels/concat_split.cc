@@ -41,13 +41,27 @@ class ConcatKernel final : public Kernel {
     const int64_t outer = out_shape.product(0, size_t(axis));
     const int64_t inner = out_shape.product(size_t(axis) + 1, size_t(rank));
     const int64_t out_block = total * inner;
+    // Inputs their producers wrote in place (runtime/concat_placement.h) are skipped:
+    // with one outer block, input i's place starts at the elements of those before it.
+    const auto in_place = [&](size_t i, int64_t column) {
+      return outer == 1 &&
+             static_cast<const std::byte*>(ctx.input(i)->raw()) ==
+                 static_cast<const std::byte*>(y->raw()) + size_t(column) * dtype_size(dtype_);
+    };
+    int64_t copied = 0;
+    for (int64_t i = 0, column = 0; i < int64_t(n); ++i) {
+      const int64_t block = ctx.input(size_t(i))->shape()[size_t(axis)] * inner;
+      if (!in_place(size_t(i), column)) copied += block;
+      column += block;
+    }
+    if (copied == 0) return Status();
     return visit_by_element_size(dtype_, [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* dst = y->data<T>();
       // One copy per (input, outer index); large outputs hand whole copies to the threads.
       const size_t copies = n * size_t(outer);
       const size_t pieces = std::min(
-          parallel_pieces(double(y->numel()) * double(sizeof(T)), double(1 << 18)), copies);
+          parallel_pieces(double(copied * outer) * double(sizeof(T)), double(1 << 18)), copies);
       const size_t per_piece = (copies + pieces - 1) / pieces;
       parallel_for(pieces, [&](size_t piece) {
         const size_t c1 = std::min(copies, (piece + 1) * per_piece);
@@ -58,12 +72,15 @@ class ConcatKernel final : public Kernel {
           for (; c / size_t(outer) > i; ++i) column += ctx.input(i)->shape()[size_t(axis)] * inner;
           const int64_t o = int64_t(c % size_t(outer));
           const int64_t block = ctx.input(i)->shape()[size_t(axis)] * inner;
+          if (in_place(i, column)) continue;
           copy_run(ctx.input(i)->data<T>() + o * block, dst + o * out_block + column, block);
         }
       });
       return Status();
     });
   }
+
+  std::optional<int64_t> in_place_concat_axis() const override { return axis_; }
 
  private:
   DataType dtype_;
