@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -78,11 +79,11 @@ TEST(ConcatPlacement, ProducedInputsAreWrittenIntoTheConcatOutput) {
   EXPECT_EQ(stats.planned_runs, 3u);
 }
 
-// Only m and q qualify. Not placed: a Concat whose inputs interleave in its output (axis 1
-// of [2, 16]: a, b), a value another node reads too (n), an input whose place is off the
-// 64-byte alignment (r, after 3 floats), anything in a Concat that is a graph output
-// (y; its inputs are Flatten views besides). The results are those of plain copies.
-TEST(ConcatPlacement, OnlyContiguousAlignedSingleReaderInputsArePlaced) {
+// Only n (which Abs reads too), m and q qualify. Not placed: a Concat whose inputs
+// interleave in its output (axis 1 of [2, 16]: a, b), an input whose place is off the
+// 64-byte alignment (r, after 3 floats), anything in a Concat that is a graph output (y;
+// its inputs are Flatten views besides). The results are those of plain copies.
+TEST(ConcatPlacement, OnlyContiguousAlignedInputsArePlaced) {
   auto session = make_session({{"Neg", {"x"}, {"a"}, "neg"},
                                {"Relu", {"x"}, {"b"}, "relu"},
                                {"Concat", {"a", "b"}, {"c"}, "interleaved", {{"axis", 1}}},
@@ -100,7 +101,7 @@ TEST(ConcatPlacement, OnlyContiguousAlignedSingleReaderInputsArePlaced) {
                                {"Concat", {"fc", "fd", "fk", "fe"}, {"y"}, "out", {{"axis", 1}}}},
                               {"x", "z"}, {{2, 16}, {3}});
   ASSERT_TRUE(session);
-  EXPECT_EQ(placed_values(*session), (std::vector<std::string>{"m", "q"}));
+  EXPECT_EQ(placed_values(*session), (std::vector<std::string>{"n", "m", "q"}));
   std::vector<std::vector<float>> feeds = {ramp(32), {0.5f, -1.5f, 2.0f}};
   const std::vector<float>& x = feeds[0];
   const std::vector<float>& z = feeds[1];
@@ -118,6 +119,47 @@ TEST(ConcatPlacement, OnlyContiguousAlignedSingleReaderInputsArePlaced) {
   for (int r = 0; r < 3; ++r) {
     std::vector<float> y;
     ASSERT_TRUE(run(*session, {"x", "z"}, feeds, {Shape{2, 16}, Shape{3}}, y).ok());
+    ASSERT_EQ(y.size(), expected.size());
+    for (size_t i = 0; i < y.size(); ++i)
+      EXPECT_NEAR(y[i], expected[i], 1e-6f) << "run " << r << ", element " << i;
+  }
+  EXPECT_EQ(session->memory_plan_stats().planned_runs, 3u);
+}
+
+// DenseNet's chain: c1 (read by Sigmoid too) is placed in c2, so a and b, placed in c1,
+// go straight to their places in c2's block, and no Concat copies anything.
+TEST(ConcatPlacement, AConcatPlacedInAnotherTakesItsInputsAlong) {
+  auto session = make_session({{"Neg", {"x"}, {"a"}, "neg"},
+                               {"Relu", {"x"}, {"b"}, "relu"},
+                               {"Concat", {"a", "b"}, {"c1"}, "c1", {{"axis", 0}}},
+                               {"Sigmoid", {"c1"}, {"s"}, "sigmoid"},
+                               {"Exp", {"x"}, {"e"}, "exp"},
+                               {"Concat", {"c1", "e"}, {"c2"}, "c2", {{"axis", 0}}},
+                               {"Neg", {"c2"}, {"n2"}, "neg_c2"},
+                               {"Concat", {"s", "n2"}, {"y"}, "out", {{"axis", 0}}}},
+                              {"x"}, {{16}});
+  ASSERT_TRUE(session);
+  const ExecutableGraph& plan = session->plan();
+  std::map<std::string, std::pair<std::string, size_t>> places;  // value: (Concat, offset)
+  for (size_t s = 0; s < plan.placement_of_slot.size(); ++s) {
+    if (plan.placement_of_slot[s] < 0) continue;
+    const ConcatPlacement& p = plan.concat_placements[size_t(plan.placement_of_slot[s])];
+    places[plan.slots[s].name] = {plan.slots[size_t(p.concat_slot)].name, p.offset};
+  }
+  using Places = std::map<std::string, std::pair<std::string, size_t>>;
+  EXPECT_EQ(places,
+            (Places{{"a", {"c2", 0}}, {"b", {"c2", 64}}, {"c1", {"c2", 0}}, {"e", {"c2", 128}}}));
+  std::vector<std::vector<float>> x = {ramp(16)};
+  std::vector<float> c1;
+  for (float v : x[0]) c1.push_back(-v);
+  for (float v : x[0]) c1.push_back(std::max(v, 0.0f));
+  std::vector<float> expected;
+  for (float v : c1) expected.push_back(1.0f / (1.0f + std::exp(-v)));
+  for (float v : c1) expected.push_back(-v);
+  for (float v : x[0]) expected.push_back(-std::exp(v));
+  for (int r = 0; r < 3; ++r) {
+    std::vector<float> y;
+    ASSERT_TRUE(run(*session, {"x"}, x, {Shape{16}}, y).ok());
     ASSERT_EQ(y.size(), expected.size());
     for (size_t i = 0; i < y.size(); ++i)
       EXPECT_NEAR(y[i], expected[i], 1e-6f) << "run " << r << ", element " << i;
