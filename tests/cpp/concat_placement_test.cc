@@ -47,6 +47,21 @@ Status run(const Session& session, const std::vector<std::string>& names,
   return Status();
 }
 
+// Three runs give `expected` (within float rounding), all from the predicted plan.
+void expect_planned_runs_give(const Session& session, const std::vector<std::string>& names,
+                              std::vector<std::vector<float>>& feeds,
+                              const std::vector<Shape>& shapes,
+                              const std::vector<float>& expected) {
+  for (int r = 0; r < 3; ++r) {
+    std::vector<float> y;
+    ASSERT_TRUE(run(session, names, feeds, shapes, y).ok());
+    ASSERT_EQ(y.size(), expected.size());
+    for (size_t i = 0; i < y.size(); ++i)
+      EXPECT_NEAR(y[i], expected[i], 1e-6f) << "run " << r << ", element " << i;
+  }
+  EXPECT_EQ(session.memory_plan_stats().planned_runs, 3u);
+}
+
 std::vector<float> ramp(size_t n) {
   std::vector<float> x(n);
   for (size_t i = 0; i < n; ++i) x[i] = float(i % 5) - 2.0f;
@@ -116,14 +131,7 @@ TEST(ConcatPlacement, OnlyContiguousAlignedInputsArePlaced) {
   for (float v : x) expected.push_back(std::fabs(sigmoid(v)));  // k
   for (float v : z) expected.push_back(-v);                     // e = [q ; r]
   for (float v : z) expected.push_back(std::max(v, 0.0f));
-  for (int r = 0; r < 3; ++r) {
-    std::vector<float> y;
-    ASSERT_TRUE(run(*session, {"x", "z"}, feeds, {Shape{2, 16}, Shape{3}}, y).ok());
-    ASSERT_EQ(y.size(), expected.size());
-    for (size_t i = 0; i < y.size(); ++i)
-      EXPECT_NEAR(y[i], expected[i], 1e-6f) << "run " << r << ", element " << i;
-  }
-  EXPECT_EQ(session->memory_plan_stats().planned_runs, 3u);
+  expect_planned_runs_give(*session, {"x", "z"}, feeds, {Shape{2, 16}, Shape{3}}, expected);
 }
 
 // DenseNet's chain: c1 (read by Sigmoid too) is placed in c2, so a and b, placed in c1,
@@ -157,14 +165,7 @@ TEST(ConcatPlacement, AConcatPlacedInAnotherTakesItsInputsAlong) {
   for (float v : c1) expected.push_back(1.0f / (1.0f + std::exp(-v)));
   for (float v : c1) expected.push_back(-v);
   for (float v : x[0]) expected.push_back(-std::exp(v));
-  for (int r = 0; r < 3; ++r) {
-    std::vector<float> y;
-    ASSERT_TRUE(run(*session, {"x"}, x, {Shape{16}}, y).ok());
-    ASSERT_EQ(y.size(), expected.size());
-    for (size_t i = 0; i < y.size(); ++i)
-      EXPECT_NEAR(y[i], expected[i], 1e-6f) << "run " << r << ", element " << i;
-  }
-  EXPECT_EQ(session->memory_plan_stats().planned_runs, 3u);
+  expect_planned_runs_give(*session, {"x"}, x, {Shape{16}}, expected);
 }
 
 // Gather fails on an index out of range after Neg and Relu have written into the Concat's
