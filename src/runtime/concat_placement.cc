@@ -31,8 +31,9 @@ ConcatPlacements find_concat_placements(
     for (int s : step.outputs) producer[size_t(s)] = &step;
 
   std::vector<Place> place(num_slots);
-  std::vector<Shape> shape_of(num_slots);  // of the Concats and the values placed
-  std::vector<int> placed;                 // in step order
+  std::vector<Shape> shape_of(num_slots);   // of the Concats and the values placed
+  std::vector<size_t> bytes_of(num_slots);  // of the Concats
+  std::vector<int> placed;                  // in step order
   for (const Step& step : plan.steps) {
     const std::optional<int64_t> axis_attr = step.kernel->in_place_concat_axis();
     if (!axis_attr || step.outputs.empty() || step.inputs.empty()) continue;
@@ -42,13 +43,21 @@ ConcatPlacements find_concat_placements(
     const std::optional<std::vector<int64_t>> concat_dims = dims_of(concat);
     if (!concat_dims || concat_dims->empty()) continue;
     const Shape concat_shape(*concat_dims);
+    // Sizes over the session's tensor limits (or past size_t) are left to the run's
+    // ordinary path, which reports them.
+    const Expected<size_t> concat_bytes =
+        tensor_bytes(concat_info.dtype, concat_shape, std::string(), plan.limits);
+    if (!concat_bytes) continue;
     int64_t axis = *axis_attr;
     if (!normalize_axis(axis, int64_t(concat_shape.size()))) continue;
     if (concat_shape.product(0, size_t(axis)) != 1) continue;
-    const size_t element = dtype_size(concat_info.dtype);
 
-    std::vector<std::pair<int, Place>> found;
-    std::vector<Shape> found_shapes;
+    struct Found {
+      int slot;
+      Place place;
+      Shape shape;
+    };
+    std::vector<Found> found;
     size_t offset = 0;
     bool complete = true;
     for (int s : step.inputs) {
@@ -58,29 +67,35 @@ ConcatPlacements find_concat_placements(
         break;
       }
       const Shape shape(*dims);
-      const size_t bytes = size_t(shape.numel()) * element;
+      const Expected<size_t> input_bytes =
+          tensor_bytes(concat_info.dtype, shape, std::string(), plan.limits);
+      if (!input_bytes) {
+        complete = false;
+        break;
+      }
+      const size_t bytes = input_bytes.value();
       const ValueSlot& info = plan.slots[size_t(s)];
       const Step* made_by = producer[size_t(s)];
       // Other readers are fine: kernels never write into their inputs. A value read by
       // two Concats (or twice by one) goes to the first place; the others copy it.
       const bool claimed =
           place[size_t(s)].concat_slot >= 0 ||
-          std::any_of(found.begin(), found.end(), [&](const auto& f) { return f.first == s; });
+          std::any_of(found.begin(), found.end(), [&](const Found& f) { return f.slot == s; });
       if (made_by && !claimed && pooled_host_tensor(info) && info.dtype == concat_info.dtype &&
           bytes > 0 && offset % kBlockAlignment == 0 && !plan.constants[size_t(s)].defined() &&
           !made_by->kernel->may_alias_input0()) {
-        found.push_back({s, {concat, offset}});
-        found_shapes.push_back(shape);
+        found.push_back({s, {concat, offset}, shape});
       }
       offset += bytes;
     }
     // Inputs that do not fill the output exactly are the kernel's error to report.
-    if (!complete || offset != size_t(concat_shape.numel()) * element) continue;
+    if (!complete || offset != concat_bytes.value()) continue;
     shape_of[size_t(concat)] = concat_shape;
-    for (size_t k = 0; k < found.size(); ++k) {
-      place[size_t(found[k].first)] = found[k].second;
-      shape_of[size_t(found[k].first)] = found_shapes[k];
-      placed.push_back(found[k].first);
+    bytes_of[size_t(concat)] = concat_bytes.value();
+    for (Found& f : found) {
+      place[size_t(f.slot)] = f.place;
+      shape_of[size_t(f.slot)] = std::move(f.shape);
+      placed.push_back(f.slot);
     }
   }
   if (placed.empty()) return {};
@@ -95,12 +110,9 @@ ConcatPlacements find_concat_placements(
       const Place& outer = place[size_t(p.concat_slot)];
       p = {outer.concat_slot, p.offset + outer.offset};
     }
-    const Shape& final_shape = shape_of[size_t(p.concat_slot)];
-    const size_t final_bytes =
-        size_t(final_shape.numel()) * dtype_size(plan.slots[size_t(p.concat_slot)].dtype);
     out.placement_of_slot[size_t(s)] = int(out.placements.size());
-    out.placements.push_back(
-        {p.concat_slot, p.offset, shape_of[size_t(s)], final_shape, final_bytes});
+    out.placements.push_back({p.concat_slot, p.offset, shape_of[size_t(s)],
+                              shape_of[size_t(p.concat_slot)], bytes_of[size_t(p.concat_slot)]});
   }
   return out;
 }

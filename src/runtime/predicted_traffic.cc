@@ -12,8 +12,13 @@ namespace {
 // uses (-1: none the pool manages), refs[root] the live slots on it.
 class TrafficReplay {
  public:
-  explicit TrafficReplay(size_t num_slots)
-      : root_(num_slots, -1), refs_(num_slots, 0), block_(num_slots, -1), pending_(num_slots, -1) {}
+  // Appends the events and block sizes to `out`.
+  TrafficReplay(size_t num_slots, PredictedTraffic& out)
+      : root_(num_slots, -1),
+        refs_(num_slots, 0),
+        block_(num_slots, -1),
+        pending_(num_slots, -1),
+        out_(out) {}
 
   void acquire(int slot, size_t bytes) {
     block_[size_t(slot)] = int32_t(out_.bytes.size());
@@ -51,14 +56,13 @@ class TrafficReplay {
     if (r >= 0 && --refs_[size_t(r)] == 0) out_.events.push_back(~block_[size_t(r)]);
     root_[size_t(slot)] = -1;
   }
-  PredictedTraffic& result() { return out_; }
 
  private:
   std::vector<int> root_;
   std::vector<int> refs_;
   std::vector<int32_t> block_;
   std::vector<int> pending_;  // by Concat output slot
-  PredictedTraffic out_;
+  PredictedTraffic& out_;
 };
 
 std::optional<PredictedTraffic> fail(std::string* why, std::string reason) {
@@ -103,7 +107,7 @@ std::optional<PredictedTraffic> predict_static_traffic(const ir::Graph& graph,
   out.concats = find_concat_placements(plan, dims_of);
   const std::vector<int>& placement_of_slot = out.concats.placement_of_slot;
 
-  TrafficReplay replay(plan.slots.size());
+  TrafficReplay replay(plan.slots.size(), out);
   for (const Step& step : plan.steps) {
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       const int s = step.outputs[i];
@@ -137,8 +141,6 @@ std::optional<PredictedTraffic> predict_static_traffic(const ir::Graph& graph,
   // execute_graph()'s release_all(): what is still held goes back in slot order.
   for (size_t s = 0; s < plan.slots.size(); ++s)
     if (!plan.constants[s].defined()) replay.release(int(s));
-  out.events = std::move(replay.result().events);
-  out.bytes = std::move(replay.result().bytes);
   MemoryPlan::signature_of(feed_pointers, {}, out.signature);
   return out;
 }

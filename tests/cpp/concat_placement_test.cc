@@ -168,6 +168,23 @@ TEST(ConcatPlacement, AConcatPlacedInAnotherTakesItsInputsAlong) {
   expect_planned_runs_give(*session, {"x"}, x, {Shape{16}}, expected);
 }
 
+// Declared dims whose sizes pass the session's tensor limits (here past int64 even) place
+// nothing: the sizes are checked before any offset is summed, and the run's ordinary path
+// is left to report them.
+TEST(ConcatPlacement, AbsurdSizesPlaceNothing) {
+  const int64_t huge = int64_t(1) << 31;
+  const std::string bytes =
+      testing::build_model({{"Neg", {"x"}, {"a"}, "neg"},
+                            {"Relu", {"x"}, {"b"}, "relu"},
+                            {"Concat", {"a", "b"}, {"c"}, "concat", {{"axis", 0}}},
+                            {"Neg", {"c"}, {"y"}, "neg_c"}},
+                           {"x"}, {"y"}, {}, 17, 8, {{huge, huge, 8}});
+  auto session = Session::create_from_bytes(bytes.data(), bytes.size(), {});
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  EXPECT_TRUE(placed_values(**session).empty());
+  EXPECT_FALSE((*session)->memory_plan_stats().predicted);
+}
+
 // Gather fails on an index out of range after Neg and Relu have written into the Concat's
 // block: the run reports the error, the block goes back, and the next runs are right.
 TEST(ConcatPlacement, ARunFailingBeforeTheConcatLeavesLaterRunsRight) {
