@@ -200,6 +200,11 @@ class Kernel {
   // output 0 when it skips an input whose data already sits at its place there (Concat):
   // the executor may then have that input's producer write into output 0 directly.
   virtual std::optional<int64_t> in_place_concat_axis() const { return std::nullopt; }
+  // An input whose block output 0 may take over when that input dies at this node (the
+  // executor then hands out the same memory, runtime/executor.cc): compute() reads each
+  // element of it before writing output 0's element at the same place, and nothing else
+  // of it after (an elementwise sum input of the same shape and type as output 0).
+  virtual std::optional<size_t> output0_overwrites_input() const { return std::nullopt; }
 };
 
 using KernelPtr = std::unique_ptr<Kernel>;

@@ -37,6 +37,9 @@ struct Step {
   std::vector<int> implicit_inputs;
   std::vector<int> outputs;  // scratch slots stand in for omitted outputs
   std::vector<int> release_after;
+  // The input index whose block output 0 takes over where the run finds it dead here and
+  // held by nothing else (Kernel::output0_overwrites_input, planner.cc); -1: none.
+  int overwritable_input = -1;
   std::string context;  // "[Conv] node 'c1': " for error messages
 };
 

@@ -36,6 +36,25 @@ bool is_nondeterministic(const ir::Node& node) {
   return false;
 }
 
+// The input of `step` whose block its output 0 may take over (Step::overwritable_input):
+// one the kernel allows, produced by an earlier step (not a feed, constant or outer
+// value), read for the last time here and by this one input only, of output 0's type;
+// output 0 a pooled tensor (not a graph output). -1 when there is none.
+int overwritable_input(const ExecutableGraph& g, const Step& step) {
+  const std::optional<size_t> allowed =
+      step.kernel ? step.kernel->output0_overwrites_input() : std::nullopt;
+  if (!allowed || *allowed >= step.inputs.size() || step.outputs.empty()) return -1;
+  const int source = step.inputs[*allowed];
+  const ValueSlot& out = g.slots[size_t(step.outputs[0])];
+  if (source < 0 || out.is_graph_output || out.kind != ValueKind::kTensor ||
+      out.dtype == DataType::kString || g.slots[size_t(source)].dtype != out.dtype)
+    return -1;
+  if (std::count(step.release_after.begin(), step.release_after.end(), source) != 1) return -1;
+  const auto reads = std::count(step.inputs.begin(), step.inputs.end(), source) +
+                     std::count(step.implicit_inputs.begin(), step.implicit_inputs.end(), source);
+  return reads == 1 ? int(*allowed) : -1;
+}
+
 // Runs a kernel at plan time on constant inputs; outputs become owned constants.
 class FoldContext final : public KernelContext {
  public:
@@ -540,6 +559,7 @@ Expected<std::shared_ptr<ExecutableGraph>> Planner::plan(
       g.steps[size_t(last_use[size_t(s)])].release_after.push_back(s);
     }
   }
+  for (Step& step : g.steps) step.overwritable_input = overwritable_input(g, step);
   g.subgraphs = std::move(compiled_);
   return exe;
 }

@@ -135,6 +135,8 @@ class StepContext final : public KernelContext {
       }
       if (Tensor* taken = take_pending_concat(slot, info, shape)) return taken;
     }
+    if (i == 0 && step_.overwritable_input >= 0)
+      if (Tensor* taken = take_dying_input(slot, info, shape)) return taken;
     // The message names the output only on failure: building it would allocate per call.
     auto size = tensor_bytes(info.dtype, shape, std::string(), graph_.limits);
     if (!size)
@@ -228,6 +230,23 @@ class StepContext final : public KernelContext {
   }
 
  private:
+  // Output 0 written over the block of its input dying at this step
+  // (Step::overwritable_input): when that input owns the block alone, is not a Concat
+  // input placed in another block, and has output 0's shape and type. Null otherwise.
+  Tensor* take_dying_input(size_t slot, const ValueSlot& info, const Shape& shape) {
+    const int source = step_.inputs[size_t(step_.overwritable_input)];
+    const size_t s = size_t(source);
+    if (!graph_.placement_of_slot.empty() && graph_.placement_of_slot[s] >= 0) return nullptr;
+    const Tensor& in = state_.values[s];
+    if (state_.root[s] != source || state_.refs[s] != 1 || in.raw() != state_.block[s] ||
+        in.dtype() != info.dtype || !(in.shape() == shape))
+      return nullptr;
+    state_.values[slot] = Tensor(info.dtype, shape, state_.block[s]);
+    state_.root[slot] = source;
+    ++state_.refs[s];
+    return &state_.values[slot];
+  }
+
   // Output `slot`, a Concat input placed in its output: a view at its offset of the
   // block the Concat's output will own, acquired by the first placed input to run. That
   // block's root is this slot, with one more reference held for the Concat.

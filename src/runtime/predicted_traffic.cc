@@ -51,6 +51,10 @@ class TrafficReplay {
     root_[size_t(concat)] = r;
     return true;
   }
+  // Whether `slot` holds its own block and nothing else does.
+  bool owns_alone(int slot) const {
+    return root_[size_t(slot)] == slot && refs_[size_t(slot)] == 1;
+  }
   void release(int slot) {
     const int r = root_[size_t(slot)];
     if (r >= 0 && --refs_[size_t(r)] == 0) out_.events.push_back(~block_[size_t(r)]);
@@ -132,6 +136,14 @@ std::optional<PredictedTraffic> predict_static_traffic(const ir::Graph& graph,
       }
       const std::optional<std::vector<int64_t>> dims = dims_of(s);
       if (!dims) return fail(why, "shape inference leaves '" + info.name + "' open");
+      if (i == 0 && step.overwritable_input >= 0) {  // StepContext::take_dying_input
+        const int source = step.inputs[size_t(step.overwritable_input)];
+        if ((placement_of_slot.empty() || placement_of_slot[size_t(source)] < 0) &&
+            replay.owns_alone(source) && dims_of(source) == dims) {
+          replay.view(s, source);
+          continue;
+        }
+      }
       auto bytes = tensor_bytes(info.dtype, Shape(*dims), std::string(), plan.limits);
       if (!bytes) return fail(why, "'" + info.name + "' is over the tensor limits");
       replay.acquire(s, bytes.value());

@@ -119,6 +119,13 @@ class NchwcConvKernel final : public Kernel {
         has_sum_(has_sum),
         constant_bias_(std::move(constant_bias)) {}
 
+  // Every path reads Z's element just before it writes Y's at the same place (direct
+  // tiles at their first input chunk, depthwise rows and Winograd output tiles in their
+  // epilogue), so Y may take over a Z that dies here.
+  std::optional<size_t> output0_overwrites_input() const override {
+    return has_sum_ ? std::optional<size_t>(3) : std::nullopt;
+  }
+
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     bool blocked = x.rank() == 5;
