@@ -1,6 +1,7 @@
 // Writes small ONNX models with protozero for unit tests (no Python, no onnx package).
 #pragma once
 
+#include <cmath>
 #include <protozero/pbf_writer.hpp>
 #include <string>
 #include <vector>
@@ -15,6 +16,13 @@ struct NodeSpec {
   std::vector<std::pair<std::string, int64_t>> int_attrs = {};
   std::vector<std::pair<std::string, std::vector<int64_t>>> ints_attrs = {};
 };
+
+// Values sin(i * scale) + offset: smooth, signed, and unlike from element to element.
+inline std::vector<float> ramp(size_t n, float scale, float offset) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = std::sin(float(i) * scale) + offset;
+  return v;
+}
 
 struct InitSpec {
   std::string name;

@@ -16,6 +16,7 @@ namespace {
 
 using testing::build_model;
 using testing::InitSpec;
+using testing::ramp;
 
 std::shared_ptr<ir::Model> optimized(const std::string& bytes,
                                      optimizer::OptimizerOptions options = {}) {
@@ -47,12 +48,6 @@ std::vector<float> run_at(const std::string& bytes, int level, const std::vector
   EXPECT_TRUE(st.ok()) << st.message();
   const Tensor& y = outputs.at(0).tensor;
   return std::vector<float>(y.data<float>(), y.data<float>() + y.numel());
-}
-
-std::vector<float> ramp(size_t n, float scale, float offset) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = std::sin(float(i) * scale) + offset;
-  return v;
 }
 
 // |a - b| within 1e-5 + 1e-4 |b|, plus `of_scale` times the largest |b| (for algorithms

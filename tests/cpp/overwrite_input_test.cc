@@ -19,21 +19,16 @@ namespace {
 
 using testing::InitSpec;
 using testing::NodeSpec;
-
-std::vector<float> wave(size_t n, float scale, float offset) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = std::sin(float(i) * scale) + offset;
-  return v;
-}
+using testing::ramp;
 
 // x [1, 16, 4, 4] -> Conv 16 -> 160 (h) -> Conv 160 -> 64 (z) and Conv 160 -> 64 (a);
 // a + z -> Relu -> (`extra`) -> Neg -> y. 160 input channels take two chunks of input
 // blocks in the blocked 1x1 tiles, which keep partial sums in the output between them.
 std::string residual_model(const std::vector<NodeSpec>& extra, const std::string& last) {
   const std::vector<InitSpec> inits = {
-      {"w0", {160, 16, 1, 1}, wave(160 * 16, 0.37f, 0.0f)}, {"b0", {160}, wave(160, 0.11f, 0.1f)},
-      {"wz", {64, 160, 1, 1}, wave(64 * 160, 0.23f, 0.0f)}, {"bz", {64}, wave(64, 0.19f, -0.1f)},
-      {"wa", {64, 160, 1, 1}, wave(64 * 160, 0.41f, 0.0f)}, {"ba", {64}, wave(64, 0.07f, 0.2f)}};
+      {"w0", {160, 16, 1, 1}, ramp(160 * 16, 0.37f, 0.0f)}, {"b0", {160}, ramp(160, 0.11f, 0.1f)},
+      {"wz", {64, 160, 1, 1}, ramp(64 * 160, 0.23f, 0.0f)}, {"bz", {64}, ramp(64, 0.19f, -0.1f)},
+      {"wa", {64, 160, 1, 1}, ramp(64 * 160, 0.41f, 0.0f)}, {"ba", {64}, ramp(64, 0.07f, 0.2f)}};
   std::vector<NodeSpec> nodes = {{"Conv", {"x", "w0", "b0"}, {"h"}, "c0"},
                                  {"Conv", {"h", "wz", "bz"}, {"z"}, "cz"},
                                  {"Conv", {"h", "wa", "ba"}, {"a"}, "ca"},
@@ -75,7 +70,7 @@ std::vector<std::string> overwritable(const Session& session) {
 
 // Three optimized runs, each from the predicted plan, match the unoptimized graph.
 void expect_runs_match_plain(const Session& fast, const Session& plain) {
-  std::vector<float> x = wave(16 * 16, 0.29f, 0.05f);
+  std::vector<float> x = ramp(16 * 16, 0.29f, 0.05f);
   const std::vector<float> expected = run(plain, x);
   ASSERT_EQ(expected.size(), size_t(64 * 16));
   for (int r = 0; r < 3; ++r) {

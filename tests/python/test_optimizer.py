@@ -718,3 +718,39 @@ def test_free_dimension_overrides_let_shapes_fold():
     assert ops == {"Reshape"}
     with pytest.raises(nxrt.capi.onnxruntime_pybind11_state.InvalidArgument):
         sess.run(None, {"x": np.zeros((3, 3, 4), np.float32)})
+
+
+def _nchwc_sum_model(z_shape):
+    # Relu's output z dies at the blocked convolution, so the convolution may write its
+    # output over z's block (Kernel::output0_overwrites_input).
+    nodes = [helper.make_node("Relu", ["zin"], ["z"]),
+             helper.make_node("NchwcConv", ["x", "w", "", "z"], ["c"], domain="nxrt"),
+             helper.make_node("Neg", ["c"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "nchwc_sum",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4, 16]),
+         helper.make_tensor_value_info("zin", TensorProto.FLOAT, z_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(RNG.standard_normal((16, 16, 1, 1)).astype(np.float32), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("nxrt", 1)])
+    model.ir_version = 8
+    return model.SerializeToString(), model.graph.initializer[0]
+
+
+def test_blocked_conv_over_a_dying_sum_input_checks_its_shape():
+    model, w_init = _nchwc_sum_model([1, 1, 4, 4, 16])
+    try:
+        session = _nxrt(model)
+    except nxrt.NotImplemented:
+        pytest.skip("no blocked convolutions on this CPU")
+    x = RNG.standard_normal((1, 1, 4, 4, 16)).astype(np.float32)
+    zin = RNG.standard_normal((1, 1, 4, 4, 16)).astype(np.float32)
+    w = numpy_helper.to_array(w_init)[:, :, 0, 0]  # [out, in]
+    expected = -(np.einsum("nbhwi,oi->nbhwo", x, w) + np.maximum(zin, 0))
+    for _ in range(3):
+        np.testing.assert_allclose(session.run(None, {"x": x, "zin": zin})[0], expected,
+                                   rtol=1e-5, atol=1e-5)
+    bad, _ = _nchwc_sum_model([1, 1, 4, 3, 16])
+    with pytest.raises(nxrt.InvalidArgument, match="sum input Z is tensor.float. .1,1,4,3,16."):
+        _nxrt(bad).run(None, {"x": x, "zin": np.zeros((1, 1, 4, 3, 16), np.float32)})
