@@ -69,6 +69,24 @@ bool is_8bit(const Tensor* t) {
   return t && (t->dtype() == DataType::kUint8 || t->dtype() == DataType::kInt8);
 }
 
+std::string other_input(const ir::Node& node, const std::string& value) {
+  if (node.inputs.size() != 2) return "";
+  if (node.inputs[0] == value && node.inputs[1] != value) return node.inputs[1];
+  if (node.inputs[1] == value && node.inputs[0] != value) return node.inputs[0];
+  return "";
+}
+
+std::optional<double> scalar_value(const GraphView& view, const std::string& value) {
+  const Tensor* t = value.empty() ? nullptr : view.constant(value);
+  if (!t || t->numel() != 1) return std::nullopt;
+  switch (t->dtype()) {
+    NXRT_CASES_FLOAT(return double(float(t->data<T>()[0])))
+    NXRT_CASES_INT(return double(t->data<T>()[0]))
+    default:
+      return std::nullopt;
+  }
+}
+
 bool is_onnx_op(const ir::Node& node, std::string_view op_type) {
   return (node.domain.empty() || node.domain == "ai.onnx") && node.op_type == op_type;
 }

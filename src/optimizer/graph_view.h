@@ -5,6 +5,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -58,6 +59,11 @@ bool is_onnx_op(const ir::Node& node, std::initializer_list<std::string_view> op
 const std::string& input_or_empty(const ir::Node& node, size_t i);
 // A tensor of 8-bit integers (uint8 or int8); false for null.
 bool is_8bit(const Tensor* t);
+// The input of a binary node other than `value` when the node reads `value` once; "" when
+// it reads it twice or not at all.
+std::string other_input(const ir::Node& node, const std::string& value);
+// The element of a one-element constant of a float or integer type, as a double.
+std::optional<double> scalar_value(const GraphView& view, const std::string& value);
 
 // Collects removals and fresh names while a pass matches; apply() drops removed nodes.
 class GraphEditor {

@@ -28,14 +28,6 @@ bool binary_with_scalar(const ir::Node& node, const std::string& value, const Gr
          (node.inputs[1] == value && is_scalar(view, node.inputs[0], want));
 }
 
-// The other input of a two-input node that reads `value`, or "" when it does not.
-std::string other_input(const ir::Node& node, const std::string& value) {
-  if (node.inputs.size() != 2) return "";
-  if (node.inputs[0] == value) return node.inputs[1];
-  if (node.inputs[1] == value) return node.inputs[0];
-  return "";
-}
-
 }  // namespace
 
 Status fuse_gelu(ir::Graph& graph, PassContext& ctx) {

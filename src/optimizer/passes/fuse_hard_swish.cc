@@ -18,14 +18,6 @@ bool is_scalar(const GraphView& view, const std::string& value, double want) {
   return std::fabs(double(t->data<float>()[0]) - want) <= 1e-6 * std::max(1.0, std::fabs(want));
 }
 
-// The input of a binary node other than `value` when the node reads `value` once.
-std::string other_input(const ir::Node& node, const std::string& value) {
-  if (node.inputs.size() != 2) return "";
-  if (node.inputs[0] == value && node.inputs[1] != value) return node.inputs[1];
-  if (node.inputs[1] == value && node.inputs[0] != value) return node.inputs[0];
-  return "";
-}
-
 // Clip to [0, 6], from attributes (opset < 11) or constant inputs.
 bool clips_0_6(const ir::Node& clip, const GraphView& view, int64_t opset) {
   if (opset < 11) {

@@ -21,6 +21,9 @@ Status fuse_qdq_matmul(ir::Graph& graph, PassContext& ctx);
 // MatMul of a one-hot Cast(Equal(indices, constant classes)) by a constant W: nxrt
 // OneHotMatMul, a row lookup in W.
 Status fuse_one_hot_matmul(ir::Graph& graph, PassContext& ctx);
+// LayerNorm and RMSNorm written out (mean, variance, sqrt, divide, scale, shift): one
+// LayerNormalization or SimplifiedLayerNormalization / RMSNormalization.
+Status fuse_layer_norm(ir::Graph& graph, PassContext& ctx);
 // x * 0.5 * (1 + Erf(x / sqrt 2)) written out: one Gelu.
 Status fuse_gelu(ir::Graph& graph, PassContext& ctx);
 // x * Sigmoid(x): one com.microsoft QuickGelu (alpha 1).
