@@ -14,6 +14,7 @@
 #include "core/parallel.h"
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/gemm/qgemm.h"
+#include "ep/cpu/kernels/conv_dft.h"
 #include "ep/cpu/kernels/conv_geometry.h"
 #include "ep/cpu/kernels/fused_activation.h"
 #include "ep/cpu/kernels/qconv_gemm.h"
@@ -1543,9 +1544,11 @@ Expected<KernelPtr> create_conv(KernelInit& init) {
   NXRT_RETURN_IF_ERROR(read_conv_attrs(init, attrs, w, group));
   NXRT_RETURN_IF_ERROR(check_float_inputs(init, 3));
   init.set_all_outputs(init.input_type(0));
+  const WindowAttrs window = w;
   auto kernel = std::make_unique<ConvKernel>(std::move(w), group);
-  if (const Tensor* weights = init.constant_input(1)) kernel->pack_weights(*weights);
-  return KernelPtr(std::move(kernel));
+  const Tensor* weights = init.constant_input(1);
+  if (weights) kernel->pack_weights(*weights);
+  return maybe_dft_conv(std::move(kernel), window, group, weights, init.has_input(2));
 }
 
 // com.microsoft FusedConv: Conv, plus an optional sum input Z (same shape as Y) and an
