@@ -69,6 +69,22 @@ struct Attribute {
   std::vector<std::shared_ptr<Graph>> graphs;
   TypeInfo tp;
   std::string ref_attr_name;  // inside functions: refers to the caller's attribute
+
+  // The attributes graph passes write into the nodes they make.
+  static Attribute of_int(std::string attr_name, int64_t v) {
+    Attribute a;
+    a.name = std::move(attr_name);
+    a.type = Type::kInt;
+    a.i = v;
+    return a;
+  }
+  static Attribute of_float(std::string attr_name, float v) {
+    Attribute a;
+    a.name = std::move(attr_name);
+    a.type = Type::kFloat;
+    a.f = v;
+    return a;
+  }
 };
 
 struct Node {

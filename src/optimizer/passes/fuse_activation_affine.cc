@@ -28,11 +28,7 @@ void set_float(ir::Node& node, const char* name, float v) {
       a.f = v;
       return;
     }
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kFloat;
-  a.f = v;
-  node.attributes.push_back(std::move(a));
+  node.attributes.push_back(ir::Attribute::of_float(name, v));
 }
 
 }  // namespace

@@ -121,10 +121,7 @@ Status fuse_conv_batchnorm_runtime(ir::Graph& graph, PassContext& ctx) {
     if (!imported && !ctx.import_domain("nxrt", 1)) return Status();
     imported = true;
     const ir::Attribute* eps_attr = bn.find_attribute("epsilon");
-    ir::Attribute eps;
-    eps.name = "bn_epsilon";
-    eps.type = ir::Attribute::Type::kFloat;
-    eps.f = eps_attr ? eps_attr->f : 1e-5f;
+    const ir::Attribute eps = ir::Attribute::of_float("bn_epsilon", eps_attr ? eps_attr->f : 1e-5f);
     conv.domain = "nxrt";
     conv.op_type = "FusedConv";
     conv.inputs.resize(3);

@@ -25,28 +25,6 @@
 namespace nxrt::optimizer {
 namespace {
 
-const ir::Attribute* attribute(const ir::Node& node, const char* name) {
-  for (const ir::Attribute& a : node.attributes)
-    if (a.name == name) return &a;
-  return nullptr;
-}
-
-ir::Attribute float_attribute(const char* name, float v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kFloat;
-  a.f = v;
-  return a;
-}
-
-ir::Attribute int_attribute(const char* name, int64_t v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kInt;
-  a.i = v;
-  return a;
-}
-
 // The values and shapes the matcher asks about.
 class Facts {
  public:
@@ -80,10 +58,10 @@ class Facts {
   // exactly the last k (k >= 1); nullopt for any other reduction.
   std::optional<int64_t> trailing_axes(const ir::Node& mean, const std::string& x) {
     if (!is_onnx_op(mean, "ReduceMean") || mean.outputs.size() != 1) return std::nullopt;
-    if (const ir::Attribute* keep = attribute(mean, "keepdims"); keep && keep->i != 1)
+    if (const ir::Attribute* keep = mean.find_attribute("keepdims"); keep && keep->i != 1)
       return std::nullopt;
     std::vector<int64_t> axes;
-    if (const ir::Attribute* a = attribute(mean, "axes")) {
+    if (const ir::Attribute* a = mean.find_attribute("axes")) {
       axes = a->ints;
     } else {
       const Tensor* t = view_.constant(input_or_empty(mean, 1));
@@ -294,8 +272,8 @@ Status fuse_layer_norm(ir::Graph& graph, PassContext& ctx) {
     out.domain.clear();
     out.inputs = {m->x, m->gamma};
     if (!m->beta.empty()) out.inputs.push_back(m->beta);
-    out.attributes = {int_attribute("axis", -m->axes),
-                      float_attribute("epsilon", float(m->epsilon))};
+    out.attributes = {ir::Attribute::of_int("axis", -m->axes),
+                      ir::Attribute::of_float("epsilon", float(m->epsilon))};
     for (size_t i : m->nodes)
       if (i != m->last) edit.remove(i);
   }

@@ -28,11 +28,7 @@ Status fuse_quick_gelu(ir::Graph& graph, PassContext& ctx) {
     mul.domain = "com.microsoft";
     mul.op_type = "QuickGelu";
     mul.inputs = {x};
-    ir::Attribute alpha;
-    alpha.name = "alpha";
-    alpha.type = ir::Attribute::Type::kFloat;
-    alpha.f = 1.0f;
-    mul.attributes = {alpha};
+    mul.attributes = {ir::Attribute::of_float("alpha", 1.0f)};
     edit.remove(n);
   }
   edit.apply();

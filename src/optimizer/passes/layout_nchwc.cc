@@ -34,14 +34,6 @@ struct BlockedValue {
   int64_t channels;  // channels of the original [N, C, H, W] value
 };
 
-ir::Attribute int_attribute(const std::string& name, int64_t v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kInt;
-  a.i = v;
-  return a;
-}
-
 int64_t int_attr(const ir::Node& node, const char* name, int64_t fallback) {
   const ir::Attribute* a = node.find_attribute(name);
   return a && a->type == ir::Attribute::Type::kInt ? a->i : fallback;
@@ -85,7 +77,8 @@ class NchwcRewriter {
         back.op_type = "NchwcToNchw";
         back.inputs = {blocked_.at(original).name};
         back.outputs = {original};
-        back.attributes.push_back(int_attribute("channels", blocked_.at(original).channels));
+        back.attributes.push_back(
+            ir::Attribute::of_int("channels", blocked_.at(original).channels));
         nodes.push_back(std::move(back));
       }
     }
