@@ -24,6 +24,8 @@ Status fuse_one_hot_matmul(ir::Graph& graph, PassContext& ctx);
 // LayerNorm and RMSNorm written out (mean, variance, sqrt, divide, scale, shift): one
 // LayerNormalization or SimplifiedLayerNormalization / RMSNormalization.
 Status fuse_layer_norm(ir::Graph& graph, PassContext& ctx);
+// MatMul by a constant 2-D weight, then Add of a constant bias: one nxrt MatMulBias.
+Status fuse_matmul_add(ir::Graph& graph, PassContext& ctx);
 // x * 0.5 * (1 + Erf(x / sqrt 2)) written out: one Gelu.
 Status fuse_gelu(ir::Graph& graph, PassContext& ctx);
 // x * Sigmoid(x): one com.microsoft QuickGelu (alpha 1).

@@ -171,31 +171,77 @@ struct PackedB {
   }
 };
 
-// A (float) times a packed B: batches of A stacked into one tall product when contiguous.
-void run_matmul_packed(const MatMulPlan& p, const float* A, const gemm::PackedMatrix& B, float* Y) {
+// A (float) times a packed B, plus beta * Y: batches of A stacked into one tall product
+// when contiguous.
+void run_matmul_packed(const MatMulPlan& p, const float* A, const gemm::PackedMatrix& B, float* Y,
+                       float beta = 0.0f) {
   const int64_t batches = int64_t(p.a_off.size());
   bool contiguous = true;
   for (int64_t n = 0; n < batches; ++n) contiguous &= p.a_off[size_t(n)] == n * p.M * p.K;
   if (contiguous) {
-    gemm::sgemm_packed_right(false, p.M * batches, 1.0f, A, p.K, B, 0.0f, Y, p.N);
+    gemm::sgemm_packed_right(false, p.M * batches, 1.0f, A, p.K, B, beta, Y, p.N);
     return;
   }
   for (int64_t n = 0; n < batches; ++n)
-    gemm::sgemm_packed_right(false, p.M, 1.0f, A + p.a_off[size_t(n)], p.K, B, 0.0f,
+    gemm::sgemm_packed_right(false, p.M, 1.0f, A + p.a_off[size_t(n)], p.K, B, beta,
                              Y + n * p.M * p.N, p.N);
 }
 
+// Every row of the [rows, n] matrix y set to bias (n values, or one for all).
+void fill_rows(float* y, int64_t rows, int64_t n, const Tensor& bias) {
+  const float* b = bias.data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = y + r * n;
+    if (bias.numel() == 1)
+      std::fill(row, row + n, b[0]);
+    else
+      std::copy(b, b + n, row);
+  }
+}
+
+// Adds bias (n values, or one for all) to every row of the [rows, n] matrix y.
+void add_rows(float* y, int64_t rows, int64_t n, const Tensor& bias) {
+  const float* b = bias.data<float>();
+  const bool one = bias.numel() == 1;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = y + r * n;
+    for (int64_t j = 0; j < n; ++j) row[j] += b[one ? 0 : j];
+  }
+}
+
+// MatMul, and nxrt MatMulBias(A, B, bias) = MatMul(A, B) + bias (float32; bias one value
+// or one per column of B, which must then be 2-D): the bias is written into Y before the
+// product, which adds onto it, instead of a second pass over Y.
 class MatMulKernel final : public Kernel {
  public:
-  explicit MatMulKernel(PackedB packed) : packed_(std::move(packed)) {}
+  explicit MatMulKernel(PackedB packed, bool with_bias = false)
+      : packed_(std::move(packed)), with_bias_(with_bias) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& a = *ctx.input(0);
     const Tensor& b = *ctx.input(1);
     MatMulPlan p;
     NXRT_RETURN_IF_ERROR(plan_matmul(a.shape(), b.shape(), p));
+    const Tensor* bias = with_bias_ ? ctx.input(2) : nullptr;
+    if (with_bias_ && (!bias || bias->dtype() != DataType::kFloat || bias->rank() > 1 ||
+                       b.rank() != 2 || (bias->numel() != 1 && bias->numel() != p.N)))
+      return invalid_argument(
+          "the bias must be float with 1 or ", p.N, " values (B's columns) for a 2-D B; it is ",
+          bias ? tensor_type_name(bias->dtype()) : "missing", " ",
+          bias ? bias->shape().to_string() : "", " with B ", b.shape().to_string());
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, p.out));
     if (y->numel() == 0) return Status();
+    if (bias) {
+      const int64_t rows = y->numel() / p.N;
+      if (packed_.matches(b)) {
+        fill_rows(y->data<float>(), rows, p.N, *bias);
+        run_matmul_packed(p, a.data<float>(), packed_.matrix, y->data<float>(), 1.0f);
+      } else {
+        run_matmul<float>(p, a.data<float>(), b.data<float>(), y->data<float>());
+        add_rows(y->data<float>(), rows, p.N, *bias);
+      }
+      return Status();
+    }
     if (packed_.matches(b)) {
       if (a.dtype() == DataType::kFloat) {
         run_matmul_packed(p, a.data<float>(), packed_.matrix, y->data<float>());
@@ -220,6 +266,7 @@ class MatMulKernel final : public Kernel {
 
  private:
   PackedB packed_;
+  bool with_bias_;
 };
 
 // Also com.microsoft FusedGemm: the same with an activation applied to Y (float only).
@@ -591,6 +638,15 @@ Expected<KernelPtr> create_matmul(KernelInit& init) {
   PackedB packed;
   if (const Tensor* b = init.constant_input(1)) packed.pack(*b, false);
   return make_kernel<MatMulKernel>(std::move(packed));
+}
+
+Expected<KernelPtr> create_matmul_bias(KernelInit& init) {
+  for (size_t i = 0; i < 3; ++i)
+    if (init.input_type(i) != DataType::kFloat) return init.unsupported_type(i);
+  init.set_all_outputs(DataType::kFloat);
+  PackedB packed;
+  if (const Tensor* b = init.constant_input(1)) packed.pack(*b, false);
+  return make_kernel<MatMulKernel>(std::move(packed), true);
 }
 
 Expected<KernelPtr> create_gemm(KernelInit& init) {
