@@ -2,15 +2,12 @@
 normalization node (the fuse_layer_norm pass), with onnxruntime's results; patterns the
 rewrite would change are left alone."""
 
-import json
-import os
-
 import numpy as np
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-import nxrt
+from profiled_run import profiled_run
 
 RNG = np.random.default_rng(11)
 
@@ -80,23 +77,9 @@ def _norm_model(kind="layer", square="pow", form="div", axes=(-1,), shape=(2, 5,
     return model.SerializeToString()
 
 
-def _profiled_ops(model, feeds, disabled=()):
-    options = nxrt.SessionOptions()
-    options.enable_profiling = True
-    sess = nxrt.InferenceSession(model, options, disabled_optimizers=list(disabled))
-    outputs = sess.run(None, feeds)
-    path = sess.end_profiling()
-    with open(path) as f:
-        events = json.load(f)
-    os.remove(path)
-    ops = sorted(e["args"]["op_name"] for e in events
-                 if e.get("cat") == "Node" and "op_name" in e.get("args", {}))
-    return ops, outputs
-
-
 def _check(model, shape, want_ops):
     x = (RNG.standard_normal(shape) * 3 + 1).astype(np.float32)
-    ops, got = _profiled_ops(model, {"x": x})
+    ops, got = profiled_run(model, {"x": x})
     assert ops == want_ops
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -104,7 +87,7 @@ def _check(model, shape, want_ops):
         None, {"x": x})
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
-    _, unfused = _profiled_ops(model, {"x": x}, disabled=["fuse_layer_norm"])
+    _, unfused = profiled_run(model, {"x": x}, disabled=["fuse_layer_norm"])
     np.testing.assert_allclose(got[0], unfused[0], rtol=1e-4, atol=1e-5)
     return ops
 

@@ -2,15 +2,13 @@
 MatMulBias (the fuse_matmul_add pass); results match onnxruntime, and patterns whose
 rewrite would change anything stay as they are."""
 
-import json
-import os
-
 import numpy as np
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import nxrt
+from profiled_run import profiled_run
 
 RNG = np.random.default_rng(13)
 
@@ -35,26 +33,11 @@ def linear_model(a_shape, k, n, bias_shape=(None,), bias_first=False, weight_is_
     return model.SerializeToString()
 
 
-def profiled(model, feeds, threads=1):
-    options = nxrt.SessionOptions()
-    options.enable_profiling = True
-    options.intra_op_num_threads = threads
-    sess = nxrt.InferenceSession(model, options)
-    outputs = sess.run(None, feeds)
-    path = sess.end_profiling()
-    with open(path) as f:
-        events = json.load(f)
-    os.remove(path)
-    ops = sorted(e["args"]["op_name"] for e in events
-                 if e.get("cat") == "Node" and "op_name" in e.get("args", {}))
-    return ops, outputs
-
-
 def check(model, a_shape, want_ops):
     a = RNG.standard_normal(a_shape).astype(np.float32)
     expected = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"a": a})
     for threads in (1, 2):
-        ops, got = profiled(model, {"a": a}, threads)
+        ops, got = profiled_run(model, {"a": a}, threads)
         assert ops == want_ops
         for g, e in zip(got, expected):
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)
