@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <tuple>
@@ -355,15 +356,20 @@ BENCHMARK(BM_NBitsRows)
 
 // One ONNX op on float tensors of 1M elements through nxrt's eager path (the kernel a
 // session runs, planned once and cached). Binary ops take two same-shape inputs.
-void run_elementwise(benchmark::State& state, const char* op, size_t inputs) {
+// Inputs are uniform in [-1, 1], or in (0, 1] for `positive` (Log, Sqrt); every function here
+// is branch-free per vector, so its speed does not depend on the values.
+void run_elementwise(benchmark::State& state, const char* op, size_t inputs, int opset = 17,
+                     bool positive = false) {
   constexpr int64_t kCount = int64_t(1) << 20;
   nxrt::eager::OpSpec spec;
   spec.op_type = op;
-  spec.opset = 17;
+  spec.opset = opset;
   std::vector<nxrt::Value> values;
   std::vector<std::vector<float>> data;
   for (size_t i = 0; i < inputs; ++i) {
     data.push_back(random_floats(size_t(kCount), uint32_t(i + 1)));
+    if (positive)
+      for (float& v : data.back()) v = std::max(std::fabs(v), 1e-6f);
     spec.input_types.push_back(nxrt::DataType::kFloat);
     values.emplace_back(
         nxrt::Tensor(nxrt::DataType::kFloat, nxrt::Shape{kCount}, data.back().data()));
@@ -381,16 +387,25 @@ void run_elementwise(benchmark::State& state, const char* op, size_t inputs) {
                                               benchmark::Counter::kIsIterationInvariantRate,
                                               benchmark::Counter::kIs1000);
 }
-#define NXRT_ELEMENTWISE(OP, INPUTS)                                             \
-  void BM_##OP(benchmark::State& state) { run_elementwise(state, #OP, INPUTS); } \
+#define NXRT_ELEMENTWISE(OP, ...)                                                     \
+  void BM_##OP(benchmark::State& state) { run_elementwise(state, #OP, __VA_ARGS__); } \
   BENCHMARK(BM_##OP)->Unit(benchmark::kMicrosecond)
 NXRT_ELEMENTWISE(Relu, 1);
 NXRT_ELEMENTWISE(Sigmoid, 1);
 NXRT_ELEMENTWISE(Tanh, 1);
 NXRT_ELEMENTWISE(Erf, 1);
+NXRT_ELEMENTWISE(Gelu, 1, 20);
+NXRT_ELEMENTWISE(HardSwish, 1);
+NXRT_ELEMENTWISE(HardSigmoid, 1);
 NXRT_ELEMENTWISE(Exp, 1);
+NXRT_ELEMENTWISE(Log, 1, 17, true);
+NXRT_ELEMENTWISE(Sqrt, 1, 17, true);
+NXRT_ELEMENTWISE(Softplus, 1);
+NXRT_ELEMENTWISE(Mish, 1, 18);
 NXRT_ELEMENTWISE(Add, 2);
+NXRT_ELEMENTWISE(Sub, 2);
 NXRT_ELEMENTWISE(Mul, 2);
+NXRT_ELEMENTWISE(Div, 2);
 #undef NXRT_ELEMENTWISE
 
 }  // namespace

@@ -95,6 +95,8 @@ TEST(Vmath, MatchesReference) {
   expect_close(Unary::kAbs, {}, "abs");
   expect_close(Unary::kClip, {-1.0f, 6.0f, 0}, "clip");
   expect_close(Unary::kSoftsign, {}, "softsign");
+  expect_close(Unary::kSoftplus, {}, "softplus");
+  expect_close(Unary::kMish, {}, "mish");
   expect_close(Unary::kLog, {}, "log");
 }
 

@@ -73,9 +73,6 @@ const FloatOpDef kFloatOps[] = {
     {"Asinh", [](double x, const Params&) { return std::asinh(x); }},
     {"Acosh", [](double x, const Params&) { return std::acosh(x); }},
     {"Atanh", [](double x, const Params&) { return std::atanh(x); }},
-    {"Softplus", [](double x, const Params&) { return x > 30 ? x : std::log1p(std::exp(x)); }},
-    {"Mish",
-     [](double x, const Params&) { return x * std::tanh(x > 30 ? x : std::log1p(std::exp(x))); }},
     {"Celu",
      [](double x, const Params& p) {
        if (std::isnan(x)) return x;  // (std::max/min would turn NaN into 0)
@@ -155,6 +152,8 @@ bool vector_form(const std::string& op, const Params& p, vmath::Unary& fn) {
                                                      {"Sqrt", U::kSqrt},
                                                      {"Reciprocal", U::kReciprocal},
                                                      {"Softsign", U::kSoftsign},
+                                                     {"Softplus", U::kSoftplus},
+                                                     {"Mish", U::kMish},
                                                      {"Log", U::kLog},
                                                      {"Sin", U::kSin},
                                                      {"Cos", U::kCos},

@@ -90,6 +90,10 @@ double reference(Unary fn, const UnaryParams& p, double x) {
     case Unary::kClip:
       if (std::isnan(x)) return x;
       return std::min(double(p.beta), std::max(double(p.alpha), x));
+    case Unary::kSoftplus:
+      return x > 30 ? x : std::log1p(std::exp(x));
+    case Unary::kMish:
+      return x * std::tanh(x > 30 ? x : std::log1p(std::exp(x)));
     case Unary::kSoftsign:
       return x / (1.0 + std::fabs(x));
     case Unary::kLog:

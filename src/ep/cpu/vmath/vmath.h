@@ -33,8 +33,10 @@ enum class Unary : uint8_t {
   kAbs,
   kClip,  // [alpha, beta]
   kSoftsign,
-  kLog,  // natural logarithm: 0 -> -inf, negatives -> NaN
-  kSin,  // the vector forms reduce |x| <= kSinCosVectorLimit; unary() splits out the rest
+  kSoftplus,  // ln(1 + e^x)
+  kMish,      // x * tanh(softplus(x))
+  kLog,       // natural logarithm: 0 -> -inf, negatives -> NaN
+  kSin,       // the vector forms reduce |x| <= kSinCosVectorLimit; unary() splits out the rest
   kCos,
   kIdentity,  // x (unary_affine with no activation)
 };
