@@ -410,6 +410,32 @@ class DequantizeKernel final : public Kernel {
   DataType out_;
 };
 
+// Pieces of a DynamicQuantizeLinear input split across the run's threads: both passes
+// (range, then quantization) stream it from memory.
+constexpr double kDynamicQuantPiece = double(1 << 16);
+constexpr size_t kMaxDynamicQuantPieces = 64;
+
+// min(x, 0) and max(x, 0) over x[0..n), NaN skipped (std::max / std::min keep the running
+// value). 16 partial extremes vectorize.
+void range_with_zero(const float* x, int64_t n, float& minx, float& maxx) {
+  float hi[16] = {}, lo[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) {
+      hi[j] = std::max(hi[j], x[i + j]);
+      lo[j] = std::min(lo[j], x[i + j]);
+    }
+  maxx = 0, minx = 0;
+  for (; i < n; ++i) {
+    maxx = std::max(maxx, x[i]);
+    minx = std::min(minx, x[i]);
+  }
+  for (int j = 0; j < 16; ++j) {
+    maxx = std::max(maxx, hi[j]);
+    minx = std::min(minx, lo[j]);
+  }
+}
+
 class DynamicQuantizeKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
@@ -419,7 +445,14 @@ class DynamicQuantizeKernel final : public Kernel {
     const DynamicQuantParams params = dynamic_quant_params(px, n);
     const float scale = params.scale, zp = params.zero_point;
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
-    vmath::quantize_8bit(px, size_t(n), scale, zp, false, y->data<uint8_t>());
+    uint8_t* py = y->data<uint8_t>();
+    const int64_t pieces = int64_t(parallel_pieces(double(n), kDynamicQuantPiece));
+    const int64_t chunk = (n + pieces - 1) / pieces;
+    parallel_for(size_t(pieces), [&](size_t p) {
+      const int64_t begin = std::min(n, int64_t(p) * chunk);
+      vmath::quantize_8bit(px + begin, size_t(std::min(chunk, n - begin)), scale, zp, false,
+                           py + begin);
+    });
     if (ctx.num_outputs() > 1) {
       NXRT_ASSIGN_OR_RETURN(Tensor * s, ctx.output(1, Shape{}));
       *s->data<float>() = scale;
@@ -447,23 +480,19 @@ Status check_scale_type(const KernelInit& init, bool quantize) {
 }  // namespace
 
 DynamicQuantParams dynamic_quant_params(const float* x, int64_t n) {
-  // The range always includes 0 so that 0 is exactly representable. NaN is skipped
-  // (std::max / std::min keep the running value). 16 partial extremes vectorize.
-  float hi[16] = {}, lo[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) {
-      hi[j] = std::max(hi[j], x[i + j]);
-      lo[j] = std::min(lo[j], x[i + j]);
-    }
-  float maxx = 0, minx = 0;
-  for (; i < n; ++i) {
-    maxx = std::max(maxx, x[i]);
-    minx = std::min(minx, x[i]);
-  }
-  for (int j = 0; j < 16; ++j) {
-    maxx = std::max(maxx, hi[j]);
-    minx = std::min(minx, lo[j]);
+  // The range always includes 0 so that 0 is exactly representable.
+  const size_t pieces =
+      std::min(kMaxDynamicQuantPieces, parallel_pieces(double(n), kDynamicQuantPiece));
+  const int64_t chunk = (n + int64_t(pieces) - 1) / int64_t(pieces);
+  float piece_min[kMaxDynamicQuantPieces], piece_max[kMaxDynamicQuantPieces];
+  parallel_for(pieces, [&](size_t p) {
+    const int64_t begin = std::min(n, int64_t(p) * chunk);
+    range_with_zero(x + begin, std::min(chunk, n - begin), piece_min[p], piece_max[p]);
+  });
+  float minx = 0, maxx = 0;
+  for (size_t p = 0; p < pieces; ++p) {
+    minx = std::min(minx, piece_min[p]);
+    maxx = std::max(maxx, piece_max[p]);
   }
   DynamicQuantParams p;
   p.scale = (maxx == minx ? 1.0f : maxx - minx) / 255.0f;

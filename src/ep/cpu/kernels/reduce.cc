@@ -168,6 +168,26 @@ void fold_into(const ReducePlan& p, const T* x, A* acc, Map map) {
   });
 }
 
+// Folds x (laid out by p) into acc (p.out_numel outputs, already holding the identity).
+template <ReduceOp Op, typename T, typename A>
+void fold_slice(const ReducePlan& p, const T* x, A* acc) {
+  using F = Fold<Op, A>;
+  constexpr bool kVector = std::is_same_v<T, float> && (Op == ReduceOp::kSum ||
+                                                        Op == ReduceOp::kMean || Op == ReduceOp::kMax);
+  if (kVector && p.inner_reduced && p.inner > 0) {
+    // Contiguous runs of float: eight partial sums the compiler vectorizes, or the
+    // vector max that keeps NaN (the scalar chains ran at a fifth of memory speed).
+    for_each_reduce_run(p, [&](int64_t in, int64_t out) {
+      const float* r = reinterpret_cast<const float*>(x + in);
+      const float v =
+          Op == ReduceOp::kMax ? vmath::max_value(r, size_t(p.inner)) : partial_sum(r, p.inner);
+      acc[out] = F::combine(acc[out], A(v));
+    });
+  } else {
+    fold_into<F>(p, x, acc, [](A v, int64_t) { return map_element<Op>(v); });
+  }
+}
+
 template <ReduceOp Op, typename T>
 void reduce_typed(const ReducePlan& p, const T* x, T* y) {
   using A = typename AccOf<Op, T>::type;
@@ -190,22 +210,26 @@ void reduce_typed(const ReducePlan& p, const T* x, T* y) {
                                        [m](A v, int64_t o) { return std::exp(v - m[o]); });
     for (int64_t o = 0; o < p.out_numel; ++o) y[o] = store<T>(std::log(acc[o]) + m[o]);
   } else {
-    using F = Fold<Op, A>;
-    std::fill(acc, acc + p.out_numel, F::identity());
-    constexpr bool kVector =
-        std::is_same_v<T, float> &&
-        (Op == ReduceOp::kSum || Op == ReduceOp::kMean || Op == ReduceOp::kMax);
-    if (kVector && p.inner_reduced && p.inner > 0) {
-      // Contiguous runs of float: eight partial sums the compiler vectorizes, or the
-      // vector max that keeps NaN (the scalar chains ran at a fifth of memory speed).
-      for_each_reduce_run(p, [&](int64_t in, int64_t out) {
-        const float* r = reinterpret_cast<const float*>(x + in);
-        const float v =
-            Op == ReduceOp::kMax ? vmath::max_value(r, size_t(p.inner)) : partial_sum(r, p.inner);
-        acc[out] = F::combine(acc[out], A(v));
+    std::fill(acc, acc + p.out_numel, Fold<Op, A>::identity());
+    // A kept outermost dim splits the work across the run's threads: its slices fold into
+    // disjoint outputs (a normalization's mean per channel, a pooled row per batch).
+    const int64_t slices = p.dims.size() > 1 && p.out_strides[0] != 0 ? p.dims[0] : 1;
+    const int64_t pieces =
+        std::min(slices, int64_t(parallel_pieces(double(p.in_numel), double(1 << 15))));
+    if (pieces > 1) {
+      ReducePlan slice = p;
+      slice.dims.assign(p.dims.begin() + 1, p.dims.end());
+      slice.out_strides.assign(p.out_strides.begin() + 1, p.out_strides.end());
+      slice.in_numel /= slices;
+      slice.out_numel /= slices;
+      const int64_t per_piece = (slices + pieces - 1) / pieces;
+      parallel_for(size_t(pieces), [&](size_t piece) {
+        const int64_t end = std::min(slices, (int64_t(piece) + 1) * per_piece);
+        for (int64_t i = int64_t(piece) * per_piece; i < end; ++i)
+          fold_slice<Op>(slice, x + i * slice.in_numel, acc + i * p.out_strides[0]);
       });
     } else {
-      fold_into<F>(p, x, acc, [](A v, int64_t) { return map_element<Op>(v); });
+      fold_slice<Op>(p, x, acc);
     }
     for (int64_t o = 0; o < p.out_numel; ++o) y[o] = store<T>(finish<Op>(acc[o], p.reduce_count));
   }
