@@ -189,6 +189,33 @@ TEST(Vmath, NanPropagates) {
   }
 }
 
+// unary() runs sin and cos by blocks: a block whose inputs all lie in the vector range takes
+// the vector form, any other (a large phase, inf or NaN, in the vector part or the tail)
+// the double-precision reference. Each placement must still give every element's value.
+TEST(Vmath, SinCosBlocksWithOutOfRangeValues) {
+  if (!nxrt::vmath::uses_avx2()) GTEST_SKIP() << "no AVX2 here: unary() is the reference";
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::infinity(), 1e6f, -9000.0f};
+  for (Unary fn : {Unary::kSin, Unary::kCos}) {
+    for (float special : specials) {
+      for (size_t at : {size_t(0), size_t(17), size_t(1500), size_t(2050)}) {
+        std::vector<float> x(2051), got(x.size()), want(x.size());
+        for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 97) * 0.37f - 18.0f;
+        x[at] = special;
+        nxrt::vmath::unary(fn, {}, x.data(), got.data(), x.size());
+        nxrt::vmath::unary_reference(fn, {}, x.data(), want.data(), x.size());
+        for (size_t i = 0; i < x.size(); ++i) {
+          if (std::isnan(want[i])) {
+            EXPECT_TRUE(std::isnan(got[i])) << "x = " << x[i];
+          } else {
+            EXPECT_NEAR(got[i], want[i], 1e-7 + 2e-6 * std::fabs(want[i])) << "x = " << x[i];
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 // The array primitives of pooling, depthwise convolution and quantization: the dispatched

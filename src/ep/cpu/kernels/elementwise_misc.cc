@@ -88,20 +88,26 @@ Status pow_fast(KernelContext& ctx, const Tensor& a, double e) {
   const X* px = a.data<X>();
   X* py = out->data<X>();
   const int64_t n = a.numel();
-  if (e == 2.0) {
-    for (int64_t i = 0; i < n; ++i) {
-      const W v = W(px[i]);
-      py[i] = X(v * v);
+  // Memory-bound: large tensors (a vocoder's activations) split across the run's threads.
+  const int64_t pieces = int64_t(parallel_pieces(double(n), double(1 << 15)));
+  const int64_t chunk = (n + pieces - 1) / pieces;
+  parallel_for(size_t(pieces), [&](size_t piece) {
+    const int64_t begin = std::min(n, int64_t(piece) * chunk), end = std::min(n, begin + chunk);
+    if (e == 2.0) {
+      for (int64_t i = begin; i < end; ++i) {
+        const W v = W(px[i]);
+        py[i] = X(v * v);
+      }
+    } else if (e == 0.5) {
+      constexpr W inf = std::numeric_limits<W>::infinity();
+      for (int64_t i = begin; i < end; ++i) {
+        const W v = W(px[i]);
+        py[i] = X(v == W(0) ? W(0) : v == -inf ? inf : std::sqrt(v));
+      }
+    } else {
+      std::copy(px + begin, px + end, py + begin);
     }
-  } else if (e == 0.5) {
-    constexpr W inf = std::numeric_limits<W>::infinity();
-    for (int64_t i = 0; i < n; ++i) {
-      const W v = W(px[i]);
-      py[i] = X(v == W(0) ? W(0) : v == -inf ? inf : std::sqrt(v));
-    }
-  } else {
-    std::copy_n(px, n, py);
-  }
+  });
   return Status();
 }
 

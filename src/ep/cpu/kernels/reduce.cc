@@ -172,8 +172,8 @@ void fold_into(const ReducePlan& p, const T* x, A* acc, Map map) {
 template <ReduceOp Op, typename T, typename A>
 void fold_slice(const ReducePlan& p, const T* x, A* acc) {
   using F = Fold<Op, A>;
-  constexpr bool kVector = std::is_same_v<T, float> && (Op == ReduceOp::kSum ||
-                                                        Op == ReduceOp::kMean || Op == ReduceOp::kMax);
+  constexpr bool kVector = std::is_same_v<T, float> &&
+                           (Op == ReduceOp::kSum || Op == ReduceOp::kMean || Op == ReduceOp::kMax);
   if (kVector && p.inner_reduced && p.inner > 0) {
     // Contiguous runs of float: eight partial sums the compiler vectorizes, or the
     // vector max that keeps NaN (the scalar chains ran at a fifth of memory speed).

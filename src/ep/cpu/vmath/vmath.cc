@@ -367,8 +367,8 @@ void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
     constexpr size_t kBlock = 1024;
     for (size_t i = 0; i < n; i += kBlock) {
       const size_t m = std::min(kBlock, n - i);
-      bool inside = true;
-      for (size_t k = 0; k < m; ++k) inside &= std::fabs(x[i + k]) <= kSinCosVectorLimit;
+      const bool inside = uses_avx512() ? detail::all_within_avx512(x + i, m, kSinCosVectorLimit)
+                                        : detail::all_within_avx2(x + i, m, kSinCosVectorLimit);
       if (!inside)
         unary_reference(fn, p, x + i, y + i, m);
       else if (uses_avx512())

@@ -97,6 +97,10 @@ void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t
   avx2::unary_dispatch<false>(fn, p, 1.0f, 0.0f, x, y, n);
 }
 
+bool all_within_avx2(const float* x, size_t n, float limit) {
+  return avx2::all_within(x, n, limit);
+}
+
 void unary_affine_avx2(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
                        float* y, size_t n) {
   avx2::unary_dispatch<true>(fn, p, scale, shift, x, y, n);
@@ -357,6 +361,7 @@ namespace nxrt::vmath::detail {
 void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   unary_reference(fn, p, x, y, n);
 }
+bool all_within_avx2(const float*, size_t, float) { return false; }  // never called
 void unary_affine_avx2(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
                        float* y, size_t n) {
   unary_affine(fn, p, scale, shift, x, y, n);

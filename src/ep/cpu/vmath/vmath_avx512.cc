@@ -562,6 +562,10 @@ void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size
   avx512::unary_dispatch<false>(fn, p, 1.0f, 0.0f, x, y, n);
 }
 
+bool all_within_avx512(const float* x, size_t n, float limit) {
+  return avx512::all_within(x, n, limit);
+}
+
 void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
                          float* y, size_t n) {
   avx512::unary_dispatch<true>(fn, p, scale, shift, x, y, n);
@@ -588,6 +592,7 @@ void dequantize_8bit_avx512(const void* x, bool is_signed, size_t n, float scale
 void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   unary_reference(fn, p, x, y, n);
 }
+bool all_within_avx512(const float*, size_t, float) { return false; }  // never called
 void unary_affine_avx512(Unary fn, const UnaryParams& p, float scale, float shift, const float* x,
                          float* y, size_t n) {
   unary_affine(fn, p, scale, shift, x, y, n);

@@ -26,6 +26,9 @@ float max_value_portable(const float* x, size_t begin, size_t end, float m);
 float max_value_avx2(const float* x, size_t n);
 void unary_avx2(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
 void unary_avx512(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n);
+// True when every x[i] is finite and |x[i]| <= limit (the vector sin/cos range).
+bool all_within_avx2(const float* x, size_t n, float limit);
+bool all_within_avx512(const float* x, size_t n, float limit);
 void quantize_8bit_avx512(const float* x, size_t n, float scale, float zero_point, bool is_signed,
                           void* y);
 void dequantize_8bit_avx512(const void* x, bool is_signed, size_t n, float scale, float zero_point,
