@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "core/large_buffers.h"
+
 namespace nxrt {
 
 Expected<size_t> tensor_bytes(DataType dtype, const Shape& shape, const std::string& what,
@@ -43,6 +45,14 @@ Expected<Tensor> Tensor::allocate_uninitialized(DataType dtype, const Shape& sha
     return Tensor(dtype, shape, data, std::shared_ptr<void>(strings, data));
   }
   const size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded >= kLargeBufferMin) {
+    size_t capacity = 0;
+    void* data = acquire_large_buffer(rounded, &capacity);
+    if (!data) return runtime_error("out of memory allocating ", bytes, " bytes");
+    return Tensor(dtype, shape, data, std::shared_ptr<void>(data, [capacity](void* p) {
+                    release_large_buffer(p, capacity);
+                  }));
+  }
   void* data = std::aligned_alloc(64, rounded ? rounded : 64);
   if (!data) return runtime_error("out of memory allocating ", bytes, " bytes");
   return Tensor(dtype, shape, data, std::shared_ptr<void>(data, std::free));

@@ -5,6 +5,7 @@
 
 #include "core/buffer_pool.h"
 #include "core/half.h"
+#include "core/large_buffers.h"
 #include "core/shape.h"
 #include "core/status.h"
 #include "core/tensor.h"
@@ -90,6 +91,25 @@ TEST(Tensor, AllocateRejectsAbsurdSizes) {
   auto bad = Tensor::allocate(DataType::kFloat, Shape{int64_t(1) << 40, 1024});
   EXPECT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+}
+
+// Large owned tensors (graph outputs) reuse a freed buffer of about their size instead of
+// mapping fresh pages each run; a much smaller request does not take a large buffer.
+TEST(LargeBuffers, ReuseAFreedBufferOfAboutTheSize) {
+  const size_t bytes = kLargeBufferMin * 3;
+  auto first = Tensor::allocate_uninitialized(DataType::kFloat, Shape{int64_t(bytes / 4)});
+  ASSERT_TRUE(first.ok());
+  const void* storage = first->raw();
+  first = Tensor::allocate_uninitialized(DataType::kFloat, Shape{1});  // frees the large one
+  auto second = Tensor::allocate_uninitialized(DataType::kFloat, Shape{int64_t(bytes / 4) - 16});
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->raw(), storage);
+  second = Tensor::allocate_uninitialized(DataType::kFloat, Shape{1});
+  size_t capacity = 0;
+  void* small = acquire_large_buffer(kLargeBufferMin, &capacity);  // less than half the size
+  EXPECT_NE(small, storage);
+  EXPECT_EQ(capacity, kLargeBufferMin);
+  release_large_buffer(small, capacity);
 }
 
 TEST(BufferPool, ReusesReleasedBlocks) {
