@@ -1,6 +1,7 @@
 // Scatter family: ScatterElements (and its old name Scatter) and ScatterND, with the
 // none/add/mul/max/min reductions. The output starts as a copy of data; updates are
 // applied in index order, so with reduction none a duplicate index keeps the last update.
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -88,6 +89,11 @@ class ScatterElementsKernel final : public Kernel {
   ScatterElementsKernel(DataType dtype, int64_t axis, Reduction r)
       : dtype_(dtype), axis_(axis), reduction_(r) {}
 
+  // The output may take over data's block where data dies here (a state buffer updated
+  // step by step): the copy below is then skipped (copy_elements of a block onto itself),
+  // and the scatter writes in place, reading each element only where it writes it.
+  std::optional<size_t> output0_overwrites_input() const override { return 0; }
+
   Status compute(KernelContext& ctx) const override {
     const Tensor& data = *ctx.input(0);
     const Tensor& indices = *ctx.input(1);
@@ -159,6 +165,11 @@ class ScatterElementsKernel final : public Kernel {
 class ScatterNDKernel final : public Kernel {
  public:
   ScatterNDKernel(DataType dtype, Reduction r) : dtype_(dtype), reduction_(r) {}
+
+  // The output may take over data's block where data dies here (a state buffer updated
+  // step by step): the copy below is then skipped (copy_elements of a block onto itself),
+  // and the scatter writes in place, reading each element only where it writes it.
+  std::optional<size_t> output0_overwrites_input() const override { return 0; }
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& data = *ctx.input(0);
