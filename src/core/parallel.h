@@ -4,7 +4,9 @@
 // thread, which is the default: nxrt starts no thread unless intra_op_num_threads > 1.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <type_traits>
 
@@ -63,6 +65,22 @@ inline size_t parallel_pieces(double work, double min_work_per_piece) {
   const double by_work = work / min_work_per_piece;
   const size_t width = p->width();
   return by_work < double(width) ? size_t(by_work) : width;
+}
+
+// Splits [0, n) into at most `max_pieces` contiguous ranges, as many as
+// parallel_pieces(n, min_per_piece) allows, and runs body(piece, begin, end) for each on
+// the run's threads (memory-bound loops over a flat tensor). Returns the number of pieces.
+template <typename Body>
+size_t parallel_ranges(int64_t n, double min_per_piece, Body&& body,
+                       size_t max_pieces = size_t(-1)) {
+  const size_t pieces =
+      std::max<size_t>(1, std::min(max_pieces, parallel_pieces(double(n), min_per_piece)));
+  const int64_t chunk = (n + int64_t(pieces) - 1) / int64_t(pieces);
+  parallel_for(pieces, [&](size_t piece) {
+    const int64_t begin = std::min(n, int64_t(piece) * chunk);
+    body(piece, begin, std::min(n, begin + chunk));
+  });
+  return pieces;
 }
 
 }  // namespace nxrt

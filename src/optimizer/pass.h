@@ -43,6 +43,7 @@ struct PassContext {
   std::vector<Tensor>* folded = nullptr;
   // Adds `domain` at `version` to the model's opset imports unless it is there already;
   // false when the model imports another version of it (a rewrite must then not use it).
+  // Cheap and idempotent: passes call it before each rewrite that uses the domain.
   bool import_domain(const std::string& domain, int64_t version);
   // The model's opset of `domain` ("" = ai.onnx), or 0 when not imported.
   int64_t opset(const std::string& domain) const;

@@ -36,7 +36,6 @@ void set_float(ir::Node& node, const char* name, float v) {
 Status fuse_activation_affine(ir::Graph& graph, PassContext& ctx) {
   GraphView view(graph, ctx);
   GraphEditor edit(graph, view);
-  bool imported = false;
   for (ir::Node& conv : graph.nodes) {
     const bool fused =
         conv.op_type == "FusedConv" && (conv.domain == "nxrt" || conv.domain == "com.microsoft");
@@ -50,8 +49,7 @@ Status fuse_activation_affine(ir::Graph& graph, PassContext& ctx) {
       const bool mul = is_onnx_op(op, "Mul"), add = is_onnx_op(op, "Add");
       const Tensor* c = (mul || add) ? scalar_operand(op, conv.outputs[0], view) : nullptr;
       if (!c) break;
-      if (!changed && !imported && !ctx.import_domain("nxrt", 1)) return Status();
-      imported = true;
+      if (!changed && !ctx.import_domain("nxrt", 1)) return Status();
       const float v = c->data<float>()[0];
       if (mul) {
         scale *= v;

@@ -99,7 +99,6 @@ Status fuse_batchnorm_affine(ir::Graph& graph, PassContext& ctx) {
   GraphEditor edit(graph, view);
   RankOracle ranks(graph, view);
   const int64_t opset = ctx.opset("");
-  bool imported = false;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     ir::Node& bn = graph.nodes[n];
     if (edit.removed(n) || !is_inference_batchnorm(bn, view)) continue;
@@ -151,8 +150,7 @@ Status fuse_batchnorm_affine(ir::Graph& graph, PassContext& ctx) {
       if (activation) break;
     }
     if (absorbed.empty()) continue;  // a lone BatchNormalization stays as it is
-    if (!imported && !ctx.import_domain("nxrt", 1)) return Status();
-    imported = true;
+    if (!ctx.import_domain("nxrt", 1)) return Status();
     auto a_tensor = Tensor::allocate_uninitialized(DataType::kFloat, Shape{C}, ctx.limits);
     auto b_tensor = Tensor::allocate_uninitialized(DataType::kFloat, Shape{C}, ctx.limits);
     if (!a_tensor || !b_tensor) continue;

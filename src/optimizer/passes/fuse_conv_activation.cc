@@ -12,7 +12,6 @@ Status fuse_conv_activation(ir::Graph& graph, PassContext& ctx) {
   GraphView view(graph, ctx);
   GraphEditor edit(graph, view);
   const int64_t opset = ctx.opset("");
-  bool imported_ms = false, imported_nxrt = false;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     ir::Node& conv = graph.nodes[n];
     // A Conv, or nxrt's FusedConv of a run-time BatchNormalization (no activation yet).
@@ -28,9 +27,7 @@ Status fuse_conv_activation(ir::Graph& graph, PassContext& ctx) {
     const std::optional<Activation> fused = as_activation(act, view, opset);
     if (!fused) continue;
     const std::string domain = fused->onnxruntime_has_it && !nxrt_fused ? "com.microsoft" : "nxrt";
-    bool& imported = domain == "com.microsoft" ? imported_ms : imported_nxrt;
-    if (!imported && !ctx.import_domain(domain, 1)) continue;
-    imported = true;
+    if (!ctx.import_domain(domain, 1)) continue;
     conv.domain = domain;
     conv.op_type = "FusedConv";
     add_activation_attributes(conv, *fused);

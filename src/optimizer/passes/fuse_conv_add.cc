@@ -13,7 +13,6 @@ namespace nxrt::optimizer {
 Status fuse_conv_add(ir::Graph& graph, PassContext& ctx) {
   GraphView view(graph, ctx);
   GraphEditor edit(graph, view);
-  bool imported = false;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     ir::Node& conv = graph.nodes[n];
     const bool nxrt_fused = conv.domain == "nxrt" && conv.op_type == "FusedConv" &&
@@ -32,8 +31,7 @@ Status fuse_conv_add(ir::Graph& graph, PassContext& ctx) {
     // The conv must not be the producer of Z through this same Add (a cycle): Z's
     // producer runs before the fused node, which the planner's order guarantees as long
     // as Z does not depend on the conv's output, whose only reader is the Add.
-    if (!imported && !ctx.import_domain("nxrt", 1)) break;
-    imported = true;
+    if (!ctx.import_domain("nxrt", 1)) break;
     conv.domain = "nxrt";
     conv.op_type = "FusedConv";
     if (conv.inputs.size() < 4) conv.inputs.resize(4);

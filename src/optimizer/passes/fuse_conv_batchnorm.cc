@@ -112,14 +112,12 @@ Status fuse_conv_batchnorm(ir::Graph& graph, PassContext& ctx) {
 Status fuse_conv_batchnorm_runtime(ir::Graph& graph, PassContext& ctx) {
   GraphView view(graph, ctx);
   GraphEditor edit(graph, view);
-  bool imported = false;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const int b = batchnorm_after(n, graph, view, edit);
     if (b < 0) continue;
     ir::Node& conv = graph.nodes[n];
     const ir::Node& bn = graph.nodes[size_t(b)];
-    if (!imported && !ctx.import_domain("nxrt", 1)) return Status();
-    imported = true;
+    if (!ctx.import_domain("nxrt", 1)) return Status();
     const ir::Attribute* eps_attr = bn.find_attribute("epsilon");
     const ir::Attribute eps = ir::Attribute::of_float("bn_epsilon", eps_attr ? eps_attr->f : 1e-5f);
     conv.domain = "nxrt";

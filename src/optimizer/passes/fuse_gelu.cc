@@ -34,7 +34,6 @@ Status fuse_gelu(ir::Graph& graph, PassContext& ctx) {
   GraphView view(graph, ctx);
   GraphEditor edit(graph, view);
   const bool onnx_gelu = ctx.opset("") >= 20;
-  bool imported = false;
   for (size_t e = 0; e < graph.nodes.size(); ++e) {
     const ir::Node& erf = graph.nodes[e];
     if (!is_onnx_op(erf, "Erf") || erf.inputs.size() != 1 || erf.outputs.size() != 1) continue;
@@ -93,8 +92,7 @@ Status fuse_gelu(ir::Graph& graph, PassContext& ctx) {
       gone.push_back(size_t(h));
       last = size_t(m);
     }
-    if (!onnx_gelu && !imported && !ctx.import_domain("com.microsoft", 1)) return Status();
-    imported = true;
+    if (!onnx_gelu && !ctx.import_domain("com.microsoft", 1)) return Status();
     ir::Node& out = graph.nodes[last];
     out.op_type = "Gelu";
     out.domain = onnx_gelu ? "" : "com.microsoft";

@@ -36,7 +36,6 @@ Status fuse_hard_swish(ir::Graph& graph, PassContext& ctx) {
   GraphEditor edit(graph, view);
   const int64_t opset = ctx.opset("");
   const bool onnx_op = opset >= 14;
-  bool imported = false;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const ir::Node& add = graph.nodes[n];
     if (!is_onnx_op(add, "Add") || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
@@ -66,8 +65,7 @@ Status fuse_hard_swish(ir::Graph& graph, PassContext& ctx) {
     const bool by_sixth =
         is_onnx_op(div, "Mul") && is_scalar(view, other_input(div, mul.outputs[0]), 1.0 / 6.0);
     if (!by_six && !by_sixth) continue;
-    if (!onnx_op && !imported && !ctx.import_domain("nxrt", 1)) return Status();
-    imported = true;
+    if (!onnx_op && !ctx.import_domain("nxrt", 1)) return Status();
     div.op_type = "HardSwish";
     div.domain = onnx_op ? "" : "nxrt";
     div.inputs = {x};

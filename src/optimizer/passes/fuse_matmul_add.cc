@@ -12,7 +12,6 @@ namespace nxrt::optimizer {
 Status fuse_matmul_add(ir::Graph& graph, PassContext& ctx) {
   GraphView view(graph, ctx);
   GraphEditor edit(graph, view);
-  bool imported = false;
   for (size_t m = 0; m < graph.nodes.size(); ++m) {
     const ir::Node& matmul = graph.nodes[m];
     if (!is_onnx_op(matmul, "MatMul") || matmul.inputs.size() != 2 || matmul.outputs.size() != 1)
@@ -28,8 +27,7 @@ Status fuse_matmul_add(ir::Graph& graph, PassContext& ctx) {
     if (!bias || bias->dtype() != DataType::kFloat || bias->rank() > 1 ||
         (bias->numel() != 1 && bias->numel() != w->shape()[1]))
       continue;
-    if (!imported && !ctx.import_domain("nxrt", 1)) return Status();
-    imported = true;
+    if (!ctx.import_domain("nxrt", 1)) return Status();
     add.op_type = "MatMulBias";
     add.domain = "nxrt";
     add.inputs = {matmul.inputs[0], matmul.inputs[1], bias_name};

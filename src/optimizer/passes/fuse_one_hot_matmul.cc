@@ -32,7 +32,6 @@ bool class_values(const Tensor* r, int64_t K) {
 Status fuse_one_hot_matmul(ir::Graph& graph, PassContext& ctx) {
   GraphView view(graph, ctx);
   GraphEditor edit(graph, view);
-  bool imported = false;
   for (ir::Node& mm : graph.nodes) {
     if (!is_onnx_op(mm, "MatMul") || mm.inputs.size() != 2 || mm.outputs.size() != 1) continue;
     const Tensor* w = view.constant(mm.inputs[1]);
@@ -54,8 +53,7 @@ Status fuse_one_hot_matmul(ir::Graph& graph, PassContext& ctx) {
       if (class_values(view.constant(equal.inputs[i]), K) && !view.constant(equal.inputs[1 - i]))
         side = i;
     if (side == 2 || !all_finite(*w)) continue;
-    if (!imported && !ctx.import_domain("nxrt", 1)) return Status();
-    imported = true;
+    if (!ctx.import_domain("nxrt", 1)) return Status();
     mm.domain = "nxrt";
     mm.op_type = "OneHotMatMul";
     mm.inputs = {equal.inputs[1 - side], equal.inputs[side], mm.inputs[1]};

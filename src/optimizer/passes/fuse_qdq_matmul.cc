@@ -36,7 +36,6 @@ bool dequantizes_activation(const ir::Node& dq, const GraphView& view) {
 
 Status fuse_qdq_matmul(ir::Graph& graph, PassContext& ctx) {
   GraphView view(graph, ctx);
-  bool imported = false;
   for (ir::Node& mm : graph.nodes) {
     if (!is_onnx_op(mm, "MatMul") || mm.inputs.size() != 2 || mm.outputs.size() != 1) continue;
     const ir::Node* dx = dequantize_feeding(mm.inputs[0], view, graph);
@@ -65,8 +64,7 @@ Status fuse_qdq_matmul(ir::Graph& graph, PassContext& ctx) {
     }
     if (!dequantizes_activation(*dx, view)) continue;
     const std::string& xz_name = input_or_empty(*dx, 2);
-    if (!imported && !ctx.import_domain("com.microsoft", 1)) return Status();
-    imported = true;
+    if (!ctx.import_domain("com.microsoft", 1)) return Status();
     mm.domain = "com.microsoft";
     mm.op_type = "MatMulIntegerToFloat";
     mm.inputs = {dx->inputs[0], dw->inputs[0], dx->inputs[1], dw->inputs[1], xz_name, wz_name};

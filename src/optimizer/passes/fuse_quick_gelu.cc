@@ -9,7 +9,6 @@ namespace nxrt::optimizer {
 Status fuse_quick_gelu(ir::Graph& graph, PassContext& ctx) {
   GraphView view(graph, ctx);
   GraphEditor edit(graph, view);
-  bool imported = false;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const ir::Node& sigmoid = graph.nodes[n];
     if (!is_onnx_op(sigmoid, "Sigmoid") || sigmoid.inputs.size() != 1 ||
@@ -23,8 +22,7 @@ Status fuse_quick_gelu(ir::Graph& graph, PassContext& ctx) {
     const bool x_times_s = mul.inputs[0] == x && mul.inputs[1] == sigmoid.outputs[0];
     const bool s_times_x = mul.inputs[1] == x && mul.inputs[0] == sigmoid.outputs[0];
     if (!x_times_s && !s_times_x) continue;
-    if (!imported && !ctx.import_domain("com.microsoft", 1)) return Status();
-    imported = true;
+    if (!ctx.import_domain("com.microsoft", 1)) return Status();
     mul.domain = "com.microsoft";
     mul.op_type = "QuickGelu";
     mul.inputs = {x};

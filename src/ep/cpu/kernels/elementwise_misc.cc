@@ -89,10 +89,7 @@ Status pow_fast(KernelContext& ctx, const Tensor& a, double e) {
   X* py = out->data<X>();
   const int64_t n = a.numel();
   // Memory-bound: large tensors (a vocoder's activations) split across the run's threads.
-  const int64_t pieces = int64_t(parallel_pieces(double(n), double(1 << 15)));
-  const int64_t chunk = (n + pieces - 1) / pieces;
-  parallel_for(size_t(pieces), [&](size_t piece) {
-    const int64_t begin = std::min(n, int64_t(piece) * chunk), end = std::min(n, begin + chunk);
+  parallel_ranges(n, double(1 << 15), [&](size_t, int64_t begin, int64_t end) {
     if (e == 2.0) {
       for (int64_t i = begin; i < end; ++i) {
         const W v = W(px[i]);

@@ -179,11 +179,8 @@ void for_each_element(int64_t numel, const QuantLayout& l, Fn&& fn) {
 template <typename Fn>
 void for_each_scale_run(int64_t numel, const QuantLayout& l, Fn&& fn) {
   if (l.per_tensor) {
-    const int64_t pieces = int64_t(parallel_pieces(double(numel), double(1 << 16)));
-    const int64_t chunk = (numel + pieces - 1) / pieces;
-    parallel_for(size_t(pieces), [&](size_t p) {
-      const int64_t begin = int64_t(p) * chunk;
-      fn(begin, std::min(chunk, numel - begin), int64_t(0));
+    parallel_ranges(numel, double(1 << 16), [&](size_t, int64_t begin, int64_t end) {
+      fn(begin, end - begin, int64_t(0));
     });
     return;
   }
@@ -446,12 +443,8 @@ class DynamicQuantizeKernel final : public Kernel {
     const float scale = params.scale, zp = params.zero_point;
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
     uint8_t* py = y->data<uint8_t>();
-    const int64_t pieces = int64_t(parallel_pieces(double(n), kDynamicQuantPiece));
-    const int64_t chunk = (n + pieces - 1) / pieces;
-    parallel_for(size_t(pieces), [&](size_t p) {
-      const int64_t begin = std::min(n, int64_t(p) * chunk);
-      vmath::quantize_8bit(px + begin, size_t(std::min(chunk, n - begin)), scale, zp, false,
-                           py + begin);
+    parallel_ranges(n, kDynamicQuantPiece, [&](size_t, int64_t begin, int64_t end) {
+      vmath::quantize_8bit(px + begin, size_t(end - begin), scale, zp, false, py + begin);
     });
     if (ctx.num_outputs() > 1) {
       NXRT_ASSIGN_OR_RETURN(Tensor * s, ctx.output(1, Shape{}));
@@ -481,14 +474,13 @@ Status check_scale_type(const KernelInit& init, bool quantize) {
 
 DynamicQuantParams dynamic_quant_params(const float* x, int64_t n) {
   // The range always includes 0 so that 0 is exactly representable.
-  const size_t pieces =
-      std::min(kMaxDynamicQuantPieces, parallel_pieces(double(n), kDynamicQuantPiece));
-  const int64_t chunk = (n + int64_t(pieces) - 1) / int64_t(pieces);
   float piece_min[kMaxDynamicQuantPieces], piece_max[kMaxDynamicQuantPieces];
-  parallel_for(pieces, [&](size_t p) {
-    const int64_t begin = std::min(n, int64_t(p) * chunk);
-    range_with_zero(x + begin, std::min(chunk, n - begin), piece_min[p], piece_max[p]);
-  });
+  const size_t pieces = parallel_ranges(
+      n, kDynamicQuantPiece,
+      [&](size_t p, int64_t begin, int64_t end) {
+        range_with_zero(x + begin, end - begin, piece_min[p], piece_max[p]);
+      },
+      kMaxDynamicQuantPieces);
   float minx = 0, maxx = 0;
   for (size_t p = 0; p < pieces; ++p) {
     minx = std::min(minx, piece_min[p]);

@@ -93,10 +93,7 @@ class VectorUnaryKernel final : public Kernel {
     const Tensor& x = *ctx.input(0);
     NXRT_ASSIGN_OR_RETURN(Tensor * y, ctx.output(0, x.shape()));
     const int64_t n = x.numel();
-    const int64_t pieces = int64_t(parallel_pieces(double(n), double(1 << 15)));
-    const int64_t block = (n + pieces - 1) / pieces;
-    parallel_for(size_t(pieces), [&](size_t piece) {
-      const int64_t begin = int64_t(piece) * block, end = std::min(n, begin + block);
+    parallel_ranges(n, double(1 << 15), [&](size_t, int64_t begin, int64_t end) {
       switch (dtype_) {
         case DataType::kFloat:
           vmath::unary(fn_, params_, x.data<float>() + begin, y->data<float>() + begin,
