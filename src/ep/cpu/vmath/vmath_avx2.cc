@@ -51,6 +51,9 @@ struct Avx2 {
   static NXRT_AVX2 M ge(R a, R b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
   static NXRT_AVX2 R blend(R a, R b, M m) { return _mm256_blendv_ps(a, b, m); }
   static NXRT_AVX2 R zero_where(M m, R v) { return _mm256_andnot_ps(m, v); }
+  static NXRT_AVX2 R sub_where(M m, R src, R a, R b) {
+    return _mm256_blendv_ps(src, _mm256_sub_ps(a, b), m);
+  }
   static NXRT_AVX2 R rcp(R a) { return _mm256_rcp_ps(a); }
   static NXRT_AVX2 R sqrt(R a) { return _mm256_sqrt_ps(a); }
   static NXRT_AVX2 R round_nearest(R a) {

@@ -55,6 +55,9 @@ struct Avx512 {
   static NXRT_AVX512 M ge(R a, R b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
   static NXRT_AVX512 R blend(R a, R b, M m) { return _mm512_mask_blend_ps(m, a, b); }
   static NXRT_AVX512 R zero_where(M m, R v) { return _mm512_maskz_mov_ps(M(~m), v); }
+  static NXRT_AVX512 R sub_where(M m, R src, R a, R b) {
+    return _mm512_mask_sub_ps(src, m, a, b);
+  }
   static NXRT_AVX512 R rcp(R a) { return _mm512_rcp14_ps(a); }
   static NXRT_AVX512 R sqrt(R a) { return _mm512_sqrt_ps(a); }
   static NXRT_AVX512 R round_nearest(R a) {
