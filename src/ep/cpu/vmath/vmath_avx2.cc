@@ -54,6 +54,15 @@ struct Avx2 {
   static NXRT_AVX2 R sub_where(M m, R src, R a, R b) {
     return _mm256_blendv_ps(src, _mm256_sub_ps(a, b), m);
   }
+  static NXRT_AVX2 M low_bit_set(R a) {
+    const __m256i one = _mm256_set1_epi32(1);
+    return _mm256_castsi256_ps(
+        _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(a), one), one));
+  }
+  template <int kBits>
+  static NXRT_AVX2 R shift_bits_left(R a) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(a), kBits));
+  }
   static NXRT_AVX2 R rcp(R a) { return _mm256_rcp_ps(a); }
   static NXRT_AVX2 R sqrt(R a) { return _mm256_sqrt_ps(a); }
   static NXRT_AVX2 R round_nearest(R a) {

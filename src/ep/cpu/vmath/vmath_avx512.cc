@@ -58,6 +58,13 @@ struct Avx512 {
   static NXRT_AVX512 R sub_where(M m, R src, R a, R b) {
     return _mm512_mask_sub_ps(src, m, a, b);
   }
+  static NXRT_AVX512 M low_bit_set(R a) {
+    return _mm512_test_epi32_mask(_mm512_castps_si512(a), _mm512_set1_epi32(1));
+  }
+  template <int kBits>
+  static NXRT_AVX512 R shift_bits_left(R a) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(a), kBits));
+  }
   static NXRT_AVX512 R rcp(R a) { return _mm512_rcp14_ps(a); }
   static NXRT_AVX512 R sqrt(R a) { return _mm512_sqrt_ps(a); }
   static NXRT_AVX512 R round_nearest(R a) {
