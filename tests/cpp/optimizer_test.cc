@@ -202,5 +202,67 @@ TEST(Optimizer, RemovesIdentitiesAndDeadNodes) {
   EXPECT_EQ(run_at(bytes, 99, x, Shape{3}), (std::vector<float>{1.0f, 0.0f, 3.0f}));
 }
 
+TEST(Optimizer, CancelsAndComposesTransposes) {
+  using Perm = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+  const Shape shape{2, 3, 4};
+  const std::vector<float> x = ramp(24, 0.37f, 0.1f);
+  // A pair whose permutations undo each other: both go, Relu reads x.
+  const std::string pair = build_model(
+      {{"Transpose", {"x"}, {"a"}, "t1", {}, Perm{{"perm", {1, 2, 0}}}},
+       {"Transpose", {"a"}, {"b"}, "t2", {}, Perm{{"perm", {2, 0, 1}}}},
+       {"Relu", {"b"}, {"y"}, "relu"}},
+      {"x"}, {"y"});
+  auto model = optimized(pair);
+  EXPECT_EQ(op_types(*model), (std::vector<std::string>{"Relu"}));
+  EXPECT_EQ(model->graph.nodes[0].inputs[0], "x");
+  EXPECT_EQ(run_at(pair, 99, x, shape), run_at(pair, 0, x, shape));
+  // Three in a row compose into one; the first stays for its other reader.
+  const std::string chain = build_model(
+      {{"Transpose", {"x"}, {"a"}, "t1", {}, Perm{{"perm", {0, 2, 1}}}},
+       {"Transpose", {"a"}, {"b"}, "t2", {}, Perm{{"perm", {1, 0, 2}}}},
+       {"Transpose", {"b"}, {"c"}, "t3", {}, Perm{{"perm", {2, 1, 0}}}},
+       {"Neg", {"a"}, {"n"}, "neg"}},
+      {"x"}, {"c", "n"});
+  model = optimized(chain);
+  EXPECT_EQ(op_types(*model), (std::vector<std::string>{"Transpose", "Transpose", "Neg"}));
+  EXPECT_EQ(model->graph.nodes[1].inputs[0], "x");
+  EXPECT_EQ(model->graph.nodes[1].find_attribute("perm")->ints, (std::vector<int64_t>{1, 0, 2}));
+  EXPECT_EQ(run_at(chain, 99, x, shape), run_at(chain, 0, x, shape));
+  // Two default reversals cancel whatever the rank; at a graph output an Identity keeps
+  // the name. A reversal beside an explicit permutation is left alone (rank unknown).
+  const std::string reversals = build_model({{"Transpose", {"x"}, {"a"}, "t1"},
+                                             {"Transpose", {"a"}, {"y"}, "t2"},
+                                             {"Transpose", {"x"}, {"b"}, "t3"},
+                                             {"Transpose", {"b"}, {"z"}, "t4", {},
+                                              Perm{{"perm", {2, 1, 0}}}}},
+                                            {"x"}, {"y", "z"});
+  model = optimized(reversals);
+  EXPECT_EQ(op_types(*model), (std::vector<std::string>{"Identity", "Transpose", "Transpose"}));
+  EXPECT_EQ(run_at(reversals, 99, x, shape), x);
+}
+
+TEST(Optimizer, LeavesInvalidTransposesToTheKernel) {
+  using Perm = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+  const std::string bad = build_model(
+      {{"Transpose", {"x"}, {"a"}, "t1", {}, Perm{{"perm", {0, 0, 1}}}},
+       {"Transpose", {"a"}, {"y"}, "t2", {}, Perm{{"perm", {0, 2, 1}}}}},
+      {"x"}, {"y"});
+  EXPECT_EQ(op_types(*optimized(bad)), (std::vector<std::string>{"Transpose", "Transpose"}));
+  SessionConfig config;
+  auto session = Session::create_from_bytes(bad.data(), bad.size(), config);
+  if (session.ok()) {
+    std::vector<float> x(24, 1.0f);
+    std::vector<Value> feeds = {Tensor(DataType::kFloat, Shape{2, 3, 4}, x.data())};
+    std::vector<std::string> names = {"x"};
+    std::vector<Value> outputs;
+    const Status st = (*session)->run(names, feeds, {}, outputs);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("t1"), std::string::npos) << st.message();
+  } else {
+    EXPECT_NE(session.status().message().find("t1"), std::string::npos)
+        << session.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace nxrt

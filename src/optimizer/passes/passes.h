@@ -13,6 +13,9 @@ Status eliminate_identity(ir::Graph& graph, PassContext& ctx);
 Status fold_shapes(ir::Graph& graph, PassContext& ctx);
 // Nodes whose inputs are all constants: run once, their outputs become initializers.
 Status fold_constants(ir::Graph& graph, PassContext& ctx);
+// Transpose of a Transpose: one Transpose by the composed permutation, none for the
+// identity.
+Status cancel_transposes(ir::Graph& graph, PassContext& ctx);
 // BatchNormalization after a Conv with constant weights: folded into W and B.
 Status fuse_conv_batchnorm(ir::Graph& graph, PassContext& ctx);
 // MatMul of two DequantizeLinear outputs, the weight constant: com.microsoft
