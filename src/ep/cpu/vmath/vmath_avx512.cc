@@ -93,49 +93,44 @@ using V = Avx512;
 }  // namespace
 
 // Sixteen values at a time, the same results as the AVX2 and portable forms: x / scale
-// rounded half to even, plus the zero point, NaN -> 0, clamped, then narrowed with the
-// saturating down-conversions (exact: the values are in range already).
+// rounded half to even, plus the zero point, NaN -> 0, clamped, then narrowed (exact: the
+// values are in range already). The clamp is applied to the rounded quotient, against the
+// bounds less the zero point (the same thing, both being whole numbers), and the zero
+// point added as an integer after the conversion.
 // A 512-bit division costs about a cycle per element, so the quotient is first taken as
-// x * (1 / scale), within 2 ulps of x / scale. Rounding to an integer can only tell them
-// apart when the quotient lies within a few ulps of a half-integer; lanes where any does
-// are divided for real, so the result is the division's, bit for bit.
+// x * (1 / scale), within 2 ulps of x / scale. Rounding can only tell them apart when the
+// quotient lies within a few ulps of a half-integer: lanes within 2^-12 of one (8 ulps
+// and more for |q| < 512; past 256 the clamp decides whichever way it rounds) are divided
+// for real, so the result is the division's, bit for bit.
 void quantize_8bit_avx512(const float* x, size_t n, float scale, float zero_point, bool is_signed,
                           void* y) {
-  const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zero_point);
+  const __m512 vs = _mm512_set1_ps(scale);
   const float inverse = 1.0f / scale;
   // A reciprocal that is 0, inf, NaN or subnormal is no stand-in for the division.
   const bool fast = std::isnormal(inverse);
   const __m512 vinv = _mm512_set1_ps(inverse);
-  const __m512 half = _mm512_set1_ps(0.5f), margin = _mm512_set1_ps(0x1p-20f);
-  const __m512 one = _mm512_set1_ps(1.0f);
-  const __m512 lo = _mm512_set1_ps(is_signed ? -128.0f : 0.0f);
-  const __m512 hi = _mm512_set1_ps(is_signed ? 127.0f : 255.0f);
+  const __m512 near_half = _mm512_set1_ps(0.5f - 0x1p-12f);
+  const __m512 lo = _mm512_set1_ps((is_signed ? -128.0f : 0.0f) - zero_point);
+  const __m512 hi = _mm512_set1_ps((is_signed ? 127.0f : 255.0f) - zero_point);
+  const __m512i vz = _mm512_set1_epi32(int32_t(zero_point));
+  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   auto* out = static_cast<uint8_t*>(y);
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512 v = _mm512_loadu_ps(x + i);
-    __m512 q;
+    __m512 r;
     if (fast) {
-      q = _mm512_mul_ps(v, vinv);
-      // Distance of q from the nearest half-integer, against a few ulps of q. |q| is
-      // taken as at least 1 there (no half-integer is smaller): a tiny q times the margin
-      // would be a subnormal, and each instruction making one takes a microcode assist
-      // (QuantizeLinear after a Gelu whose inputs reach -13 ran 4x slower).
-      const __m512 frac =
-          _mm512_sub_ps(q, _mm512_roundscale_ps(q, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
-      const __m512 off_half = _mm512_abs_ps(_mm512_sub_ps(frac, half));
-      const __m512 magnitude = _mm512_max_ps(_mm512_abs_ps(q), one);
+      const __m512 q = _mm512_mul_ps(v, vinv);
+      r = _mm512_roundscale_ps(q, kNearest);
       const __mmask16 close =
-          _mm512_cmp_ps_mask(off_half, _mm512_mul_ps(magnitude, margin), _CMP_LE_OQ);
-      if (close) q = _mm512_mask_div_ps(q, close, v, vs);
+          _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(q, r)), near_half, _CMP_GE_OQ);
+      if (close) r = _mm512_mask_roundscale_ps(r, close, _mm512_div_ps(v, vs), kNearest);
     } else {
-      q = _mm512_div_ps(v, vs);
+      r = _mm512_roundscale_ps(_mm512_div_ps(v, vs), kNearest);
     }
-    __m512 r = _mm512_roundscale_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm512_add_ps(r, vz);
-    r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(r, r, _CMP_ORD_Q), r);  // NaN -> 0
+    const __mmask16 ordered = _mm512_cmp_ps_mask(r, r, _CMP_ORD_Q);  // NaN -> 0
     r = _mm512_min_ps(hi, _mm512_max_ps(lo, r));
-    const __m512i i32 = _mm512_cvtps_epi32(r);
+    const __m512i i32 = _mm512_maskz_add_epi32(ordered, _mm512_cvtps_epi32(r), vz);
     const __m128i bytes = is_signed ? _mm512_cvtsepi32_epi8(i32) : _mm512_cvtusepi32_epi8(i32);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), bytes);
   }
