@@ -6,6 +6,7 @@ optimizer, so it is tested directly against onnxruntime's own kernel too.
 """
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -422,6 +423,55 @@ def test_decomposed_gelu_fuses_and_matches_onnxruntime(form, opset):
     assert _profiled_ops(model, {"x": x}) == ["Gelu"]
     expected = _ort(model).run(None, {"x": x})[0]
     np.testing.assert_allclose(_nxrt(model).run(None, {"x": x})[0], expected, rtol=1e-5, atol=1e-6)
+
+
+def _decomposed_tanh_gelu(cubic, tail, opset):
+    c = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)  # noqa: E731
+    inits = [c("k", 0.044715), c("three", 3.0), c("sqrt_2_pi", 0.7978845834732056),
+             c("one", 1.0), c("half", 0.5)]
+    mul = helper.make_node
+    if cubic == "jax":  # x * (x * (0.044715 * x)), as jax2tf writes it (Magika)
+        nodes = [mul("Mul", ["k", "x"], ["c1"]), mul("Mul", ["x", "c1"], ["c2"]),
+                 mul("Mul", ["x", "c2"], ["cubic"])]
+    elif cubic == "chain":  # ((x * x) * x) * 0.044715
+        nodes = [mul("Mul", ["x", "x"], ["c1"]), mul("Mul", ["c1", "x"], ["c2"]),
+                 mul("Mul", ["c2", "k"], ["cubic"])]
+    else:  # Pow(x, 3) * 0.044715
+        nodes = [mul("Pow", ["x", "three"], ["c1"]), mul("Mul", ["c1", "k"], ["cubic"])]
+    nodes += [mul("Add", ["x", "cubic"], ["s"]), mul("Mul", ["sqrt_2_pi", "s"], ["u"]),
+              mul("Tanh", ["u"], ["t"]), mul("Add", ["one", "t"], ["a"])]
+    if tail == "half_of_sum":
+        nodes += [mul("Mul", ["half", "a"], ["h"]), mul("Mul", ["x", "h"], ["y"])]
+    else:
+        nodes += [mul("Mul", ["x", "a"], ["m"]), mul("Mul", ["m", "half"], ["y"])]
+    graph = helper.make_graph(nodes, "gelu", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 300])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("cubic", ["jax", "chain", "pow"])
+@pytest.mark.parametrize("tail", ["half_last", "half_of_sum"])
+@pytest.mark.parametrize("opset", [13, 20])
+def test_decomposed_tanh_gelu_fuses_and_matches_onnxruntime(cubic, tail, opset):
+    model = _decomposed_tanh_gelu(cubic, tail, opset)
+    x = (RNG.standard_normal((4, 300)) * 4).astype(np.float32)
+    assert _profiled_ops(model, {"x": x}) == ["FastGelu" if opset < 20 else "Gelu"]
+    expected = _ort(model, ort.GraphOptimizationLevel.ORT_DISABLE_ALL).run(None, {"x": x})[0]
+    # The written-out form cancels in 1 + tanh for very negative x: absolute tolerance.
+    np.testing.assert_allclose(_nxrt(model).run(None, {"x": x})[0], expected, rtol=1e-5, atol=2e-6)
+
+
+def test_tanh_gelu_with_another_coefficient_is_left_alone():
+    model = onnx.load_from_string(_decomposed_tanh_gelu("pow", "half_last", 20))
+    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array(0.05, np.float32), "k"))
+    data = model.SerializeToString()
+    x = (RNG.standard_normal((4, 300)) * 4).astype(np.float32)
+    assert "Tanh" in _profiled_ops(data, {"x": x})
+    expected = _ort(data, ort.GraphOptimizationLevel.ORT_DISABLE_ALL).run(None, {"x": x})[0]
+    np.testing.assert_allclose(_nxrt(data).run(None, {"x": x})[0], expected, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("act", [helper.make_node("Relu", ["i"], ["y"]),

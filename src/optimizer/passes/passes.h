@@ -29,7 +29,8 @@ Status fuse_one_hot_matmul(ir::Graph& graph, PassContext& ctx);
 Status fuse_layer_norm(ir::Graph& graph, PassContext& ctx);
 // MatMul by a constant 2-D weight, then Add of a constant bias: one nxrt MatMulBias.
 Status fuse_matmul_add(ir::Graph& graph, PassContext& ctx);
-// x * 0.5 * (1 + Erf(x / sqrt 2)) written out: one Gelu.
+// x * 0.5 * (1 + Erf(x / sqrt 2)) written out: one Gelu; its tanh form: Gelu(approximate =
+// tanh) or com.microsoft FastGelu.
 Status fuse_gelu(ir::Graph& graph, PassContext& ctx);
 // x * Sigmoid(x): one com.microsoft QuickGelu (alpha 1).
 Status fuse_quick_gelu(ir::Graph& graph, PassContext& ctx);
