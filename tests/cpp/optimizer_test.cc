@@ -207,22 +207,22 @@ TEST(Optimizer, CancelsAndComposesTransposes) {
   const Shape shape{2, 3, 4};
   const std::vector<float> x = ramp(24, 0.37f, 0.1f);
   // A pair whose permutations undo each other: both go, Relu reads x.
-  const std::string pair = build_model(
-      {{"Transpose", {"x"}, {"a"}, "t1", {}, Perm{{"perm", {1, 2, 0}}}},
-       {"Transpose", {"a"}, {"b"}, "t2", {}, Perm{{"perm", {2, 0, 1}}}},
-       {"Relu", {"b"}, {"y"}, "relu"}},
-      {"x"}, {"y"});
+  const std::string pair =
+      build_model({{"Transpose", {"x"}, {"a"}, "t1", {}, Perm{{"perm", {1, 2, 0}}}},
+                   {"Transpose", {"a"}, {"b"}, "t2", {}, Perm{{"perm", {2, 0, 1}}}},
+                   {"Relu", {"b"}, {"y"}, "relu"}},
+                  {"x"}, {"y"});
   auto model = optimized(pair);
   EXPECT_EQ(op_types(*model), (std::vector<std::string>{"Relu"}));
   EXPECT_EQ(model->graph.nodes[0].inputs[0], "x");
   EXPECT_EQ(run_at(pair, 99, x, shape), run_at(pair, 0, x, shape));
   // Three in a row compose into one; the first stays for its other reader.
-  const std::string chain = build_model(
-      {{"Transpose", {"x"}, {"a"}, "t1", {}, Perm{{"perm", {0, 2, 1}}}},
-       {"Transpose", {"a"}, {"b"}, "t2", {}, Perm{{"perm", {1, 0, 2}}}},
-       {"Transpose", {"b"}, {"c"}, "t3", {}, Perm{{"perm", {2, 1, 0}}}},
-       {"Neg", {"a"}, {"n"}, "neg"}},
-      {"x"}, {"c", "n"});
+  const std::string chain =
+      build_model({{"Transpose", {"x"}, {"a"}, "t1", {}, Perm{{"perm", {0, 2, 1}}}},
+                   {"Transpose", {"a"}, {"b"}, "t2", {}, Perm{{"perm", {1, 0, 2}}}},
+                   {"Transpose", {"b"}, {"c"}, "t3", {}, Perm{{"perm", {2, 1, 0}}}},
+                   {"Neg", {"a"}, {"n"}, "neg"}},
+                  {"x"}, {"c", "n"});
   model = optimized(chain);
   EXPECT_EQ(op_types(*model), (std::vector<std::string>{"Transpose", "Transpose", "Neg"}));
   EXPECT_EQ(model->graph.nodes[1].inputs[0], "x");
@@ -230,12 +230,12 @@ TEST(Optimizer, CancelsAndComposesTransposes) {
   EXPECT_EQ(run_at(chain, 99, x, shape), run_at(chain, 0, x, shape));
   // Two default reversals cancel whatever the rank; at a graph output an Identity keeps
   // the name. A reversal beside an explicit permutation is left alone (rank unknown).
-  const std::string reversals = build_model({{"Transpose", {"x"}, {"a"}, "t1"},
-                                             {"Transpose", {"a"}, {"y"}, "t2"},
-                                             {"Transpose", {"x"}, {"b"}, "t3"},
-                                             {"Transpose", {"b"}, {"z"}, "t4", {},
-                                              Perm{{"perm", {2, 1, 0}}}}},
-                                            {"x"}, {"y", "z"});
+  const std::string reversals =
+      build_model({{"Transpose", {"x"}, {"a"}, "t1"},
+                   {"Transpose", {"a"}, {"y"}, "t2"},
+                   {"Transpose", {"x"}, {"b"}, "t3"},
+                   {"Transpose", {"b"}, {"z"}, "t4", {}, Perm{{"perm", {2, 1, 0}}}}},
+                  {"x"}, {"y", "z"});
   model = optimized(reversals);
   EXPECT_EQ(op_types(*model), (std::vector<std::string>{"Identity", "Transpose", "Transpose"}));
   EXPECT_EQ(run_at(reversals, 99, x, shape), x);
@@ -243,10 +243,10 @@ TEST(Optimizer, CancelsAndComposesTransposes) {
 
 TEST(Optimizer, LeavesInvalidTransposesToTheKernel) {
   using Perm = std::vector<std::pair<std::string, std::vector<int64_t>>>;
-  const std::string bad = build_model(
-      {{"Transpose", {"x"}, {"a"}, "t1", {}, Perm{{"perm", {0, 0, 1}}}},
-       {"Transpose", {"a"}, {"y"}, "t2", {}, Perm{{"perm", {0, 2, 1}}}}},
-      {"x"}, {"y"});
+  const std::string bad =
+      build_model({{"Transpose", {"x"}, {"a"}, "t1", {}, Perm{{"perm", {0, 0, 1}}}},
+                   {"Transpose", {"a"}, {"y"}, "t2", {}, Perm{{"perm", {0, 2, 1}}}}},
+                  {"x"}, {"y"});
   EXPECT_EQ(op_types(*optimized(bad)), (std::vector<std::string>{"Transpose", "Transpose"}));
   SessionConfig config;
   auto session = Session::create_from_bytes(bad.data(), bad.size(), config);

@@ -474,6 +474,47 @@ def test_tanh_gelu_with_another_coefficient_is_left_alone():
     np.testing.assert_allclose(_nxrt(data).run(None, {"x": x})[0], expected, rtol=1e-5, atol=1e-6)
 
 
+def _safe_softmax_model(zero, axis, shape):
+    nodes = [helper.make_node("Softmax", ["x"], ["p"], axis=axis),
+             helper.make_node("IsNaN", ["p"], ["nan"]),
+             helper.make_node("Where", ["nan", "zero", "p"], ["y"])]
+    graph = helper.make_graph(nodes, "safe_softmax", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(zero, np.float32), "zero")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("n", [5, 100])
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_safe_softmax_fuses_and_zeroes_masked_rows(n, axis):
+    # PyTorch's masked attention: rows of -inf scores give NaN, which Where(IsNaN) zeroes.
+    shape = [2, 3, 4, n]
+    model = _safe_softmax_model(0.0, axis, shape)
+    x = RNG.standard_normal(shape).astype(np.float32) * 3
+    x[0, 1, 2, :] = -np.inf
+    x[1, 2, :, :] = -np.inf
+    x[1, 0, 3, n // 2] = np.nan
+    x[0, 2, 1, 1] = np.inf
+    assert _profiled_ops(model, {"x": x}) == ["SafeSoftmax"]
+    expected = _ort(model, ort.GraphOptimizationLevel.ORT_DISABLE_ALL).run(None, {"x": x})[0]
+    assert not np.isnan(expected).any() and (expected == 0).any()
+    for threads in (1, 2):
+        got = _nxrt(model, threads).run(None, {"x": x})[0]
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+
+
+def test_where_of_another_value_is_not_a_safe_softmax():
+    model = _safe_softmax_model(0.5, -1, [3, 8])
+    x = RNG.standard_normal((3, 8)).astype(np.float32)
+    x[1] = -np.inf
+    assert _profiled_ops(model, {"x": x}) == ["IsNaN", "Softmax", "Where"]
+    expected = _ort(model, ort.GraphOptimizationLevel.ORT_DISABLE_ALL).run(None, {"x": x})[0]
+    np.testing.assert_allclose(_nxrt(model).run(None, {"x": x})[0], expected, rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("act", [helper.make_node("Relu", ["i"], ["y"]),
                                  helper.make_node("Softplus", ["i"], ["y"])], ids=["relu", "softplus"])
 def test_run_time_batchnorm_fusion_matches_onnxruntime(act):

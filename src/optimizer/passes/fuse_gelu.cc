@@ -74,8 +74,8 @@ void collect_product(const ir::Graph& graph, const GraphView& view, const GraphE
 
 // The tanh form's head: x for Tanh node `t` reading sqrt(2 / pi) (x + 0.044715 x^3);
 // appends the nodes before the Tanh to `gone`. "" when it does not match.
-std::string match_tanh_head(const ir::Graph& graph, const GraphView& view,
-                            const GraphEditor& edit, size_t t, std::vector<size_t>& gone) {
+std::string match_tanh_head(const ir::Graph& graph, const GraphView& view, const GraphEditor& edit,
+                            size_t t, std::vector<size_t>& gone) {
   const ir::Node& tanh = graph.nodes[t];
   const int m = view.producer(tanh.inputs[0]);
   if (m < 0 || edit.removed(size_t(m)) || view.sole_consumer(tanh.inputs[0]) != int(t)) return "";
@@ -135,8 +135,7 @@ int match_tail(const ir::Graph& graph, const GraphView& view, const GraphEditor&
     const int h = view.sole_consumer(mul.outputs[0]);
     if (h < 0 || edit.removed(size_t(h))) return -1;
     const ir::Node& half = graph.nodes[size_t(h)];
-    if (!is_onnx_op(half, "Mul") || !binary_with_scalar(half, mul.outputs[0], view, 0.5))
-      return -1;
+    if (!is_onnx_op(half, "Mul") || !binary_with_scalar(half, mul.outputs[0], view, 0.5)) return -1;
     gone.push_back(size_t(m));
     return h;
   }

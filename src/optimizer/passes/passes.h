@@ -32,6 +32,9 @@ Status fuse_matmul_add(ir::Graph& graph, PassContext& ctx);
 // x * 0.5 * (1 + Erf(x / sqrt 2)) written out: one Gelu; its tanh form: Gelu(approximate =
 // tanh) or com.microsoft FastGelu.
 Status fuse_gelu(ir::Graph& graph, PassContext& ctx);
+// Where(IsNaN(Softmax(x)), 0, Softmax(x)), PyTorch's masked-attention softmax: one nxrt
+// SafeSoftmax.
+Status fuse_safe_softmax(ir::Graph& graph, PassContext& ctx);
 // x * Sigmoid(x): one com.microsoft QuickGelu (alpha 1).
 Status fuse_quick_gelu(ir::Graph& graph, PassContext& ctx);
 // Mul or Add by a per-channel constant after a Conv with constant weights: folded.

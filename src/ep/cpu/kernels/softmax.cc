@@ -210,11 +210,22 @@ void soft_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
   }
 }
 
+// NaN results to 0: nxrt SafeSoftmax, PyTorch's Where(IsNaN(softmax), 0, softmax) after a
+// fully masked attention row (every score -inf) or a NaN input. A compare and a select per
+// element, which GCC vectorizes.
+template <typename T>
+void zero_nans(T* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = y[i];
+    y[i] = v == v ? v : T(0);
+  }
+}
+
 template <SoftKind K>
 class SoftKernel final : public Kernel {
  public:
-  SoftKernel(DataType dtype, int64_t axis, bool coerce_2d)
-      : dtype_(dtype), axis_(axis), coerce_2d_(coerce_2d) {}
+  SoftKernel(DataType dtype, int64_t axis, bool coerce_2d, bool nan_to_zero = false)
+      : dtype_(dtype), axis_(axis), coerce_2d_(coerce_2d), nan_to_zero_(nan_to_zero) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
@@ -238,14 +249,22 @@ class SoftKernel final : public Kernel {
           // Rows are independent: big inputs are split across the run's threads.
           const int64_t pieces = int64_t(parallel_pieces(double(outer * n), double(1 << 15)));
           const int64_t chunk = (outer + pieces - 1) / pieces;
+          // SafeSoftmax zeroes NaNs a block of rows at a time, while they are in cache.
+          const int64_t block = nan_to_zero_ ? std::max<int64_t>(1, 4096 / n) : chunk;
           parallel_for(size_t(pieces), [&](size_t p) {
             const int64_t r0 = int64_t(p) * chunk, r1 = std::min(outer, r0 + chunk);
-            if (r1 <= r0) return;
-            if (!soft_rows_f32<K>(x.data<T>() + r0 * n, y->data<T>() + r0 * n, r1 - r0, n))
-              soft_rows<K>(x.data<T>() + r0 * n, y->data<T>() + r0 * n, r1 - r0, n);
+            for (int64_t b = r0; b < r1; b += block) {
+              const int64_t rows = std::min(block, r1 - b);
+              const T* xb = x.data<T>() + b * n;
+              T* yb = y->data<T>() + b * n;
+              if (!soft_rows_f32<K>(xb, yb, rows, n)) soft_rows<K>(xb, yb, rows, n);
+              if (nan_to_zero_) zero_nans(yb, rows * n);
+            }
           });
-        } else
+        } else {
           soft_strided<K>(x.data<T>(), y->data<T>(), outer, n, inner);
+          if (nan_to_zero_) zero_nans(y->data<T>(), outer * n * inner);
+        }
       })
       default:
         return not_implemented("type ", tensor_type_name(dtype_), " is not supported");
@@ -257,6 +276,7 @@ class SoftKernel final : public Kernel {
   DataType dtype_;
   int64_t axis_;
   bool coerce_2d_;
+  bool nan_to_zero_;
 };
 
 template <SoftKind K>
@@ -275,6 +295,17 @@ Expected<KernelPtr> create_soft(KernelInit& init) {
 
 Expected<KernelPtr> create_softmax(KernelInit& init) {
   return create_soft<SoftKind::kSoftmax>(init);
+}
+// nxrt SafeSoftmax(X, axis): Softmax (opset 13 semantics) with NaN results replaced by 0,
+// what fuse_safe_softmax makes of Where(IsNaN(Softmax(X)), 0, Softmax(X)).
+Expected<KernelPtr> create_safe_softmax(KernelInit& init) {
+  const DataType t = init.input_type(0);
+  if (!is_float_type(t)) return init.unsupported_type(0);
+  AttrReader attrs(init.node);
+  const int64_t axis = attrs.get_int("axis", -1);
+  NXRT_RETURN_IF_ERROR(attrs.status());
+  init.set_all_outputs(t);
+  return make_kernel<SoftKernel<SoftKind::kSoftmax>>(t, axis, false, true);
 }
 Expected<KernelPtr> create_log_softmax(KernelInit& init) {
   return create_soft<SoftKind::kLogSoftmax>(init);

@@ -55,9 +55,7 @@ struct Avx512 {
   static NXRT_AVX512 M ge(R a, R b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
   static NXRT_AVX512 R blend(R a, R b, M m) { return _mm512_mask_blend_ps(m, a, b); }
   static NXRT_AVX512 R zero_where(M m, R v) { return _mm512_maskz_mov_ps(M(~m), v); }
-  static NXRT_AVX512 R sub_where(M m, R src, R a, R b) {
-    return _mm512_mask_sub_ps(src, m, a, b);
-  }
+  static NXRT_AVX512 R sub_where(M m, R src, R a, R b) { return _mm512_mask_sub_ps(src, m, a, b); }
   static NXRT_AVX512 M low_bit_set(R a) {
     return _mm512_test_epi32_mask(_mm512_castps_si512(a), _mm512_set1_epi32(1));
   }
@@ -442,7 +440,8 @@ void softmax_rows_avx512(bool log, const float* x, float* y, int64_t rows, int64
       }
     } else {
       const __m512 inv = _mm512_set1_ps(1.0f / total);
-      for (i = 0; i < whole; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), inv));
+      for (i = 0; i < whole; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), inv));
       if (tail)
         _mm512_mask_storeu_ps(y + whole, tail,
                               _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, y + whole), inv));
