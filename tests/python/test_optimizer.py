@@ -390,6 +390,16 @@ def test_qdq_matmul_of_two_activations_fuses_and_matches_onnxruntime(b_shape, b_
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
+def _gelu_graph_model(nodes, inits, opset):
+    """The written-out Gelu `nodes` as a model from float x [4, 300] to y."""
+    graph = helper.make_graph(nodes, "gelu", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 300])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
 def _decomposed_gelu(form, opset):
     c = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)  # noqa: E731
     inits = [c("sqrt2", 1.4142135381698608), c("inv_sqrt2", 0.7071067690849304), c("one", 1.0),
@@ -407,12 +417,7 @@ def _decomposed_gelu(form, opset):
     else:
         nodes += [helper.make_node("Mul", ["x", "a"], ["m"]),
                   helper.make_node("Mul", ["m", "half"], ["y"])]
-    graph = helper.make_graph(nodes, "gelu", [
-        helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 300])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    return model.SerializeToString()
+    return _gelu_graph_model(nodes, inits, opset)
 
 
 @pytest.mark.parametrize("form", ["half_last", "half_first", "half_of_sum", "mul_scale"])
@@ -444,12 +449,7 @@ def _decomposed_tanh_gelu(cubic, tail, opset):
         nodes += [mul("Mul", ["half", "a"], ["h"]), mul("Mul", ["x", "h"], ["y"])]
     else:
         nodes += [mul("Mul", ["x", "a"], ["m"]), mul("Mul", ["m", "half"], ["y"])]
-    graph = helper.make_graph(nodes, "gelu", [
-        helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 300])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    return model.SerializeToString()
+    return _gelu_graph_model(nodes, inits, opset)
 
 
 @pytest.mark.parametrize("cubic", ["jax", "chain", "pow"])
