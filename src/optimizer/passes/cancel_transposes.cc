@@ -54,13 +54,13 @@ Status cancel_transposes(ir::Graph& graph, PassContext& ctx) {
     const ir::Node& first = graph.nodes[size_t(p)];
     const auto outer = permutation(second), inner = permutation(first);
     if (!outer || !inner) continue;
-    std::vector<int64_t> composed;  // out[i] = first's input dim inner[outer[i]]
-    if (outer->empty() != inner->empty() || outer->size() != inner->size()) {
-      continue;  // a default reversal beside an explicit permutation: ranks unknown here
-    } else if (!outer->empty()) {
-      for (int64_t axis : *outer) composed.push_back((*inner)[size_t(axis)]);
-    }
-    // Two default reversals cancel whatever the rank; `composed` stays empty for them.
+    // Lengths differ for permutations of different ranks, and for a default reversal
+    // (empty) beside an explicit permutation, whose rank is unknown here.
+    if (outer->size() != inner->size()) continue;
+    // out[i] = first's input dim inner[outer[i]]; empty, the identity, for two default
+    // reversals, which cancel whatever the rank.
+    std::vector<int64_t> composed;
+    for (int64_t axis : *outer) composed.push_back((*inner)[size_t(axis)]);
     const bool identity = is_identity(composed);
     second.inputs[0] = first.inputs[0];
     if (!identity) {

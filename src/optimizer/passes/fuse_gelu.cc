@@ -33,6 +33,33 @@ bool binary_with_scalar(const ir::Node& node, const std::string& value, const Gr
          (node.inputs[1] == value && is_scalar(view, node.inputs[0], want));
 }
 
+// The operand of two-input `node` beside a constant scalar `want` (either order); "" when
+// neither is one.
+std::string beside_scalar(const GraphView& view, const ir::Node& node, double want) {
+  if (node.inputs.size() != 2) return "";
+  if (is_scalar(view, node.inputs[1], want)) return node.inputs[0];
+  if (is_scalar(view, node.inputs[0], want)) return node.inputs[1];
+  return "";
+}
+
+// The exact form's head: x for Erf node `e` reading x / sqrt 2 (Div) or x * (1 / sqrt 2),
+// read by nothing but the Erf; appends that node to `gone`. "" when it does not match.
+std::string match_erf_head(const ir::Graph& graph, const GraphView& view, const GraphEditor& edit,
+                           size_t e, std::vector<size_t>& gone) {
+  const std::string& in = graph.nodes[e].inputs[0];
+  const int s = view.producer(in);
+  if (s < 0 || edit.removed(size_t(s)) || view.sole_consumer(in) != int(e)) return "";
+  const ir::Node& scale = graph.nodes[size_t(s)];
+  std::string x;
+  if (is_onnx_op(scale, "Div") && scale.inputs.size() == 2 &&
+      is_scalar(view, scale.inputs[1], std::sqrt(2.0)))
+    x = scale.inputs[0];
+  else if (is_onnx_op(scale, "Mul"))
+    x = beside_scalar(view, scale, std::sqrt(0.5));
+  if (!x.empty()) gone.push_back(size_t(s));
+  return x;
+}
+
 // A product of x, x, x and float constants, each intermediate Mul read only by the next:
 // how many times x appears, the constants' product and the nodes.
 struct Product {
@@ -80,11 +107,8 @@ std::string match_tanh_head(const ir::Graph& graph, const GraphView& view, const
   const int m = view.producer(tanh.inputs[0]);
   if (m < 0 || edit.removed(size_t(m)) || view.sole_consumer(tanh.inputs[0]) != int(t)) return "";
   const ir::Node& scale = graph.nodes[size_t(m)];
-  if (!is_onnx_op(scale, "Mul") || scale.inputs.size() != 2) return "";
-  const double k = std::sqrt(2.0 / M_PI);
-  const std::string inner = is_scalar(view, scale.inputs[1], k)   ? scale.inputs[0]
-                            : is_scalar(view, scale.inputs[0], k) ? scale.inputs[1]
-                                                                  : "";
+  if (!is_onnx_op(scale, "Mul")) return "";
+  const std::string inner = beside_scalar(view, scale, std::sqrt(2.0 / M_PI));
   const int a = view.producer(inner);
   if (a < 0 || edit.removed(size_t(a)) || view.sole_consumer(inner) != m) return "";
   const ir::Node& add = graph.nodes[size_t(a)];
@@ -160,25 +184,8 @@ Status fuse_gelu(ir::Graph& graph, PassContext& ctx) {
     if ((!erf && !is_onnx_op(fn, "Tanh")) || fn.inputs.size() != 1 || fn.outputs.size() != 1)
       continue;
     std::vector<size_t> gone;
-    std::string x;
-    if (erf) {
-      // x / sqrt 2, read by nothing but the Erf.
-      const int s = view.producer(fn.inputs[0]);
-      if (s < 0 || edit.removed(size_t(s)) || view.sole_consumer(fn.inputs[0]) != int(f)) continue;
-      const ir::Node& scale = graph.nodes[size_t(s)];
-      if (is_onnx_op(scale, "Div") && scale.inputs.size() == 2 &&
-          is_scalar(view, scale.inputs[1], std::sqrt(2.0)))
-        x = scale.inputs[0];
-      else if (is_onnx_op(scale, "Mul") && scale.inputs.size() == 2) {
-        if (is_scalar(view, scale.inputs[1], std::sqrt(0.5)))
-          x = scale.inputs[0];
-        else if (is_scalar(view, scale.inputs[0], std::sqrt(0.5)))
-          x = scale.inputs[1];
-      }
-      gone.push_back(size_t(s));
-    } else {
-      x = match_tanh_head(graph, view, edit, f, gone);
-    }
+    const std::string x = erf ? match_erf_head(graph, view, edit, f, gone)
+                              : match_tanh_head(graph, view, edit, f, gone);
     if (x.empty()) continue;
     gone.push_back(f);
     const int last = match_tail(graph, view, edit, f, x, gone);

@@ -128,17 +128,29 @@ void soft_short_rows_f32(const float* x, float* y, int64_t rows, int64_t n) {
   }
 }
 
+// NaN results to 0: nxrt SafeSoftmax, PyTorch's Where(IsNaN(softmax), 0, softmax) after a
+// fully masked attention row (every score -inf) or a NaN input. For the paths outside
+// vmath::softmax_rows, which does it in its own last pass (this loop stays scalar).
+template <typename T>
+void zero_nans(T* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = y[i];
+    y[i] = v == v ? v : T(0);
+  }
+}
+
 // The float Softmax/LogSoftmax fast paths: short rows in blocks, longer ones through
-// vmath::softmax_rows (max, exp with its sum, and scale, one vector pass each). False
-// when neither applies.
+// vmath::softmax_rows (max, exp with its sum, and scale, one vector pass each; NaNs zeroed
+// in the last when nan_to_zero). False when neither applies.
 template <SoftKind K, typename T>
-bool soft_rows_f32(const T* x, T* y, int64_t rows, int64_t n) {
+bool soft_rows_f32(const T* x, T* y, int64_t rows, int64_t n, bool nan_to_zero) {
   if constexpr (std::is_same_v<T, float> && K != SoftKind::kHardmax) {
     if (n <= kShortRow) {
       soft_short_rows_f32<K>(x, y, rows, n);
+      if (nan_to_zero) zero_nans(y, rows * n);
       return true;
     }
-    return vmath::softmax_rows(K == SoftKind::kLogSoftmax, x, y, rows, n);
+    return vmath::softmax_rows(K == SoftKind::kLogSoftmax, x, y, rows, n, nan_to_zero);
   }
   return false;
 }
@@ -210,17 +222,6 @@ void soft_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
   }
 }
 
-// NaN results to 0: nxrt SafeSoftmax, PyTorch's Where(IsNaN(softmax), 0, softmax) after a
-// fully masked attention row (every score -inf) or a NaN input. A compare and a select per
-// element, which GCC vectorizes.
-template <typename T>
-void zero_nans(T* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T v = y[i];
-    y[i] = v == v ? v : T(0);
-  }
-}
-
 template <SoftKind K>
 class SoftKernel final : public Kernel {
  public:
@@ -246,20 +247,14 @@ class SoftKernel final : public Kernel {
     switch (dtype_) {
       NXRT_CASES_FLOAT({
         if (inner == 1) {
-          // Rows are independent: big inputs are split across the run's threads.
-          const int64_t pieces = int64_t(parallel_pieces(double(outer * n), double(1 << 15)));
-          const int64_t chunk = (outer + pieces - 1) / pieces;
-          // SafeSoftmax zeroes NaNs a block of rows at a time, while they are in cache.
-          const int64_t block = nan_to_zero_ ? std::max<int64_t>(1, 4096 / n) : chunk;
-          parallel_for(size_t(pieces), [&](size_t p) {
-            const int64_t r0 = int64_t(p) * chunk, r1 = std::min(outer, r0 + chunk);
-            for (int64_t b = r0; b < r1; b += block) {
-              const int64_t rows = std::min(block, r1 - b);
-              const T* xb = x.data<T>() + b * n;
-              T* yb = y->data<T>() + b * n;
-              if (!soft_rows_f32<K>(xb, yb, rows, n)) soft_rows<K>(xb, yb, rows, n);
-              if (nan_to_zero_) zero_nans(yb, rows * n);
-            }
+          // Rows are independent: big inputs (2^15 elements a piece at least) are split
+          // across the run's threads.
+          parallel_ranges(outer, double(1 << 15) / double(n), [&](size_t, int64_t r0, int64_t r1) {
+            const T* xr = x.data<T>() + r0 * n;
+            T* yr = y->data<T>() + r0 * n;
+            if (soft_rows_f32<K>(xr, yr, r1 - r0, n, nan_to_zero_)) return;
+            soft_rows<K>(xr, yr, r1 - r0, n);
+            if (nan_to_zero_) zero_nans(yr, (r1 - r0) * n);
           });
         } else {
           soft_strided<K>(x.data<T>(), y->data<T>(), outer, n, inner);

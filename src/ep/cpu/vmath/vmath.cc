@@ -218,14 +218,14 @@ void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t to
   }
 }
 
-bool softmax_rows(bool log, const float* x, float* y, int64_t rows, int64_t n) {
+bool softmax_rows(bool log, const float* x, float* y, int64_t rows, int64_t n, bool nan_to_zero) {
   if (n <= 0) return false;
   if (uses_avx512()) {
-    detail::softmax_rows_avx512(log, x, y, rows, n);
+    detail::softmax_rows_avx512(log, x, y, rows, n, nan_to_zero);
     return true;
   }
   if (!uses_avx2()) return false;
-  detail::softmax_rows_avx2(log, x, y, rows, n);
+  detail::softmax_rows_avx2(log, x, y, rows, n, nan_to_zero);
   return true;
 }
 

@@ -110,7 +110,9 @@ void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t to
 // over each row on AVX-512 or AVX2 (max, exp and sum, scale); false when the CPU lacks
 // both (the caller then takes its own path). A row holding NaN gives NaN; infinite maxima are
 // replaced by 0 before the shift, as the Softmax kernel defines.
-bool softmax_rows(bool log, const float* x, float* y, int64_t rows, int64_t n);
+// nan_to_zero: NaN results become 0 (SafeSoftmax), a masked move in the scaling pass.
+bool softmax_rows(bool log, const float* x, float* y, int64_t rows, int64_t n,
+                  bool nan_to_zero = false);
 
 // Rows of one im2col block at stride 1: out[r * OW + o] (r < rows, o < OW) is
 // plane[ih * W + off + o] for ih = ih0 + r * ih_step inside [0, H) and o in [lo, hi), and 0

@@ -63,11 +63,7 @@ struct Avx2 {
   static NXRT_AVX2 R shift_bits_left(R a) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(a), kBits));
   }
-  static NXRT_AVX2 R rcp(R a) { return _mm256_rcp_ps(a); }
   static NXRT_AVX2 R sqrt(R a) { return _mm256_sqrt_ps(a); }
-  static NXRT_AVX2 R round_nearest(R a) {
-    return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  }
   // 2^n built in the exponent field, applied as two halves so that results below 2^-126
   // (subnormal) and overflow to +inf both come out right.
   static NXRT_AVX2 R scale_by_pow2(R p, R n) {
@@ -310,7 +306,8 @@ NXRT_AVX2 float reduce_add(__m256 v) {
 
 // softmax_rows on eight lanes: the same three passes as the AVX-512 form, the row's last
 // partial vector through masked loads and stores.
-void softmax_rows_avx2(bool log, const float* x, float* y, int64_t rows, int64_t n) {
+void softmax_rows_avx2(bool log, const float* x, float* y, int64_t rows, int64_t n,
+                       bool nan_to_zero) {
   const int64_t whole = n / 8 * 8;
   const __m256i tail = tail_mask(size_t(n - whole));
   const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
@@ -352,6 +349,7 @@ void softmax_rows_avx2(bool log, const float* x, float* y, int64_t rows, int64_t
           log ? _mm256_sub_ps(full ? _mm256_loadu_ps(x + i) : _mm256_maskload_ps(x + i, tail), vm)
               : (full ? _mm256_loadu_ps(y + i) : _mm256_maskload_ps(y + i, tail));
       v = log ? _mm256_sub_ps(v, shift) : _mm256_mul_ps(v, inv);
+      if (nan_to_zero) v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
       if (full) {
         _mm256_storeu_ps(y + i, v);
       } else {
@@ -399,7 +397,7 @@ void reduce_taps_avx2(bool max, const float* r, size_t count, int64_t stride, in
                       int64_t dilation, float scale, float* out) {
   reduce_taps_portable(max, r, count, stride, taps, dilation, scale, out);
 }
-void softmax_rows_avx2(bool, const float*, float*, int64_t, int64_t) {}
+void softmax_rows_avx2(bool, const float*, float*, int64_t, int64_t, bool) {}
 }  // namespace nxrt::vmath::detail
 
 #endif

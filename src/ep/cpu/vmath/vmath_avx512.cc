@@ -63,11 +63,7 @@ struct Avx512 {
   static NXRT_AVX512 R shift_bits_left(R a) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(a), kBits));
   }
-  static NXRT_AVX512 R rcp(R a) { return _mm512_rcp14_ps(a); }
   static NXRT_AVX512 R sqrt(R a) { return _mm512_sqrt_ps(a); }
-  static NXRT_AVX512 R round_nearest(R a) {
-    return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  }
   // vscalefps: p * 2^n in one instruction, subnormal results and overflow included.
   static NXRT_AVX512 R scale_by_pow2(R p, R n) { return _mm512_scalef_ps(p, n); }
   static NXRT_AVX512 M is_nan(R a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
@@ -398,7 +394,12 @@ NXRT_AVX512 float row_max(const float* x, int64_t n) {
 
 }  // namespace
 
-void softmax_rows_avx512(bool log, const float* x, float* y, int64_t rows, int64_t n) {
+void softmax_rows_avx512(bool log, const float* x, float* y, int64_t rows, int64_t n,
+                         bool nan_to_zero) {
+  // The last pass's result, NaN lanes zeroed for SafeSoftmax.
+  auto finish = [nan_to_zero](__m512 v) {
+    return nan_to_zero ? _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v) : v;
+  };
   const int64_t whole = n / 16 * 16;
   const __mmask16 tail = first_lanes(n - whole);
   for (int64_t r = 0; r < rows; ++r, x += n, y += n) {
@@ -433,18 +434,19 @@ void softmax_rows_avx512(bool log, const float* x, float* y, int64_t rows, int64
       // (x - m) - log(sum), in this order, as onnxruntime: near-zero outputs keep their digits.
       const __m512 vlog = _mm512_set1_ps(std::log(total));
       for (i = 0; i < whole; i += 16)
-        _mm512_storeu_ps(y + i, _mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm), vlog));
+        _mm512_storeu_ps(y + i,
+                         finish(_mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm), vlog)));
       if (tail) {
         const __m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + whole), vm);
-        _mm512_mask_storeu_ps(y + whole, tail, _mm512_sub_ps(v, vlog));
+        _mm512_mask_storeu_ps(y + whole, tail, finish(_mm512_sub_ps(v, vlog)));
       }
     } else {
       const __m512 inv = _mm512_set1_ps(1.0f / total);
       for (i = 0; i < whole; i += 16)
-        _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), inv));
+        _mm512_storeu_ps(y + i, finish(_mm512_mul_ps(_mm512_loadu_ps(y + i), inv)));
       if (tail)
         _mm512_mask_storeu_ps(y + whole, tail,
-                              _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, y + whole), inv));
+                              finish(_mm512_mul_ps(_mm512_maskz_loadu_ps(tail, y + whole), inv)));
     }
   }
 }
@@ -662,7 +664,7 @@ void window_rows_avx512(const float* plane, int64_t H, int64_t W, int64_t ih0, i
                         int64_t rows, int64_t off, int64_t lo, int64_t hi, int64_t OW, float* out) {
   window_rows(plane, H, W, ih0, ih_step, rows, off, lo, hi, OW, out);
 }
-void softmax_rows_avx512(bool, const float*, float*, int64_t, int64_t) {}
+void softmax_rows_avx512(bool, const float*, float*, int64_t, int64_t, bool) {}
 void depthwise_plane_avx512(const float* x, int64_t ld, const PoolWindow& w, const float* weights,
                             float* out) {
   depthwise_plane(x, ld, w, weights, out);

@@ -58,8 +58,10 @@ void reduce_rows_avx512(bool max, const float* const* rows, size_t nrows, float*
 void pad_planes_avx512(const float* x, int64_t planes, int64_t H, int64_t W, int64_t top,
                        int64_t left, int64_t HP, int64_t WP, int64_t dst_stride, float fill,
                        float* out);
-void softmax_rows_avx512(bool log, const float* x, float* y, int64_t rows, int64_t n);
-void softmax_rows_avx2(bool log, const float* x, float* y, int64_t rows, int64_t n);
+void softmax_rows_avx512(bool log, const float* x, float* y, int64_t rows, int64_t n,
+                         bool nan_to_zero);
+void softmax_rows_avx2(bool log, const float* x, float* y, int64_t rows, int64_t n,
+                       bool nan_to_zero);
 // OW <= 16.
 void window_rows_avx512(const float* plane, int64_t H, int64_t W, int64_t ih0, int64_t ih_step,
                         int64_t rows, int64_t off, int64_t lo, int64_t hi, int64_t OW, float* out);
