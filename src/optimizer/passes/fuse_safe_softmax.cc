@@ -1,7 +1,7 @@
 // PyTorch exports its attention's softmax as Where(IsNaN(p), 0, p) with p = Softmax(x)
 // (a fully masked row, every score -inf, gives NaN, which it turns into zeros). The three
 // nodes, two extra passes over the scores, become one nxrt SafeSoftmax, which zeroes the
-// NaNs while each block of rows is still in cache. Softmax must have opset 13 semantics
+// NaNs in the softmax's own last pass. Softmax must have opset 13 semantics
 // (one axis, no 2-D coercion); the 0 must be a float32 +0.0 of at most one dim, so the
 // Where's broadcast keeps the softmax's shape and the type is float.
 #include <cstring>
