@@ -85,6 +85,13 @@ struct Attribute {
     a.f = v;
     return a;
   }
+  static Attribute of_string(std::string attr_name, std::string v) {
+    Attribute a;
+    a.name = std::move(attr_name);
+    a.type = Type::kString;
+    a.s = std::move(v);
+    return a;
+  }
 };
 
 struct Node {

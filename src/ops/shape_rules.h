@@ -80,5 +80,6 @@ Status nchwc_pool(InferContext& ctx);  // NchwcMaxPool, NchwcAveragePool
 Status nchwc_global_pool(InferContext& ctx);
 Status nchwc_to_nchw(InferContext& ctx);
 Status one_hot_matmul(InferContext& ctx);
+Status fused_attention(InferContext& ctx);
 
 }  // namespace nxrt::ops::rules

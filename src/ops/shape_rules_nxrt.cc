@@ -78,4 +78,39 @@ Status one_hot_matmul(InferContext& ctx) {
   return Status();
 }
 
+// FusedAttention: [B, H, S, Dv] (out_layout "bhsd") or [B, S, H, Dv] ("bshd"), with B and
+// H broadcast over query, key, value and the bias's leading dims, as its kernel does.
+Status fused_attention(InferContext& ctx) {
+  const char* layouts[] = {"q_layout", "k_layout", "v_layout"};
+  std::optional<SymShape> batch_heads;
+  for (size_t i = 0; i < 4; ++i) {
+    if (!ctx.has_input(i)) {
+      if (i < 3) return Status();
+      continue;
+    }
+    const SymShape& s = ctx.shape(i);
+    if (!s.rank_known || (i < 3 && s.rank() != 4) || s.rank() > 4) return Status();
+    SymShape bh = SymShape::of({SymDim::of(1), SymDim::of(1)});
+    if (i < 3) {
+      const bool bshd = ctx.attrs().get_string(layouts[i], "bhsd") == "bshd";
+      bh.dims = {s.dims[0], s.dims[bshd ? 2 : 1]};
+    } else {
+      for (size_t d = 0; d + 2 < s.rank(); ++d) bh.dims[4 - s.rank() + d] = s.dims[d];
+    }
+    if (!batch_heads) {
+      batch_heads = std::move(bh);
+      continue;
+    }
+    auto joined = broadcast_shapes(*batch_heads, bh);
+    if (!joined) return ctx.conflict(joined.status().message());
+    batch_heads = std::move(joined).value();
+  }
+  const bool q_bshd = ctx.attrs().get_string("q_layout", "bhsd") == "bshd";
+  const SymDim S = ctx.shape(0).dims[q_bshd ? 1 : 2], Dv = ctx.shape(2).dims[3];
+  const SymDim &B = batch_heads->dims[0], &H = batch_heads->dims[1];
+  const bool out_bshd = ctx.attrs().get_string("out_layout", "bhsd") == "bshd";
+  ctx.set_shape(0, out_bshd ? SymShape::of({B, S, H, Dv}) : SymShape::of({B, H, S, Dv}));
+  return Status();
+}
+
 }  // namespace nxrt::ops::rules

@@ -123,4 +123,17 @@ size_t GraphEditor::apply() {
   return count;
 }
 
+const ops::SymShape* ShapeFacts::shape(const std::string& value) {
+  if (&graph_ != &ctx_.model.graph) return nullptr;
+  if (!shapes_) {
+    ops::ShapeInferenceOptions options;
+    options.inputs_override_initializers = ctx_.inputs_override_initializers;
+    options.use_value_info = false;
+    shapes_ = ops::infer_shapes(graph_, ctx_.model.opset_imports, options);
+  }
+  auto it = shapes_->values.find(value);
+  if (it == shapes_->values.end() || !it->second.shape.rank_known) return nullptr;
+  return &it->second.shape;
+}
+
 }  // namespace nxrt::optimizer

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ops/shape_inference.h"
 #include "optimizer/pass.h"
 
 namespace nxrt::optimizer {
@@ -64,6 +65,22 @@ bool is_8bit(const Tensor* t);
 std::string other_input(const ir::Node& node, const std::string& value);
 // The element of a one-element constant of a float or integer type, as a double.
 std::optional<double> scalar_value(const GraphView& view, const std::string& value);
+
+// The shapes of a main graph's values as inference derives them from the graph inputs,
+// for rewrites that hold only at some ranks or sizes. Inference runs once, on the first
+// question. Subgraphs get no answers (nothing enforces their declared input shapes), nor
+// do the model's own value_info declarations count.
+class ShapeFacts {
+ public:
+  ShapeFacts(const ir::Graph& graph, const PassContext& ctx) : graph_(graph), ctx_(ctx) {}
+  // Null when the value's rank is not known.
+  const ops::SymShape* shape(const std::string& value);
+
+ private:
+  const ir::Graph& graph_;
+  const PassContext& ctx_;
+  std::optional<ops::ShapeInferenceResult> shapes_;
+};
 
 // Collects removals and fresh names while a pass matches; apply() drops removed nodes.
 class GraphEditor {

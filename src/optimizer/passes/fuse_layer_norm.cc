@@ -29,7 +29,7 @@ namespace {
 class Facts {
  public:
   Facts(const ir::Graph& graph, PassContext& ctx, const GraphView& view)
-      : graph_(graph), ctx_(ctx), view_(view) {}
+      : graph_(graph), view_(view), shapes_(graph, ctx) {}
 
   const ir::Node* producer(const std::string& value, std::string_view op) const {
     const int p = view_.producer(value);
@@ -38,21 +38,8 @@ class Facts {
   }
   int index(const ir::Node* node) const { return int(node - graph_.nodes.data()); }
 
-  // The rank of `value` where the graph inputs fix it; -1 otherwise. Shape inference runs
-  // once, on the first question, and only for the main graph (a subgraph's declared input
-  // shapes are not enforced).
-  const ops::SymShape* shape(const std::string& value) {
-    if (&graph_ != &ctx_.model.graph) return nullptr;
-    if (!shapes_) {
-      ops::ShapeInferenceOptions options;
-      options.inputs_override_initializers = ctx_.inputs_override_initializers;
-      options.use_value_info = false;
-      shapes_ = ops::infer_shapes(graph_, ctx_.model.opset_imports, options);
-    }
-    auto it = shapes_->values.find(value);
-    if (it == shapes_->values.end() || !it->second.shape.rank_known) return nullptr;
-    return &it->second.shape;
-  }
+  // The shape of `value` where the graph inputs fix its rank; null otherwise.
+  const ops::SymShape* shape(const std::string& value) { return shapes_.shape(value); }
 
   // How many trailing axes of `x` a ReduceMean with keepdims reduces, when it reduces
   // exactly the last k (k >= 1); nullopt for any other reduction.
@@ -111,9 +98,8 @@ class Facts {
 
  private:
   const ir::Graph& graph_;
-  PassContext& ctx_;
   const GraphView& view_;
-  std::optional<ops::ShapeInferenceResult> shapes_;
+  ShapeFacts shapes_;
 };
 
 struct NormMatch {

@@ -35,6 +35,9 @@ Status fuse_gelu(ir::Graph& graph, PassContext& ctx);
 // Where(IsNaN(Softmax(x)), 0, Softmax(x)), PyTorch's masked-attention softmax: one nxrt
 // SafeSoftmax.
 Status fuse_safe_softmax(ir::Graph& graph, PassContext& ctx);
+// MatMul(Q, K^T), scale, mask Add, Softmax, MatMul(., V) per head, the head transposes
+// around it read through: one nxrt FusedAttention.
+Status fuse_attention(ir::Graph& graph, PassContext& ctx);
 // x * Sigmoid(x): one com.microsoft QuickGelu (alpha 1).
 Status fuse_quick_gelu(ir::Graph& graph, PassContext& ctx);
 // Mul or Add by a per-channel constant after a Conv with constant weights: folded.
