@@ -74,8 +74,7 @@ class AttentionMatcher {
     }
     const ir::Node& weighted = graph_.nodes[size_t(pv)];
     m.v = weighted.inputs[1];
-    if (!p->float_known || !rank4(q) || !rank4(kt) || !rank4(m.v) ||
-        !bias_fits(m.bias))
+    if (!p->float_known || !rank4(q) || !rank4(kt) || !rank4(m.v) || !bias_fits(m.bias))
       return std::nullopt;
     m.scale = p->scale;
     m.q_scale = operand_scale[0];
@@ -99,7 +98,7 @@ class AttentionMatcher {
   struct Product {
     size_t matmul = 0;
     double scale = 1.0;
-    bool float_known = false;  // a float32 constant takes part
+    bool float_known = false;   // a float32 constant takes part
     std::vector<size_t> nodes;  // the MatMul, its scalings and those of its operands
   };
 
@@ -128,7 +127,7 @@ class AttentionMatcher {
     if (r < 0 || edit_.removed(size_t(r))) return -1;
     const ir::Node& node = graph_.nodes[size_t(r)];
     return is_onnx_op(node, op) && node.inputs.size() == inputs && node.outputs.size() == 1 ? r
-                                                                                           : -1;
+                                                                                            : -1;
   }
 
   // The producer of `value` when it is one of `ops` with two inputs and one output and

@@ -95,12 +95,13 @@ void softmax_rows_scalar(float* s, int64_t rows, int64_t n, bool safe) {
   }
 }
 
-// Scores of a block stay within 64 KB (L2) and at most 64 queries a block.
+// Scores of a block stay within 64 KB (L2), at most 128 queries a block: a head of up to
+// 128 queries and keys is one block, its keys and values packed once.
 constexpr int64_t kScoreFloats = 16384;
-constexpr int64_t kMaxBlockRows = 64;
+constexpr int64_t kMaxBlockRows = 128;
 
 struct FusedAttentionAttrs {
-  float scale = 1.0f;                     // of the scores, as the GEMM's alpha
+  float scale = 1.0f;                    // of the scores, as the GEMM's alpha
   float q_scale = 1.0f, k_scale = 1.0f;  // of the operands, as the exports multiply them
   Layout q = Layout::kBhsd, k = Layout::kBhsd, v = Layout::kBhsd, out = Layout::kBhsd;
   bool safe = false;
@@ -195,18 +196,26 @@ class FusedAttentionKernel final : public Kernel {
     const size_t per_piece = (tasks + pieces - 1) / pieces;
     parallel_for(pieces, [&](size_t piece) {
       float* scores = scratch<float>(ScratchSlot::kKernel2, size_t(block * o.T));
+      ScaledKeys keys;
       const size_t end = std::min(tasks, (piece + 1) * per_piece);
       for (size_t task = piece * per_piece; task < end; ++task) {
         const int64_t i0 = int64_t(task) % blocks * block;
         const int64_t head = int64_t(task) / blocks;
-        attend(o, head / o.H, head % o.H, i0, std::min(block, o.S - i0), scores);
+        attend(o, head / o.H, head % o.H, i0, std::min(block, o.S - i0), scores, keys);
       }
     });
   }
 
   // Queries [i0, i0 + rows) of head h of batch b.
-  void attend(const Operands& o, int64_t b, int64_t h, int64_t i0, int64_t rows,
-              float* scores) const {
+  // A head's keys times k_scale, kept while a thread's consecutive blocks read the same
+  // keys.
+  struct ScaledKeys {
+    const float* source = nullptr;
+    const float* data = nullptr;
+  };
+
+  void attend(const Operands& o, int64_t b, int64_t h, int64_t i0, int64_t rows, float* scores,
+              ScaledKeys& keys) const {
     const int64_t q_rows = o.q_rows_repeat ? 1 : rows;
     const float* q = o.q.at(b, h) + (o.q_rows_repeat ? 0 : i0 * o.q.row_stride);
     int64_t q_ld = o.q.row_stride;
@@ -218,22 +227,29 @@ class FusedAttentionKernel final : public Kernel {
     int64_t k_ld = o.k.row_stride;
     if (a_.k_scale != 1.0f) {
       const int64_t k_cols = o.k_transposed ? o.T : o.D;
-      k = scaled_copy(k, o.k_transposed ? o.D : o.T, k_cols, k_ld, a_.k_scale,
-                      ScratchSlot::kKernel3);
+      if (keys.source != k) {
+        keys.source = k;
+        keys.data = scaled_copy(k, o.k_transposed ? o.D : o.T, k_cols, k_ld, a_.k_scale,
+                                ScratchSlot::kKernel3);
+      }
+      k = keys.data;
       k_ld = k_cols;
     }
-    gemm::sgemm(false, !o.k_transposed, q_rows, o.T, o.D, a_.scale, q, q_ld, k, k_ld, 0.0f, scores,
-                o.T);
-    if (o.q_rows_repeat)
+    // The bias goes into the scores first and the product adds onto it (beta 1): the
+    // GEMM's store adds it, not another pass. With scale 1 the sum rounds as the Add does.
+    const float* bias =
+        o.bias.data ? o.bias.data + b * o.bias.batch + h * o.bias.head + i0 * o.bias.row : nullptr;
+    const bool bias_first = bias && !o.q_rows_repeat;
+    if (bias_first)
+      for (int64_t r = 0; r < rows; ++r) copy_bias_row(bias + r * o.bias.row, o, scores + r * o.T);
+    gemm::sgemm(false, !o.k_transposed, q_rows, o.T, o.D, a_.scale, q, q_ld, k, k_ld,
+                bias_first ? 1.0f : 0.0f, scores, o.T);
+    if (o.q_rows_repeat) {  // one query's scores, repeated, then each row's bias
       for (int64_t r = 1; r < rows; ++r) std::copy_n(scores, o.T, scores + r * o.T);
-    if (o.bias.data) {
-      const float* bias = o.bias.data + b * o.bias.batch + h * o.bias.head + i0 * o.bias.row;
-      for (int64_t r = 0; r < rows; ++r, bias += o.bias.row) {
-        float* s = scores + r * o.T;
-        if (o.bias.col)
-          for (int64_t j = 0; j < o.T; ++j) s[j] += bias[j];
-        else
-          for (int64_t j = 0; j < o.T; ++j) s[j] += bias[0];
+      for (int64_t r = 0; bias && r < rows; ++r) {
+        const float* row = bias + r * o.bias.row;
+        float* sr = scores + r * o.T;
+        for (int64_t j = 0; j < o.T; ++j) sr[j] += row[j * o.bias.col];
       }
     }
     if (!vmath::softmax_rows(false, scores, scores, rows, o.T, a_.safe))
@@ -247,8 +263,17 @@ class FusedAttentionKernel final : public Kernel {
                                   float scale, ScratchSlot slot) {
     float* out = scratch<float>(slot, size_t(rows * cols));
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = x[r * ld + c] * scale;
+      vmath::unary_affine(vmath::Unary::kIdentity, {}, scale, 0.0f, x + r * ld, out + r * cols,
+                          size_t(cols));
     return out;
+  }
+
+  // One row of T bias values (a single one repeated when the bias broadcasts over keys).
+  static void copy_bias_row(const float* bias, const Operands& o, float* out) {
+    if (o.bias.col)
+      std::copy_n(bias, o.T, out);
+    else
+      std::fill_n(out, o.T, bias[0]);
   }
 
   FusedAttentionAttrs a_;
