@@ -845,3 +845,54 @@ def test_blocked_conv_over_a_dying_sum_input_checks_its_shape():
     bad, _ = _nchwc_sum_model([1, 1, 4, 3, 16])
     with pytest.raises(nxrt.InvalidArgument, match="sum input Z is tensor.float. .1,1,4,3,16."):
         _nxrt(bad).run(None, {"x": x, "zin": np.zeros((1, 1, 4, 3, 16), np.float32)})
+
+
+def _snake_model(x_shape, alpha_shape, square="pow", swap=False, r_shape=None):
+    """y = x + r * sin(alpha * x)^2 as the vocoder exports write it."""
+    c = alpha_shape[-2]
+    alpha = RNG.uniform(0.2, 3.0, alpha_shape).astype(np.float32)
+    r = RNG.uniform(0.1, 2.0, r_shape or alpha_shape).astype(np.float32)
+    first, second = (["alpha", "x"], ["p", "r"]) if swap else (["x", "alpha"], ["r", "p"])
+    nodes = [helper.make_node("Mul", first, ["ax"]),
+             helper.make_node("Sin", ["ax"], ["s"]),
+             helper.make_node("Pow", ["s", "two"], ["p"]) if square == "pow"
+             else helper.make_node("Mul", ["s", "s"], ["p"]),
+             helper.make_node("Mul", second, ["m"]),
+             helper.make_node("Add", ["m", "x"] if swap else ["x", "m"], ["y"])]
+    graph = helper.make_graph(nodes, "snake", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(alpha, "alpha"), numpy_helper.from_array(r, "r"),
+         numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    assert c >= 1
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("x_shape,alpha_shape,square,swap", [
+    ([2, 4, 3000], [1, 4, 1], "pow", False),
+    ([1, 3, 77], [3, 1], "mul", True),
+    ([4, 1000], [1, 4, 1], "pow", True),   # x broadcast up to [1, 4, 1000]
+    ([2, 1, 50], [1, 4, 1], "mul", False),  # x's single channel repeated
+])
+def test_snake_fuses_bit_for_bit(x_shape, alpha_shape, square, swap):
+    model = _snake_model(x_shape, alpha_shape, square, swap)
+    x = (RNG.standard_normal(x_shape) * 3).astype(np.float32)
+    x.flat[::97] *= 5000.0  # past the vector sine's range: its double-precision path
+    assert _profiled_ops(model, {"x": x}) == ["Snake"]
+    unfused = _nxrt(model, disabled_optimizers=["fuse_snake"]).run(None, {"x": x})[0]
+    expected = _ort(model).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        got = _nxrt(model, threads).run(None, {"x": x})[0]
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(got, unfused)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_snake_with_unlike_alpha_and_r_is_left_alone():
+    model = _snake_model([1, 4, 16], [1, 4, 1], r_shape=[1, 1, 1])
+    x = RNG.standard_normal((1, 4, 16)).astype(np.float32)
+    assert "Snake" not in _profiled_ops(model, {"x": x})
+    np.testing.assert_allclose(_nxrt(model).run(None, {"x": x})[0],
+                               _ort(model).run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)

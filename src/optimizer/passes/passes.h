@@ -38,6 +38,9 @@ Status fuse_safe_softmax(ir::Graph& graph, PassContext& ctx);
 // MatMul(Q, K^T), scale, mask Add, Softmax, MatMul(., V) per head, the head transposes
 // around it read through: one nxrt FusedAttention.
 Status fuse_attention(ir::Graph& graph, PassContext& ctx);
+// x + r * sin(alpha * x)^2 with per-channel alpha and r (the vocoders' Snake): one nxrt
+// Snake.
+Status fuse_snake(ir::Graph& graph, PassContext& ctx);
 // x * Sigmoid(x): one com.microsoft QuickGelu (alpha 1).
 Status fuse_quick_gelu(ir::Graph& graph, PassContext& ctx);
 // Mul or Add by a per-channel constant after a Conv with constant weights: folded.

@@ -362,19 +362,29 @@ void unary_affine(Unary fn, const UnaryParams& p, float scale, float shift, cons
 
 void unary(Unary fn, const UnaryParams& p, const float* x, float* y, size_t n) {
   if ((fn == Unary::kSin || fn == Unary::kCos) && (uses_avx512() || uses_avx2())) {
-    // Blocks whose inputs all lie in the vector forms' range take them; the rest (large
-    // phases, inf, NaN) the double-precision reference.
+    // The vector forms run on every block; inputs outside their range (large phases, inf,
+    // NaN) are then recomputed one by one in double precision. Each result depends on its
+    // own input only, not on its neighbours, so it is the same bits however a tensor is
+    // split into calls (threads, chunks, fused kernels).
     constexpr size_t kBlock = 1024;
+    float outside[kBlock];
+    uint16_t at[kBlock];
     for (size_t i = 0; i < n; i += kBlock) {
       const size_t m = std::min(kBlock, n - i);
       const bool inside = uses_avx512() ? detail::all_within_avx512(x + i, m, kSinCosVectorLimit)
                                         : detail::all_within_avx2(x + i, m, kSinCosVectorLimit);
-      if (!inside)
-        unary_reference(fn, p, x + i, y + i, m);
-      else if (uses_avx512())
+      size_t count = 0;
+      if (!inside)  // kept before the vector pass, which may write over x (y == x)
+        for (size_t j = 0; j < m; ++j)
+          if (!(std::fabs(x[i + j]) <= kSinCosVectorLimit)) {
+            outside[count] = x[i + j];
+            at[count++] = uint16_t(j);
+          }
+      if (uses_avx512())
         detail::unary_avx512(fn, p, x + i, y + i, m);
       else
         detail::unary_avx2(fn, p, x + i, y + i, m);
+      for (size_t c = 0; c < count; ++c) unary_reference(fn, p, &outside[c], &y[i + at[c]], 1);
     }
     return;
   }
