@@ -43,7 +43,8 @@ class SnakeMatcher {
     if (weighted < 0 || !is_onnx_op(graph_.nodes[size_t(weighted)], "Mul")) return std::nullopt;
     m.r = other_input(graph_.nodes[size_t(weighted)], graph_.nodes[size_t(square)].outputs[0]);
     const int add = sole_reader(graph_.nodes[size_t(weighted)].outputs[0], size_t(weighted));
-    if (m.r.empty() || !per_channel(m.r) || add < 0 || !is_onnx_op(graph_.nodes[size_t(add)], "Add"))
+    if (m.r.empty() || !per_channel(m.r) || add < 0 ||
+        !is_onnx_op(graph_.nodes[size_t(add)], "Add"))
       return std::nullopt;
     if (other_input(graph_.nodes[size_t(add)], graph_.nodes[size_t(weighted)].outputs[0]) != m.x)
       return std::nullopt;

@@ -1,9 +1,9 @@
 // nxrt Snake(X, alpha, r): y = x + r * sin(alpha * x)^2, alpha and r of one shape (one
 // value per channel, [1, C, 1]) broadcast against X ([N, C, L]) as Mul and Add broadcast:
-// what fuse_snake makes of the vocoders' five exported nodes. Each step rounds as its unfused node does (the product, vmath's sine as
-// the Sin kernel takes it, the square, the product, the sum: no contraction into FMAs),
-// so the result is the same bits, in one pass over memory instead of five: each row goes
-// through in chunks that stay in L1.
+// what fuse_snake makes of the vocoders' five exported nodes. Each step rounds as its unfused node
+// does (the product, vmath's sine as the Sin kernel takes it, the square, the product, the sum: no
+// contraction into FMAs), so the result is the same bits, in one pass over memory instead of five:
+// each row goes through in chunks that stay in L1.
 #include <algorithm>
 
 #include "ep/cpu/kernels/common.h"
@@ -52,8 +52,8 @@ class SnakeKernel final : public Kernel {
     const Tensor& alpha = *ctx.input(1);
     const Tensor& r = *ctx.input(2);
     if (alpha.shape() != r.shape())
-      return invalid_argument("alpha ", alpha.shape().to_string(), " and r ",
-                              r.shape().to_string(), " must have one shape");
+      return invalid_argument("alpha ", alpha.shape().to_string(), " and r ", r.shape().to_string(),
+                              " must have one shape");
     const Shape* shapes[] = {&x.shape(), &alpha.shape()};
     Shape out_shape;
     if (!broadcast_shapes(shapes, out_shape))
@@ -68,17 +68,17 @@ class SnakeKernel final : public Kernel {
     const float* rp = r.data<float>();
     float* yp = y->data<float>();
     // Runs (channel rows) split across threads by element count, the sine's cost.
-    parallel_ranges(plan.numel / inner, std::max(1.0, double(1 << 15) / double(inner)),
-                    [&](size_t, int64_t begin, int64_t end) {
-                      float* sine = scratch<float>(ScratchSlot::kKernel0, size_t(kChunk));
-                      for_each_broadcast_run(
-                          plan, begin, end,
-                          [&](const int64_t* offsets, int64_t out, int64_t count,
-                              const int64_t* steps) {
-                            snake_run(xp + offsets[0], steps[0], ap + offsets[1], rp + offsets[1],
-                                      steps[1], count, yp + out, sine);
-                          });
-                    });
+    parallel_ranges(
+        plan.numel / inner, std::max(1.0, double(1 << 15) / double(inner)),
+        [&](size_t, int64_t begin, int64_t end) {
+          float* sine = scratch<float>(ScratchSlot::kKernel0, size_t(kChunk));
+          for_each_broadcast_run(
+              plan, begin, end,
+              [&](const int64_t* offsets, int64_t out, int64_t count, const int64_t* steps) {
+                snake_run(xp + offsets[0], steps[0], ap + offsets[1], rp + offsets[1], steps[1],
+                          count, yp + out, sine);
+              });
+        });
     return Status();
   }
 };
