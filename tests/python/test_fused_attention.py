@@ -218,3 +218,69 @@ def test_head_size_of_a_symbolic_shape_folds():
     np.testing.assert_allclose(_nxrt(data).run(None, {"x": x})[0],
                                _ort(data, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
                                .run(None, {"x": x})[0], rtol=1e-6)
+
+
+def _to_bhsd(x, layout):
+    return {"bhsd": x, "bshd": x.transpose(0, 2, 1, 3), "bhds": x.transpose(0, 1, 3, 2)}[layout]
+
+
+def _reference(q, k, v, bias, a):
+    """FusedAttention's definition in numpy (float64), operands in their layouts."""
+    qs = _to_bhsd(q.astype(np.float64), a["q_layout"]) * a["q_scale"]
+    ks = _to_bhsd(k.astype(np.float64), a["k_layout"]) * a["k_scale"]
+    s = a["scale"] * (qs @ ks.transpose(0, 1, 3, 2))
+    if bias is not None:
+        s = s + bias
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    p /= p.sum(axis=-1, keepdims=True)
+    y = p @ _to_bhsd(v.astype(np.float64), a["v_layout"])
+    return y.transpose(0, 2, 1, 3) if a["out_layout"] == "bshd" else y
+
+
+def _layout_shape(B, H, R, D, layout):
+    return {"bhsd": [B, H, R, D], "bshd": [B, R, H, D], "bhds": [B, H, D, R]}[layout]
+
+
+@pytest.mark.parametrize("layouts", [("bhsd", "bhds", "bhsd", "bhsd"),
+                                     ("bshd", "bshd", "bshd", "bshd"),
+                                     ("bhsd", "bhsd", "bshd", "bshd")],
+                         ids=lambda x: "-".join(x))
+@pytest.mark.parametrize("shapes", [
+    # (B of q, B of k and v, H, S, T, D, Dv, bias shape)
+    (2, 1, 3, 5, 7, 8, 4, None),            # keys and values shared by the batch
+    (1, 1, 2, 3, 9, 16, 16, [2, 1, 1, 9]),  # the bias adds a batch dim
+    (1, 1, 2, 1, 6, 8, 8, [1, 2, 4, 6]),    # one query, four bias rows: the query repeats
+    (1, 1, 2, 4, 5, 0, 3, [4, 5]),          # head size 0: the bias alone
+], ids=lambda s: "x".join(str(d) for d in s[:7]) + f"-bias{s[7]}")
+def test_fused_node_against_numpy(layouts, shapes):
+    Bq, Bk, H, S, T, D, Dv, bias_shape = shapes
+    attrs = dict(zip(("q_layout", "k_layout", "v_layout", "out_layout"), layouts),
+                 scale=0.7, q_scale=1.25, k_scale=0.5, safe=0)
+    q = RNG.standard_normal(_layout_shape(Bq, H, S, D, layouts[0])).astype(np.float32)
+    k = RNG.standard_normal(_layout_shape(Bk, H, T, D, layouts[1])).astype(np.float32)
+    v = RNG.standard_normal(_layout_shape(Bk, H, T, Dv, layouts[2])).astype(np.float32)
+    bias = None if bias_shape is None else RNG.standard_normal(bias_shape).astype(np.float32)
+    inputs = [("q", q), ("k", k), ("v", v)] + ([("bias", bias)] if bias is not None else [])
+    node = helper.make_node("FusedAttention", [n for n, _ in inputs], ["y"], domain="nxrt",
+                            **attrs)
+    graph = helper.make_graph([node], "fused", [
+        helper.make_tensor_value_info(n, TensorProto.FLOAT, x.shape) for n, x in inputs],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("nxrt", 1)])
+    model.ir_version = 8
+    feeds = dict(inputs)
+    expected = _reference(q, k, v, bias, attrs)
+    for threads in (1, 2):
+        got = _nxrt(model.SerializeToString(), threads).run(None, feeds)[0]
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_fused_node_without_keys_gives_zeros():
+    model = _fused_node_model([1, 2, 3, 4], [1, 2, 0, 4], [1, 2, 0, 5])
+    feeds = {"q": np.ones((1, 2, 3, 4), np.float32), "k": np.zeros((1, 2, 0, 4), np.float32),
+             "v": np.zeros((1, 2, 0, 5), np.float32)}
+    got = nxrt.InferenceSession(model).run(None, feeds)[0]
+    assert got.shape == (1, 2, 3, 5) and (got == 0).all()
