@@ -30,12 +30,41 @@ def one_node(op, x, inits=(), out_type=TensorProto.FLOAT, **attrs):
     return model.SerializeToString()
 
 
+def self_attention(x, heads):
+    """BERT's attention core as torch.onnx.export writes it, x [B, S, hidden] as query, key
+    and value (no projections): head transposes, Q K^T / sqrt(d), a key mask, Softmax,
+    weights times V, heads merged. nxrt runs it as one FusedAttention."""
+    d = x.shape[2] // heads
+    t = helper.make_node
+    nodes = [t("Reshape", ["x", "split"], ["x4"]),
+             t("Transpose", ["x4"], ["q"], perm=[0, 2, 1, 3]),
+             t("Transpose", ["x4"], ["kt"], perm=[0, 2, 3, 1]),
+             t("Transpose", ["x4"], ["v"], perm=[0, 2, 1, 3]),
+             t("MatMul", ["q", "kt"], ["s"]), t("Div", ["s", "root"], ["sd"]),
+             t("Add", ["sd", "mask"], ["sm"]), t("Softmax", ["sm"], ["p"], axis=-1),
+             t("MatMul", ["p", "v"], ["o"]), t("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+             t("Reshape", ["ot", "merge"], ["y"])]
+    mask = np.zeros((x.shape[0], 1, 1, x.shape[1]), np.float32)
+    mask[..., -x.shape[1] // 8:] = -10000.0  # padding keys
+    inits = {"split": np.array([0, -1, heads, d], np.int64),
+             "merge": np.array([0, -1, heads * d], np.int64),
+             "root": np.array(np.sqrt(d), np.float32), "mask": mask}
+    graph = helper.make_graph(
+        nodes, "attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, n) for n, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
 def cases():
     scores = RNG.standard_normal((1, 6, 400, 400)).astype(np.float32) * 3
     quant = [("scale", np.array(0.02, np.float32)), ("zero", np.array(128, np.uint8))]
     codes = RNG.integers(0, 255, (1, 6, 400, 400)).astype(np.uint8)
     heads = RNG.standard_normal((1, 128, 12, 32)).astype(np.float32)
     row = RNG.standard_normal((1, 1, 576)).astype(np.float32)
+    hidden = RNG.standard_normal((1, 128, 384)).astype(np.float32)
     weights = [("w", (RNG.standard_normal((576, 1536)) * 0.05).astype(np.float32))]
     return {
         "softmax_6x400x400": (one_node("Softmax", scores, axis=-1), scores),
@@ -44,6 +73,7 @@ def cases():
         "transpose_0213_128x12x32": (one_node("Transpose", heads, perm=[0, 2, 1, 3]), heads),
         "gelu_tanh_6x400x400": (one_node("Gelu", scores, approximate="tanh"), scores),
         "matmul_1x576x1536": (one_node("MatMul", row, weights), row),
+        "attention_128x12x32": (self_attention(hidden, 12), hidden),
     }
 
 
