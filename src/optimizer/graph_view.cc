@@ -123,6 +123,21 @@ size_t GraphEditor::apply() {
   return count;
 }
 
+int GraphEditor::fusable_producer(const std::string& value, size_t reader) const {
+  const int p = view_.producer(value);
+  return p >= 0 && !removed(size_t(p)) && view_.sole_consumer(value) == int(reader) ? p : -1;
+}
+
+int GraphEditor::only_reader(const std::string& value) const {
+  const std::vector<size_t>& readers = view_.consumers(value);
+  if (readers.empty() || view_.is_graph_output(value) || view_.use_count(value) != readers.size() ||
+      removed(readers[0]))
+    return -1;
+  for (size_t r : readers)
+    if (r != readers[0]) return -1;
+  return int(readers[0]);
+}
+
 const ops::SymShape* ShapeFacts::shape(const std::string& value) {
   if (&graph_ != &ctx_.model.graph) return nullptr;
   if (!shapes_) {

@@ -89,6 +89,12 @@ class GraphEditor {
 
   void remove(size_t node) { removed_.insert(node); }
   bool removed(size_t node) const { return removed_.count(node) > 0; }
+  // The node making `value` when `reader` alone reads it and the node is not removed:
+  // a producer a fusion may take into `reader`; -1 otherwise.
+  int fusable_producer(const std::string& value, size_t reader) const;
+  // The one node reading `value` (once, or more than once as Mul(s, s) does) when nothing
+  // else does (no graph output, no subgraph) and it is not removed; -1 otherwise.
+  int only_reader(const std::string& value) const;
   // A name not used in the graph, derived from `base`.
   std::string fresh_name(const std::string& base);
   // Adds an initializer at apply() (the view points into the current list).

@@ -134,8 +134,8 @@ class AttentionMatcher {
   // `reader` alone reads `value`; -1 otherwise.
   int fused_producer(const std::string& value, std::initializer_list<std::string_view> ops,
                      size_t reader) const {
-    const int p = view_.producer(value);
-    if (p < 0 || edit_.removed(size_t(p)) || view_.sole_consumer(value) != int(reader)) return -1;
+    const int p = edit_.fusable_producer(value, reader);
+    if (p < 0) return -1;
     const ir::Node& node = graph_.nodes[size_t(p)];
     return is_onnx_op(node, ops) && node.inputs.size() == 2 && node.outputs.size() == 1 ? p : -1;
   }

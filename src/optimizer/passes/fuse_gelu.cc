@@ -47,8 +47,8 @@ std::string beside_scalar(const GraphView& view, const ir::Node& node, double wa
 std::string match_erf_head(const ir::Graph& graph, const GraphView& view, const GraphEditor& edit,
                            size_t e, std::vector<size_t>& gone) {
   const std::string& in = graph.nodes[e].inputs[0];
-  const int s = view.producer(in);
-  if (s < 0 || edit.removed(size_t(s)) || view.sole_consumer(in) != int(e)) return "";
+  const int s = edit.fusable_producer(in, e);
+  if (s < 0) return "";
   const ir::Node& scale = graph.nodes[size_t(s)];
   std::string x;
   if (is_onnx_op(scale, "Div") && scale.inputs.size() == 2 &&
@@ -104,8 +104,8 @@ void collect_product(const ir::Graph& graph, const GraphView& view, const GraphE
 std::string match_tanh_head(const ir::Graph& graph, const GraphView& view, const GraphEditor& edit,
                             size_t t, std::vector<size_t>& gone) {
   const ir::Node& tanh = graph.nodes[t];
-  const int m = view.producer(tanh.inputs[0]);
-  if (m < 0 || edit.removed(size_t(m)) || view.sole_consumer(tanh.inputs[0]) != int(t)) return "";
+  const int m = edit.fusable_producer(tanh.inputs[0], t);
+  if (m < 0) return "";
   const ir::Node& scale = graph.nodes[size_t(m)];
   if (!is_onnx_op(scale, "Mul")) return "";
   const std::string inner = beside_scalar(view, scale, std::sqrt(2.0 / M_PI));

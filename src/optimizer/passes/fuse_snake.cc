@@ -5,7 +5,6 @@
 // It requires alpha and r float32 constants of one shape, [1, C, 1] or [C, 1] (one value
 // per channel), and every value inside read by the pattern alone. The kernel broadcasts
 // x against them as the Mul and Add do, whatever x's shape.
-#include <algorithm>
 #include <optional>
 
 #include "optimizer/graph_view.h"
@@ -58,8 +57,8 @@ class SnakeMatcher {
   // The producer of `value` when it is op `op` (two inputs, one output) and `reader`
   // alone reads `value`; -1 otherwise.
   int producer(const std::string& value, std::string_view op, size_t reader) const {
-    const int p = view_.producer(value);
-    if (p < 0 || edit_.removed(size_t(p)) || view_.sole_consumer(value) != int(reader)) return -1;
+    const int p = edit_.fusable_producer(value, reader);
+    if (p < 0) return -1;
     const ir::Node& node = graph_.nodes[size_t(p)];
     return is_onnx_op(node, op) && node.inputs.size() == 2 && node.outputs.size() == 1 ? p : -1;
   }
@@ -67,13 +66,8 @@ class SnakeMatcher {
   // The node that alone reads `value` (made by node `from`), once or twice (Mul(s, s)),
   // with two inputs and one output; -1 otherwise.
   int sole_reader(const std::string& value, size_t from) const {
-    const std::vector<size_t>& readers = view_.consumers(value);
-    if (readers.empty() || view_.is_graph_output(value) ||
-        view_.use_count(value) != readers.size() ||
-        std::any_of(readers.begin(), readers.end(), [&](size_t q) { return q != readers[0]; }))
-      return -1;
-    const int r = int(readers[0]);
-    if (size_t(r) == from || edit_.removed(size_t(r))) return -1;
+    const int r = edit_.only_reader(value);
+    if (r < 0 || size_t(r) == from) return -1;
     const ir::Node& node = graph_.nodes[size_t(r)];
     return node.inputs.size() == 2 && node.outputs.size() == 1 ? r : -1;
   }

@@ -17,13 +17,11 @@
 // into the output. The scores never make the round trip through memory that the
 // unfused chain's [B, H, S, T] tensors do.
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
 #include <string>
 
 #include "ep/cpu/gemm/gemm.h"
 #include "ep/cpu/kernels/common.h"
+#include "ep/cpu/kernels/softmax_rows.h"
 #include "ep/cpu/vmath/vmath.h"
 #include "ops/attrs.h"
 
@@ -39,9 +37,10 @@ struct HeadMatrices {
   int64_t batch = 0, heads = 0, rows = 0, cols = 0;
   int64_t batch_stride = 0, head_stride = 0, row_stride = 0;
 
-  const float* at(int64_t b, int64_t h) const {
-    return data + (batch == 1 ? 0 : b * batch_stride) + (heads == 1 ? 0 : h * head_stride);
+  int64_t offset(int64_t b, int64_t h) const {
+    return (batch == 1 ? 0 : b * batch_stride) + (heads == 1 ? 0 : h * head_stride);
   }
+  const float* at(int64_t b, int64_t h) const { return data + offset(b, h); }
 };
 
 HeadMatrices view_of(const Shape& s, Layout layout) {
@@ -75,24 +74,6 @@ bool join_dim(int64_t dim, int64_t& out) {
   if (out != 1) return false;
   out = dim;
   return true;
-}
-
-// Softmax of each of `rows` rows of n scores in place, as the Softmax kernel defines it
-// (an infinite maximum shifts by 0); NaN weights to 0 when `safe`. For CPUs without
-// AVX2, where vmath's row softmax does not run.
-void softmax_rows_scalar(float* s, int64_t rows, int64_t n, bool safe) {
-  for (int64_t r = 0; r < rows; ++r, s += n) {
-    float max = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < n; ++j) max = std::max(max, s[j]);
-    if (std::isinf(max)) max = 0.0f;
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; ++j) sum += (s[j] = std::exp(s[j] - max));
-    const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < n; ++j) {
-      s[j] *= inv;
-      if (safe && std::isnan(s[j])) s[j] = 0.0f;
-    }
-  }
 }
 
 // Scores of a block stay within 64 KB (L2), at most 128 queries a block: a head of up to
@@ -162,14 +143,24 @@ class FusedAttentionKernel final : public Kernel {
     const bool out_bshd = a_.out == Layout::kBshd;
     NXRT_ASSIGN_OR_RETURN(Tensor * out,
                           ctx.output(0, out_bshd ? Shape{B, S, H, Dv} : Shape{B, H, S, Dv}));
-    HeadMatrices y = view_of(out->shape(), a_.out);
-    y.data = out->data<float>();
     if (out->numel() == 0) return Status();
     if (T == 0) {  // no keys: every weighted sum is empty
       std::fill_n(out->data<float>(), size_t(out->numel()), 0.0f);
       return Status();
     }
-    Operands ops{q, k, v, y, bias, k_transposed, q_rows_repeat, S, D, T, Dv, H};
+    Operands ops{q,
+                 k,
+                 v,
+                 view_of(out->shape(), a_.out),
+                 out->data<float>(),
+                 bias,
+                 k_transposed,
+                 q_rows_repeat,
+                 S,
+                 D,
+                 T,
+                 Dv,
+                 H};
     ops.q.data = ctx.input(0)->data<float>();
     ops.k.data = ctx.input(1)->data<float>();
     ops.v.data = ctx.input(2)->data<float>();
@@ -179,7 +170,8 @@ class FusedAttentionKernel final : public Kernel {
 
  private:
   struct Operands {
-    HeadMatrices q, k, v, y;
+    HeadMatrices q, k, v, y;  // y's layout; its data is `out`
+    float* out;
     Bias bias;
     bool k_transposed;
     bool q_rows_repeat;  // one query row, repeated for every row of the bias
@@ -252,10 +244,9 @@ class FusedAttentionKernel final : public Kernel {
         for (int64_t j = 0; j < o.T; ++j) sr[j] += row[j * o.bias.col];
       }
     }
-    if (!vmath::softmax_rows(false, scores, scores, rows, o.T, a_.safe))
-      softmax_rows_scalar(scores, rows, o.T, a_.safe);
+    softmax_float_rows(scores, scores, rows, o.T, a_.safe);
     gemm::sgemm(false, false, rows, o.Dv, o.T, 1.0f, scores, o.T, o.v.at(b, h), o.v.row_stride,
-                0.0f, const_cast<float*>(o.y.at(b, h)) + i0 * o.y.row_stride, o.y.row_stride);
+                0.0f, o.out + o.y.offset(b, h) + i0 * o.y.row_stride, o.y.row_stride);
   }
 
   // rows x cols of x (row stride ld) times `scale`, packed into this thread's `slot`.

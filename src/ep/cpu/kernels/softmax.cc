@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "ep/cpu/kernels/common.h"
+#include "ep/cpu/kernels/softmax_rows.h"
 #include "ep/cpu/vmath/vmath.h"
 
 namespace nxrt::cpu {
@@ -155,6 +156,15 @@ bool soft_rows_f32(const T* x, T* y, int64_t rows, int64_t n, bool nan_to_zero) 
   return false;
 }
 
+// Rows of n contiguous elements, each normalized on its own: the float fast paths where
+// they apply, else the general loop.
+template <SoftKind K, typename T>
+void soft_contiguous(const T* x, T* y, int64_t rows, int64_t n, bool nan_to_zero) {
+  if (soft_rows_f32<K>(x, y, rows, n, nan_to_zero)) return;
+  soft_rows<K>(x, y, rows, n);
+  if (nan_to_zero) zero_nans(y, rows * n);
+}
+
 // Strided axis: each block is [n, inner]; per-column state lives in small vectors and
 // every pass reads whole rows of `inner` contiguous elements.
 template <SoftKind K, typename T>
@@ -250,11 +260,8 @@ class SoftKernel final : public Kernel {
           // Rows are independent: big inputs (2^15 elements a piece at least) are split
           // across the run's threads.
           parallel_ranges(outer, double(1 << 15) / double(n), [&](size_t, int64_t r0, int64_t r1) {
-            const T* xr = x.data<T>() + r0 * n;
-            T* yr = y->data<T>() + r0 * n;
-            if (soft_rows_f32<K>(xr, yr, r1 - r0, n, nan_to_zero_)) return;
-            soft_rows<K>(xr, yr, r1 - r0, n);
-            if (nan_to_zero_) zero_nans(yr, (r1 - r0) * n);
+            soft_contiguous<K>(x.data<T>() + r0 * n, y->data<T>() + r0 * n, r1 - r0, n,
+                               nan_to_zero_);
           });
         } else {
           soft_strided<K>(x.data<T>(), y->data<T>(), outer, n, inner);
@@ -287,6 +294,10 @@ Expected<KernelPtr> create_soft(KernelInit& init) {
 }
 
 }  // namespace
+
+void softmax_float_rows(const float* x, float* y, int64_t rows, int64_t n, bool nan_to_zero) {
+  soft_contiguous<SoftKind::kSoftmax>(x, y, rows, n, nan_to_zero);
+}
 
 Expected<KernelPtr> create_softmax(KernelInit& init) {
   return create_soft<SoftKind::kSoftmax>(init);
