@@ -7,7 +7,9 @@
 //     input Z must itself be blocked.
 //   - MaxPool / AveragePool (2-D, one output), GlobalAveragePool / GlobalMaxPool and nxrt
 //     ChannelAffine (constant scale and shift) of a blocked input: their Nchwc forms.
-//   - Concat on the channel axis of blocked inputs whose channels fill whole blocks, and
+//   - Concat on the channel axis of blocked inputs whose channels fill whole blocks, Split
+//     on the channel axis into parts of whole blocks, nearest-neighbour Resize of the map
+//     (constant scales), and
 //     elementwise Add / Sub / Mul / Max / Min of two blocked inputs with the same channels,
 //     and activations of a blocked input (Relu, Sigmoid, Clip, ...): the same ONNX ops on
 //     the 5-D blocked tensors (numpy broadcasting of [N, Cb, H, W, 16] against
@@ -67,12 +69,17 @@ class NchwcRewriter {
         nodes.push_back(std::move(graph_.nodes[n]));
         continue;
       }
-      const std::string original = graph_.nodes[n].outputs[0];
+      const std::vector<std::string> originals = graph_.nodes[n].outputs;
+      const std::string name = rewritten[n]->name;
       nodes.push_back(std::move(*rewritten[n]));
-      // Readers of the original value that stay on the plain layout get it back.
-      if (view_.is_graph_output(original) || view_.use_count(original) > blocked_reads_[original]) {
+      // Readers of an original value that stay on the plain layout get it back.
+      for (size_t o = 0; o < originals.size(); ++o) {
+        const std::string& original = originals[o];
+        if (!view_.is_graph_output(original) &&
+            view_.use_count(original) <= blocked_reads_[original])
+          continue;
         ir::Node back;
-        back.name = nodes.back().name + "_to_nchw";
+        back.name = edit_.fresh_name(name + "_to_nchw");
         back.domain = "nxrt";
         back.op_type = "NchwcToNchw";
         back.inputs = {blocked_.at(original).name};
@@ -83,6 +90,7 @@ class NchwcRewriter {
       }
     }
     graph_.nodes = std::move(nodes);
+    edit_.apply();  // the blocked Split and Resize operands made above
     return Status();
   }
 
@@ -126,7 +134,9 @@ class NchwcRewriter {
   // The blocked form of `node` (inputs still under their original names), recording its
   // output as blocked; nullopt when it stays as it is.
   std::optional<ir::Node> rewrite(const ir::Node& node, int64_t opset) {
-    if (node.outputs.size() != 1 || node.inputs.empty()) return std::nullopt;
+    if (node.inputs.empty()) return std::nullopt;
+    if (is_onnx_op(node, "Split")) return split(node, opset);
+    if (node.outputs.size() != 1) return std::nullopt;
     if (auto channels = conv_channels(node)) return blocked_node(node, "NchwcConv", *channels);
     const BlockedValue* x = blocked(node.inputs[0]);
     if (!x) return std::nullopt;
@@ -164,6 +174,7 @@ class NchwcRewriter {
         if (a.name == "axis") a.i = 1;
       return same_op(std::move(r), total);
     }
+    if (is_onnx_op(node, "Resize")) return resize(node, channels, opset);
     if (is_onnx_op(node, {"Add", "Sub", "Mul", "Max", "Min"})) {
       if (node.inputs.size() != 2) return std::nullopt;
       const BlockedValue* other = blocked(node.inputs[1]);
@@ -173,6 +184,79 @@ class NchwcRewriter {
     // Activations map the padding lanes' finite values to finite values.
     if (as_activation(node, view_, opset)) return same_op(node, channels);
     return std::nullopt;
+  }
+
+  // Split on the channel axis into parts of whole blocks: the same Split on the blocked
+  // tensor's block axis, its sizes counted in blocks (YOLO's C2f and CSP stages split a
+  // convolution's output in halves and join them back with Concat).
+  std::optional<ir::Node> split(const ir::Node& node, int64_t opset) {
+    const BlockedValue* x = blocked(node.inputs[0]);
+    if (!x) return std::nullopt;
+    const int64_t axis = int_attr(node, "axis", 0);
+    if (axis != 1 && axis != -3) return std::nullopt;
+    const int64_t parts = int64_t(node.outputs.size());
+    std::vector<int64_t> sizes;
+    const std::string& sizes_input = input_or_empty(node, 1);
+    if (opset >= 13 && !sizes_input.empty()) {
+      const Tensor* t = view_.constant(sizes_input);
+      if (!t || t->dtype() != DataType::kInt64 || t->rank() != 1) return std::nullopt;
+      sizes.assign(t->data<int64_t>(), t->data<int64_t>() + t->numel());
+    } else if (const ir::Attribute* a = node.find_attribute("split"); a && opset < 13) {
+      sizes = a->ints;
+    } else {
+      // Equal parts (num_outputs of opset 18 rounds the last one down when they do not
+      // divide: only whole-block equal parts are taken).
+      if (x->channels % (parts * kBlock) != 0) return std::nullopt;
+      sizes.assign(size_t(parts), x->channels / parts);
+    }
+    if (int64_t(sizes.size()) != parts) return std::nullopt;
+    int64_t total = 0;
+    for (int64_t size : sizes) {
+      if (size <= 0 || size % kBlock != 0) return std::nullopt;
+      total += size;
+    }
+    if (total != x->channels) return std::nullopt;
+    ir::Node r = node;
+    for (ir::Attribute& a : r.attributes) {
+      if (a.name == "axis") a.i = 1;
+      if (a.name == "split")
+        for (int64_t& size : a.ints) size /= kBlock;
+    }
+    if (opset >= 13 && !sizes_input.empty()) {
+      auto blocks = Tensor::allocate_uninitialized(DataType::kInt64, Shape{parts}, ctx_.limits);
+      if (!blocks) return std::nullopt;
+      for (int64_t i = 0; i < parts; ++i) blocks->data<int64_t>()[i] = sizes[size_t(i)] / kBlock;
+      r.inputs[1] = edit_.fresh_name(sizes_input + "_blocks");
+      edit_.add_initializer(r.inputs[1], std::move(blocks).value());
+    }
+    return same_op(std::move(r), sizes);
+  }
+
+  // Nearest-neighbour Resize of the map (constant scales, 1 on batch and channels): the
+  // same Resize on the blocked tensor with a scale of 1 for the lanes. Nearest copies
+  // whole source elements and a scale of 1 maps every coordinate to itself under each
+  // coordinate transformation but tf_crop_and_resize, so the lanes move together.
+  std::optional<ir::Node> resize(const ir::Node& node, int64_t channels, int64_t opset) {
+    if (opset < 11 || node.find_attribute("axes")) return std::nullopt;
+    const ir::Attribute* mode = node.find_attribute("mode");
+    if (mode && mode->s != "nearest") return std::nullopt;
+    const ir::Attribute* transform = node.find_attribute("coordinate_transformation_mode");
+    if (transform && transform->s == "tf_crop_and_resize") return std::nullopt;
+    const std::string& scales_input = input_or_empty(node, 2);
+    if (scales_input.empty() || !input_or_empty(node, 3).empty()) return std::nullopt;
+    const Tensor* scales = view_.constant(scales_input);
+    if (!scales || scales->dtype() != DataType::kFloat || scales->numel() != 4) return std::nullopt;
+    const float* s = scales->data<float>();
+    if (s[0] != 1.0f || s[1] != 1.0f || !(s[2] > 0.0f) || !(s[3] > 0.0f)) return std::nullopt;
+    auto blocked_scales = Tensor::allocate_uninitialized(DataType::kFloat, Shape{5}, ctx_.limits);
+    if (!blocked_scales) return std::nullopt;
+    float* b = blocked_scales->data<float>();
+    std::copy(s, s + 4, b);
+    b[4] = 1.0f;
+    ir::Node r = node;
+    r.inputs[2] = edit_.fresh_name(scales_input + "_blocked");
+    edit_.add_initializer(r.inputs[2], std::move(blocked_scales).value());
+    return same_op(std::move(r), channels);
   }
 
   // The output channels of a convolution this pass blocks, or nullopt.
@@ -213,9 +297,15 @@ class NchwcRewriter {
 
   // `node` writing a fresh blocked value in place of its output.
   std::optional<ir::Node> same_op(ir::Node node, int64_t channels) {
-    const std::string name = edit_.fresh_name(node.outputs[0] + "_nchwc");
-    blocked_[node.outputs[0]] = BlockedValue{name, channels};
-    node.outputs[0] = name;
+    return same_op(std::move(node), std::vector<int64_t>{channels});
+  }
+  // `node` writing fresh blocked values in place of its outputs, of these channels.
+  std::optional<ir::Node> same_op(ir::Node node, const std::vector<int64_t>& channels) {
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      const std::string name = edit_.fresh_name(node.outputs[o] + "_nchwc");
+      blocked_[node.outputs[o]] = BlockedValue{name, channels[o]};
+      node.outputs[o] = name;
+    }
     return node;
   }
 

@@ -306,11 +306,13 @@ void run_interpolate(const Tensor& x, Tensor& y, const std::vector<AxisPlan>& pl
 }
 
 // Nearest: every output element copies one source element (or the extrapolation value).
+// Trailing axes the resize leaves as they are move as one element of `chunk` values (the
+// 16 lanes of a channel-blocked map): one copy each instead of one per value.
 template <typename T>
 void run_nearest(const Tensor& x, Tensor& y, const std::vector<AxisPlan>& plans, T extrap) {
   const Shape& in_shape = x.shape();
   const Shape& out_shape = y.shape();
-  const size_t rank = in_shape.size();
+  size_t rank = in_shape.size();
   const T* src = x.data<T>();
   T* dst = y.data<T>();
   if (rank == 0) {
@@ -319,17 +321,19 @@ void run_nearest(const Tensor& x, Tensor& y, const std::vector<AxisPlan>& plans,
   }
   SmallVec<int64_t> in_stride(rank, 1);
   for (size_t d = rank - 1; d-- > 0;) in_stride[d] = in_stride[d + 1] * in_shape[d + 1];
+  int64_t chunk = 1;
+  while (rank > 1 && plans[rank - 1].identity) chunk *= in_shape[--rank];
   auto src_index = [&](size_t d, int64_t o) {
     return plans[d].identity ? o : plans[d].index[size_t(o)];
   };
-  const int64_t width = out_shape[rank - 1];
-  const int64_t rows = y.numel() / std::max<int64_t>(width, 1);
-  if (width == 0 || rows == 0) return;
+  const int64_t width = out_shape[rank - 1], row = width * chunk;
+  const int64_t rows = y.numel() / std::max<int64_t>(row, 1);
+  if (row == 0 || rows == 0) return;
   SmallVec<int64_t> pos(rank, 0);
   int64_t prev_base = std::numeric_limits<int64_t>::min();
   const AxisPlan& last = plans[rank - 1];
   for (int64_t r = 0; r < rows; ++r) {
-    T* drow = dst + r * width;
+    T* drow = dst + r * row;
     int64_t base = 0;
     bool ext = false;
     for (size_t d = 0; d + 1 < rank; ++d) {
@@ -338,17 +342,26 @@ void run_nearest(const Tensor& x, Tensor& y, const std::vector<AxisPlan>& plans,
       base += s * in_stride[d];
     }
     if (ext) {
-      std::fill(drow, drow + width, extrap);
+      std::fill(drow, drow + row, extrap);
     } else if (base == prev_base && r > 0) {
       // Upsampling repeats source rows: copy the row just written.
-      std::copy(drow - width, drow, drow);
+      std::copy(drow - row, drow, drow);
     } else {
       const T* srow = src + base;
       if (last.identity) {
-        std::copy(srow, srow + width, drow);
-      } else {
+        std::copy(srow, srow + row, drow);
+      } else if (chunk == 1) {
         const int64_t* idx = last.index.data();
         for (int64_t w = 0; w < width; ++w) drow[w] = idx[w] < 0 ? extrap : srow[idx[w]];
+      } else {
+        const int64_t* idx = last.index.data();
+        for (int64_t w = 0; w < width; ++w) {
+          T* d = drow + w * chunk;
+          if (idx[w] < 0)
+            std::fill(d, d + chunk, extrap);
+          else
+            std::copy(srow + idx[w] * chunk, srow + (idx[w] + 1) * chunk, d);
+        }
       }
     }
     prev_base = ext ? std::numeric_limits<int64_t>::min() : base;
