@@ -27,6 +27,12 @@ namespace {
 constexpr int64_t kB = vmath::kNchwcBlock;
 // Multiply-adds (or window taps) below which a piece of work stays on one thread.
 constexpr double kMinWork = double(1 << 20);
+// Below this much work in all, even independent items stay on the calling thread: waking
+// another costs more than it saves. Between the two, items still go to the threads whole
+// (a 64 x 56 x 56 pool is worth it). An OCR direction classifier's small reorders,
+// pools and depthwise layers (0.55 ms a run) took 0.61-0.63 ms on 2 threads, 0.56-0.57
+// with this floor; the zoo's small CNNs did not move beyond the VM's noise.
+constexpr double kMinHandOffWork = double(1 << 18);
 // Channels from which a 3x3 stride-1 convolution takes Winograd. Measured with F(4x4,
 // 3x3) against the direct tiles, one conv alone: 16 -> 16 on 112x112 0.77x the time,
 // 16 -> 32 on 56x56 0.69x, 16 -> 64 on 55x55 0.61x, 128 -> 32 on 28x28 0.42x; 8 -> 32
@@ -52,6 +58,10 @@ int64_t blocks_of(int64_t channels) { return (channels + kB - 1) / kB; }
 template <typename Fn>
 void parallel_rows(int64_t items, int64_t rows, double work, Fn fn) {
   const int64_t pieces = int64_t(parallel_pieces(work, kMinWork));
+  if (work < kMinHandOffWork) {
+    for (int64_t item = 0; item < items; ++item) fn(item, 0, rows);
+    return;
+  }
   // Several tasks per thread when there are few items: uneven items then even out.
   const int64_t wanted = pieces > 1 ? 4 * pieces : 1;
   const int64_t chunks = std::clamp<int64_t>((wanted + items - 1) / items, 1, rows);
@@ -61,6 +71,16 @@ void parallel_rows(int64_t items, int64_t rows, double work, Fn fn) {
     const int64_t item = int64_t(task) / row_tasks, r0 = int64_t(task) % row_tasks * per;
     fn(item, r0, std::min(rows, r0 + per));
   });
+}
+
+// fn(task) for tasks [0, n): on the run's threads when `parallel`, else on this one.
+template <typename Fn>
+void run_tasks(size_t n, bool parallel, Fn&& fn) {
+  if (!parallel) {
+    for (size_t task = 0; task < n; ++task) fn(task);
+    return;
+  }
+  parallel_for(n, fn);
 }
 
 // The spatial dims and channel blocks of a blocked [N, Cb, H, W, 16] tensor.
@@ -328,7 +348,9 @@ class NchwcConvKernel final : public Kernel {
       vmath::nchwc_conv(p, b0, b1, 0, count);
     };
     const int64_t chunks = (tiles + chunk - 1) / chunk;
-    parallel_for(size_t(N * chunks * parts), [&](size_t task) {
+    const double macs =
+        double(N * tiles) * double(in_channels_ * out_channels_) * double(matrices);
+    run_tasks(size_t(N * chunks * parts), macs >= kMinHandOffWork, [&](size_t task) {
       const int64_t part = int64_t(task) % parts, n = int64_t(task) / parts / chunks,
                     c = int64_t(task) / parts % chunks;
       const int64_t b0 = Mb * part / parts, b1 = Mb * (part + 1) / parts;
@@ -349,7 +371,8 @@ class NchwcConvKernel final : public Kernel {
   // a block per task.
   static void to_blocked(const float* x, int64_t N, int64_t C, int64_t positions, float* out) {
     const int64_t Cb = blocks_of(C);
-    parallel_for(size_t(N * Cb), [&](size_t task) {
+    const bool parallel = double(N * Cb * positions * kB) * 2 >= kMinHandOffWork;
+    run_tasks(size_t(N * Cb), parallel, [&](size_t task) {
       const int64_t n = int64_t(task) / Cb, b = int64_t(task) % Cb;
       vmath::nchwc_planes_to_block(x + (n * C + b * kB) * positions, positions, positions,
                                    std::min(kB, C - b * kB), out + int64_t(task) * positions * kB);
