@@ -348,8 +348,7 @@ class NchwcConvKernel final : public Kernel {
       vmath::nchwc_conv(p, b0, b1, 0, count);
     };
     const int64_t chunks = (tiles + chunk - 1) / chunk;
-    const double macs =
-        double(N * tiles) * double(in_channels_ * out_channels_) * double(matrices);
+    const double macs = double(N * tiles) * double(in_channels_ * out_channels_) * double(matrices);
     run_tasks(size_t(N * chunks * parts), macs >= kMinHandOffWork, [&](size_t task) {
       const int64_t part = int64_t(task) % parts, n = int64_t(task) / parts / chunks,
                     c = int64_t(task) / parts % chunks;
