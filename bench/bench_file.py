@@ -22,23 +22,43 @@ import harness  # noqa: E402
 import nxrt  # noqa: E402
 
 
-def parse_pairs(items, convert):
+# Random inputs larger than this are refused before numpy tries to allocate them.
+MAX_INPUT_ELEMENTS = 1 << 31
+
+
+def parse_pairs(items, what):
+    """NAME=VALUE items into {NAME: [ints]}: VALUE is D0,D1,... for --shape, one int for
+    --dim."""
     out = {}
     for item in items or []:
         name, _, value = item.partition("=")
-        if not value:
-            raise SystemExit(f"expected NAME=VALUE, got '{item}'")
-        out[name] = convert(value)
+        try:
+            numbers = [int(v) for v in value.split(",")]
+        except ValueError:
+            numbers = None
+        if not name or not numbers or any(n < 0 for n in numbers) or \
+                (what == "--dim" and len(numbers) != 1):
+            form = "SYMBOL=SIZE" if what == "--dim" else "NAME=D0,D1,..."
+            raise SystemExit(f"{what} '{item}': expected {form} with sizes >= 0")
+        out[name] = numbers[0] if what == "--dim" else numbers
     return out
 
 
 def random_feeds(session, shapes, dims, seed=0):
     rng = np.random.default_rng(seed)
+    names = [arg.name for arg in session.get_inputs()]
+    unknown = sorted(set(shapes) - set(names))
+    if unknown:
+        raise SystemExit(f"--shape names {unknown}, which are not inputs of the model "
+                         f"(its inputs: {names})")
     feeds = {}
     for arg in session.get_inputs():
         shape = shapes.get(arg.name)
         if shape is None:
             shape = [d if isinstance(d, int) else dims.get(str(d), 1) for d in arg.shape]
+        if np.prod(shape, dtype=np.float64) > MAX_INPUT_ELEMENTS:
+            raise SystemExit(f"input '{arg.name}' of shape {shape} would hold more than "
+                             f"{MAX_INPUT_ELEMENTS} elements")
         element = arg.type[len("tensor("):-1]
         dtype = np.dtype({"float": "float32", "double": "float64"}.get(element, element))
         if dtype.kind == "f":
@@ -46,6 +66,15 @@ def random_feeds(session, shapes, dims, seed=0):
         else:
             feeds[arg.name] = np.zeros(shape, dtype)
     return feeds
+
+
+def guarded(runtime, call):
+    """call(), or exit with what `runtime` raised, on one line."""
+    try:
+        return call()
+    except Exception as err:  # noqa: BLE001 (either runtime's error types)
+        text = " ".join(line.strip() for line in str(err).splitlines()) or type(err).__name__
+        raise SystemExit(f"{runtime}: {text}") from None
 
 
 def main():
@@ -57,18 +86,21 @@ def main():
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--block", type=int, default=5)
     args = ap.parse_args()
-    shapes = parse_pairs(args.shape, lambda v: [int(d) for d in v.split(",")])
-    dims = parse_pairs(args.dim, int)
+    shapes = parse_pairs(args.shape, "--shape")
+    dims = parse_pairs(args.dim, "--dim")
     name = os.path.basename(args.model)
     for threads in args.threads:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
-        baseline = ort.InferenceSession(args.model, options, providers=["CPUExecutionProvider"])
         nx_options = nxrt.SessionOptions()
         nx_options.intra_op_num_threads = threads
-        session = nxrt.InferenceSession(args.model, nx_options)
+        # nxrt first: a model it refuses is reported in its words.
+        session = guarded("nxrt", lambda: nxrt.InferenceSession(args.model, nx_options))
+        baseline = guarded("onnxruntime", lambda: ort.InferenceSession(
+            args.model, options, providers=["CPUExecutionProvider"]))
         feeds = random_feeds(baseline, shapes, dims)
-        expected, got = baseline.run(None, feeds), session.run(None, feeds)
+        got = guarded("nxrt", lambda: session.run(None, feeds))
+        expected = guarded("onnxruntime", lambda: baseline.run(None, feeds))
         diff = max((float(np.max(np.abs(np.asarray(e, np.float64) - g))) if np.size(e) else 0.0)
                    for e, g in zip(expected, got))
         r = harness.compare(lambda: session.run(None, feeds), lambda: baseline.run(None, feeds),

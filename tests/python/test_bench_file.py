@@ -46,3 +46,28 @@ def test_prints_a_row_per_thread_count(tmp_path):
     rows = [line for line in out.splitlines() if line.startswith("add.onnx")]
     assert len(rows) == 2 and "threads=1" in rows[0] and "threads=2" in rows[1], out
     assert "max |difference| 0.00e+00" in rows[0], out
+
+
+def _run(args):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.run([sys.executable, os.path.join(BENCH, "bench_file.py")] + args,
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_bad_input_is_a_one_line_error(tmp_path):
+    model = _model(tmp_path)
+    truncated = str(tmp_path / "truncated.onnx")
+    with open(model, "rb") as f, open(truncated, "wb") as g:
+        g.write(f.read()[:40])
+    cases = [
+        ([truncated], "nxrt:"),
+        ([model, "--shape", "x=2,a"], "expected NAME=D0,D1"),
+        ([model, "--shape", "nope=2,3"], "not inputs of the model"),
+        ([model, "--dim", "batch=1,2"], "expected SYMBOL=SIZE"),
+        ([model, "--shape", "x=100000,100000,1000"], "more than"),
+        ([model, "--shape", "x=2,4", "--shape", "ids=2,4"], "nxrt:"),  # the model wants [*, 3]
+    ]
+    for args, message in cases:
+        result = _run(args + ["--threads", "1", "--rounds", "1", "--block", "1"])
+        assert result.returncode != 0, (args, result.stdout)
+        assert message in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)

@@ -197,7 +197,8 @@ class NchwcRewriter {
     const int64_t parts = int64_t(node.outputs.size());
     std::vector<int64_t> sizes;
     const std::string& sizes_input = input_or_empty(node, 1);
-    if (opset >= 13 && !sizes_input.empty()) {
+    const bool sizes_in_input = opset >= 13 && !sizes_input.empty();
+    if (sizes_in_input) {
       const Tensor* t = view_.constant(sizes_input);
       if (!t || t->dtype() != DataType::kInt64 || t->rank() != 1) return std::nullopt;
       sizes.assign(t->data<int64_t>(), t->data<int64_t>() + t->numel());
@@ -222,7 +223,7 @@ class NchwcRewriter {
       if (a.name == "split")
         for (int64_t& size : a.ints) size /= kBlock;
     }
-    if (opset >= 13 && !sizes_input.empty()) {
+    if (sizes_in_input) {
       auto blocks = Tensor::allocate_uninitialized(DataType::kInt64, Shape{parts}, ctx_.limits);
       if (!blocks) return std::nullopt;
       for (int64_t i = 0; i < parts; ++i) blocks->data<int64_t>()[i] = sizes[size_t(i)] / kBlock;

@@ -53,34 +53,31 @@ constexpr int64_t kWinogradF43MaxWeights = 128 * 256;
 
 int64_t blocks_of(int64_t channels) { return (channels + kB - 1) / kB; }
 
+// fn(item) for the independent items [0, n): on the run's threads from kMinHandOffWork
+// of work in all, else on this thread.
+template <typename Fn>
+void parallel_items(size_t n, double work, Fn&& fn) {
+  if (work < kMinHandOffWork) {
+    for (size_t item = 0; item < n; ++item) fn(item);
+    return;
+  }
+  parallel_for(n, fn);
+}
+
 // Splits [0, rows) of `items` independent (image, block group) items into about
 // `pieces` tasks and runs fn(item, row0, row1) for each on the run's threads.
 template <typename Fn>
 void parallel_rows(int64_t items, int64_t rows, double work, Fn fn) {
   const int64_t pieces = int64_t(parallel_pieces(work, kMinWork));
-  if (work < kMinHandOffWork) {
-    for (int64_t item = 0; item < items; ++item) fn(item, 0, rows);
-    return;
-  }
   // Several tasks per thread when there are few items: uneven items then even out.
   const int64_t wanted = pieces > 1 ? 4 * pieces : 1;
   const int64_t chunks = std::clamp<int64_t>((wanted + items - 1) / items, 1, rows);
   const int64_t per = (rows + chunks - 1) / chunks;
   const int64_t row_tasks = (rows + per - 1) / per;
-  parallel_for(size_t(items * row_tasks), [&](size_t task) {
+  parallel_items(size_t(items * row_tasks), work, [&](size_t task) {
     const int64_t item = int64_t(task) / row_tasks, r0 = int64_t(task) % row_tasks * per;
     fn(item, r0, std::min(rows, r0 + per));
   });
-}
-
-// fn(task) for tasks [0, n): on the run's threads when `parallel`, else on this one.
-template <typename Fn>
-void run_tasks(size_t n, bool parallel, Fn&& fn) {
-  if (!parallel) {
-    for (size_t task = 0; task < n; ++task) fn(task);
-    return;
-  }
-  parallel_for(n, fn);
 }
 
 // The spatial dims and channel blocks of a blocked [N, Cb, H, W, 16] tensor.
@@ -304,8 +301,8 @@ class NchwcConvKernel final : public Kernel {
     // Chunks whose transformed tiles and products stay within about 1 MiB (16 values of
     // 16 lanes per tile and channel block), cut finer when there are threads to feed.
     int64_t chunk = std::max<int64_t>(8, (int64_t(1) << 20) / ((Cb + Mb) * matrices * kB * 4));
-    const int64_t width = int64_t(parallel_pieces(
-        double(N * tiles) * double(in_channels_ * out_channels_) * double(matrices), kMinWork));
+    const double macs = double(N * tiles) * double(in_channels_ * out_channels_) * double(matrices);
+    const int64_t width = int64_t(parallel_pieces(macs, kMinWork));
     // Few chunks (deep layers on small maps) and transformed weights beyond half a core's
     // L2: the threads split the output blocks of each chunk instead of cutting the chunks
     // finer. Each then reads its share of the weights once for wide products; the input
@@ -348,8 +345,7 @@ class NchwcConvKernel final : public Kernel {
       vmath::nchwc_conv(p, b0, b1, 0, count);
     };
     const int64_t chunks = (tiles + chunk - 1) / chunk;
-    const double macs = double(N * tiles) * double(in_channels_ * out_channels_) * double(matrices);
-    run_tasks(size_t(N * chunks * parts), macs >= kMinHandOffWork, [&](size_t task) {
+    parallel_items(size_t(N * chunks * parts), macs, [&](size_t task) {
       const int64_t part = int64_t(task) % parts, n = int64_t(task) / parts / chunks,
                     c = int64_t(task) / parts % chunks;
       const int64_t b0 = Mb * part / parts, b1 = Mb * (part + 1) / parts;
@@ -370,8 +366,7 @@ class NchwcConvKernel final : public Kernel {
   // a block per task.
   static void to_blocked(const float* x, int64_t N, int64_t C, int64_t positions, float* out) {
     const int64_t Cb = blocks_of(C);
-    const bool parallel = double(N * Cb * positions * kB) * 2 >= kMinHandOffWork;
-    run_tasks(size_t(N * Cb), parallel, [&](size_t task) {
+    parallel_items(size_t(N * Cb), double(N * Cb * positions * kB) * 2, [&](size_t task) {
       const int64_t n = int64_t(task) / Cb, b = int64_t(task) % Cb;
       vmath::nchwc_planes_to_block(x + (n * C + b * kB) * positions, positions, positions,
                                    std::min(kB, C - b * kB), out + int64_t(task) * positions * kB);
